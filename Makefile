@@ -1,0 +1,36 @@
+# Every target builds .venv first when it is missing or stale (pyproject.toml / uv.lock changed), then runs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+BIN := $(VENV)/bin
+
+# uv must not download an interpreter (no network here): it uses $(PYTHON).
+export UV_PYTHON_DOWNLOADS := never
+# Prefect stays offline: no telemetry, and a startup timeout a 2-core machine can meet.
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export DO_NOT_TRACK := 1
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml uv.lock
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	$(UV) sync --locked --extra test --python $(PYTHON)
+	@touch $@
+
+run: $(STAMP)
+	$(BIN)/gpuledger init
+
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check flows scrapers transforms warehouse tests bench
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

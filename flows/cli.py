@@ -1,0 +1,127 @@
+"""The `gpuledger` command line: the one place, with the flows, that opens the warehouse for users."""
+
+import sys
+from typing import Annotated
+
+import duckdb
+import polars as pl
+import typer
+from rich.console import Console
+
+from flows.output import Format, render
+from warehouse import catalog, config, db
+
+app = typer.Typer(
+    help="gpuledger: nightly GPU rental prices, roofline estimates and dated $/M-token tables in DuckDB.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+
+FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def open_read_only() -> duckdb.DuckDBPyConnection:
+    try:
+        return db.connect(read_only=True)
+    except (db.WarehouseError, duckdb.Error) as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command()
+def init(
+    force: Annotated[bool, typer.Option(help="Reload every catalogue even when its file is unchanged.")] = False,
+) -> None:
+    """Create or migrate the warehouse and (re)load the reference catalogues."""
+    try:
+        with db.connect() as con:
+            status = catalog.load_catalogs(con, force=force)
+            counts = {name: con.execute(f"select count(*) from {name}").fetchall()[0][0] for name in status}
+    except (db.WarehouseError, catalog.CatalogError, duckdb.Error) as exc:
+        raise fail(str(exc)) from None
+    render(
+        pl.DataFrame({"catalog": list(status), "status": list(status.values()), "rows": list(counts.values())}),
+        title=f"{config.db_path()} (schema version {db.schema_version()})",
+    )
+
+
+def read_only_statements(query: str) -> None:
+    """Refuse any statement that could change the warehouse or write files."""
+    try:
+        statements = duckdb.extract_statements(query)
+    except duckdb.Error as exc:
+        raise fail(str(exc)) from None
+    for number, statement in enumerate(statements, 1):
+        kind = statement.type.name
+        if kind not in READ_ONLY_STATEMENTS:
+            raise fail(
+                f"gpuledger sql is read-only: statement {number} is {kind}, only "
+                f"{', '.join(sorted(READ_ONLY_STATEMENTS))} are run"
+            )
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL to run; read-only statements only.")],
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Run ad-hoc SQL on a read-only connection to the warehouse."""
+    read_only_statements(query)
+    con = open_read_only()
+    try:
+        result = con.sql(query)
+        df = result.pl() if result is not None else pl.DataFrame()
+    except duckdb.Error as exc:
+        raise fail(str(exc)) from None
+    finally:
+        con.close()
+    render(df, fmt)
+
+
+def _catalog_frame(query: str) -> pl.DataFrame:
+    con = open_read_only()
+    try:
+        return con.sql(query).pl()
+    finally:
+        con.close()
+
+
+@app.command()
+def gpus(
+    vendor: Annotated[str | None, typer.Option(help="Only this vendor (NVIDIA, AMD, ...).")] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """List the GPU catalogue."""
+    df = _catalog_frame(
+        "select name, vendor, memory_gb, bandwidth_gbs, bf16_tflops, fp8_tflops, int8_tops, fp4_tflops, tdp_w, "
+        "fabric, announced, solved_from_page, uncertain from gpus order by vendor, bandwidth_gbs desc"
+    )
+    if vendor:
+        df = df.filter(pl.col("vendor").str.to_lowercase() == vendor.lower())
+    render(df, fmt)
+
+
+@app.command()
+def models(fmt: FormatOption = Format.table) -> None:
+    """List the model catalogue."""
+    render(
+        _catalog_frame(
+            "select model_id, arch, total_params_b, active_params_b, experts, experts_per_token, layers, "
+            "kv_bytes_per_token, native_precision, context_max from models order by model_id"
+        ),
+        fmt,
+    )
+
+
+def main() -> None:
+    app(prog_name="gpuledger")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+
+runner = CliRunner()
+
+
+def gpuledger(*args: str, code: int = 0):
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, result.output
+    return result
+
+
+@pytest.fixture
+def initialised():
+    gpuledger("init")
+
+
+def test_init_twice_reports_unchanged_catalogues():
+    assert "loaded" in gpuledger("init").output
+    second = gpuledger("init").output
+    assert "unchanged" in second and "loaded" not in second
+
+
+@pytest.mark.usefixtures("initialised")
+def test_sql_prints_csv_and_json():
+    assert gpuledger("sql", "select count(*) as n from gpus", "--format", "csv").output.splitlines() == ["n", "120"]
+    rows = json.loads(gpuledger("sql", "select model_id from models order by 1 limit 2", "-f", "json").output)
+    assert rows == [{"model_id": "deepseek-v3"}, {"model_id": "deepseek-v4-flash"}]
+
+
+@pytest.mark.usefixtures("initialised")
+@pytest.mark.parametrize("statement", [
+    "delete from gpus",
+    "select 1; drop table gpus",
+    "copy gpus to 'stolen.csv'",
+    "attach 'other.duckdb' as other",
+    "create table t as select 1",
+])
+def test_sql_refuses_anything_but_reads(statement):
+    result = gpuledger("sql", statement, code=1)
+    assert "read-only" in result.output
+    assert gpuledger("sql", "select count(*) from gpus", "-f", "csv").output.splitlines()[1] == "120"
+
+
+def test_sql_before_init_says_what_to_do():
+    assert "run `gpuledger init` first" in gpuledger("sql", "select 1", code=1).output
+
+
+@pytest.mark.usefixtures("initialised")
+def test_sql_reports_errors_without_a_traceback():
+    result = gpuledger("sql", "select * from no_such_table", code=1)
+    assert "no_such_table" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.usefixtures("initialised")
+def test_catalogue_listings():
+    assert "deepseek-v4.1-flash" in gpuledger("models", "-f", "csv").output
+    amd = gpuledger("gpus", "--vendor", "amd", "-f", "csv").output.splitlines()
+    assert len(amd) > 10 and all(",AMD," in line for line in amd[1:])
+
+
+def test_every_command_has_help():
+    for command in ("init", "sql", "gpus", "models"):
+        assert "Usage" in gpuledger(command, "--help").output

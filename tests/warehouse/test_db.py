@@ -1,0 +1,73 @@
+import duckdb
+import pytest
+
+from warehouse import config, db
+
+
+def add_migration(monkeypatch, migration):
+    """Pretend the code knows one migration more than the file has."""
+    known = db.migrations()
+    monkeypatch.setattr(db, "migrations", lambda: (*known, migration))
+
+
+def test_first_connect_creates_the_file_with_every_table():
+    with db.connect() as con:
+        tables = {t for (t,) in con.execute("select table_name from information_schema.tables").fetchall()}
+    assert config.db_path().exists()
+    for table in ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates", "gpus", "gpu_aliases",
+                  "models", "hardware_prices", "daily_prices", "estimates", "cost_per_mtok", "schema_migrations"):
+        assert table in tables
+
+
+def test_an_older_file_is_upgraded(monkeypatch):
+    with db.connect():
+        pass  # a file at the current version
+    extra = (db.schema_version() + 1, "add_note", "alter table runs add column note VARCHAR;")
+    add_migration(monkeypatch, extra)
+    with db.connect() as con:
+        versions = [v for (v,) in con.execute("select version from schema_migrations order by 1").fetchall()]
+        columns = [c for (c,) in con.execute("select column_name from information_schema.columns "
+                                             "where table_name = 'runs'").fetchall()]
+    assert versions[-1] == extra[0]
+    assert "note" in columns
+
+
+def test_a_failed_migration_leaves_the_file_as_it_was(monkeypatch):
+    with db.connect():
+        pass
+    broken = (db.schema_version() + 1, "broken", "alter table runs add column x INTEGER; select * from nowhere;")
+    add_migration(monkeypatch, broken)
+    with pytest.raises(duckdb.Error):
+        db.connect()
+    monkeypatch.undo()
+    with db.connect() as con:
+        columns = [c for (c,) in con.execute("select column_name from information_schema.columns "
+                                             "where table_name = 'runs'").fetchall()]
+    assert "x" not in columns
+
+
+def test_a_file_from_a_newer_version_is_refused():
+    with db.connect() as con:
+        con.execute("insert into schema_migrations values (999, 'future', now())")
+    with pytest.raises(db.WarehouseError, match="schema version 999, newer than this gpuledger knows"):
+        db.connect()
+    with pytest.raises(db.WarehouseError, match="newer"):
+        db.connect(read_only=True)
+
+
+def test_read_only_needs_an_existing_current_file(monkeypatch):
+    with pytest.raises(db.WarehouseError, match="run `gpuledger init` first"):
+        db.connect(read_only=True)
+    with db.connect():
+        pass
+    extra = (db.schema_version() + 1, "later", "select 1;")
+    add_migration(monkeypatch, extra)
+    with pytest.raises(db.WarehouseError, match="older schema"):
+        db.connect(read_only=True)
+
+
+def test_read_only_connections_cannot_write():
+    with db.connect():
+        pass
+    with db.connect(read_only=True) as con, pytest.raises(duckdb.Error, match="read-only"):
+        con.execute("delete from gpus")

@@ -1,0 +1,32 @@
+"""Where gpuledger keeps its files, and the clock: every path hangs off environment settings."""
+
+import os
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+
+def home() -> Path:
+    """$GPULEDGER_HOME (default ./data): the warehouse, the raw archive and Prefect's state."""
+    return Path(os.environ.get("GPULEDGER_HOME", "data")).absolute()
+
+
+def db_path() -> Path:
+    return home() / "gpuledger.duckdb"
+
+
+def raw_dir() -> Path:
+    return home() / "raw"
+
+
+def exports_dir() -> Path:
+    """$GPULEDGER_EXPORTS (default ./exports): the hive-partitioned CSV/Parquet exports."""
+    return Path(os.environ.get("GPULEDGER_EXPORTS", "exports")).absolute()
+
+
+def utc_now() -> datetime:
+    """Naive UTC, the convention of every TIMESTAMP column."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def utc_today() -> date:
+    return utc_now().date()

@@ -1,0 +1,99 @@
+"""The DuckDB warehouse: connections and numbered migrations recorded in `schema_migrations`."""
+
+import re
+from functools import cache
+from pathlib import Path
+
+import duckdb
+
+from warehouse import config
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+_MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
+
+
+class WarehouseError(RuntimeError):
+    """A warehouse that cannot be opened or used as asked; the message says what to do."""
+
+
+@cache
+def migrations() -> tuple[tuple[int, str, str], ...]:
+    """(version, name, sql) for every file in warehouse/migrations, in version order."""
+    found = []
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        m = _MIGRATION_FILE.match(path.name)
+        if not m:
+            raise WarehouseError(f"{path.name}: migration files are named NNNN_name.sql")
+        found.append((int(m[1]), m[2], path.read_text()))
+    return tuple(found)
+
+
+def schema_version() -> int:
+    """The newest schema this code knows."""
+    return migrations()[-1][0]
+
+
+def applied_versions(con: duckdb.DuckDBPyConnection) -> set[int]:
+    has_table = con.execute(
+        "select count(*) from information_schema.tables where table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    if not has_table:
+        return set()
+    return {v for (v,) in con.execute("select version from schema_migrations").fetchall()}
+
+
+def _refuse_newer(applied: set[int], path: Path | str) -> None:
+    if applied and max(applied) > schema_version():
+        raise WarehouseError(
+            f"{path} has schema version {max(applied)}, newer than this gpuledger knows "
+            f"({schema_version()}): upgrade gpuledger instead of opening it with an older one"
+        )
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: Path | str = "warehouse") -> list[int]:
+    """Apply every known migration the file lacks, each in its own transaction; return the versions applied."""
+    con.execute(
+        "create table if not exists schema_migrations ("
+        "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+    )
+    applied = applied_versions(con)
+    _refuse_newer(applied, path)
+    done = []
+    for version, name, sql in migrations():
+        if version in applied:
+            continue
+        con.execute("begin transaction")
+        try:
+            con.execute(sql)
+            con.execute(
+                "insert into schema_migrations values (?, ?, ?)", [version, name, config.utc_now()]
+            )
+            con.execute("commit")
+        except Exception:
+            con.execute("rollback")
+            raise
+        done.append(version)
+    return done
+
+
+def connect(path: Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse; a writable connection creates and migrates it, a read-only one only checks it."""
+    path = path or config.db_path()
+    if read_only:
+        if not path.exists():
+            raise WarehouseError(f"no warehouse at {path}: run `gpuledger init` first")
+        con = duckdb.connect(str(path), read_only=True)
+        applied = applied_versions(con)
+        _refuse_newer(applied, path)
+        if not applied or max(applied) < schema_version():
+            con.close()
+            raise WarehouseError(f"{path} has an older schema: run `gpuledger init` to upgrade it")
+        return con
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path))
+    try:
+        migrate(con, path)
+    except Exception:
+        con.close()
+        raise
+    return con
