@@ -24,7 +24,11 @@ def exports_dir() -> Path:
 
 
 def utc_now() -> datetime:
-    """Naive UTC, the convention of every TIMESTAMP column."""
+    """Naive UTC, the convention of every TIMESTAMP column; $GPULEDGER_NOW (ISO 8601) pins it for replays."""
+    pinned = os.environ.get("GPULEDGER_NOW")
+    if pinned:
+        moment = datetime.fromisoformat(pinned)
+        return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
     return datetime.now(UTC).replace(tzinfo=None)
 
 
