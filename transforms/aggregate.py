@@ -1,0 +1,106 @@
+"""Daily price aggregates over one date's offers: price distributions and rental ranges for N GPUs."""
+
+import polars as pl
+
+NODE_GPUS = 8  # the largest single-host listing; bigger groups take several listings (multi-node)
+RENTAL_SIZES = (1, 2, 4, 8, 16, 32)
+
+
+def _quantiles(column: str, suffix: str) -> list[pl.Expr]:
+    value = pl.col(column)
+    return [
+        value.min().alias(f"min_{suffix}"),
+        value.quantile(0.25, "linear").alias(f"p25_{suffix}"),
+        value.median().alias(f"median_{suffix}"),
+        value.max().alias(f"max_{suffix}"),
+    ]
+
+
+def daily_prices(offers: pl.DataFrame) -> pl.DataFrame:
+    """Per date × provider × gpu × gpu_count × price_kind × tier: listing count and price quantiles."""
+    keys = ["snapshot_date", "provider", "gpu", "gpu_count", "price_kind", "tier"]
+    return (
+        offers.filter(pl.col("gpu").is_not_null())
+        .with_columns(pl.col("tier").fill_null("unknown"))
+        .group_by(keys)
+        .agg(
+            pl.len().cast(pl.Int32).alias("listings"),
+            *_quantiles("usd_per_gpu_hr", "usd_per_gpu_hr"),
+            *_quantiles("usd_per_hr", "usd_per_hr"),
+            pl.col("fetched_at").max().alias("observed_at"),
+        )
+        .sort(keys)
+    )
+
+
+def _fixed_size_groups(offers: pl.DataFrame, sizes: tuple[int, ...]) -> pl.DataFrame:
+    """N GPUs from listings of exactly N GPUs, or (beyond one node) N/8 distinct 8-GPU listings."""
+    keys = ["snapshot_date", "gpu", "provider", "price_kind"]
+    fixed = offers.filter(pl.col("max_gpu_count").is_null())
+    targets = pl.DataFrame({"n_gpus": list(sizes)}, schema={"n_gpus": pl.Int32})
+    ranked = fixed.with_columns(
+        pl.col("usd_per_hr").rank("ordinal").over(*keys, "gpu_count").alias("cheap_rank"),
+        pl.col("usd_per_hr").rank("ordinal", descending=True).over(*keys, "gpu_count").alias("dear_rank"),
+        pl.len().over(*keys, "gpu_count").alias("same_size"),
+    ).join(targets, how="cross")
+    needed = pl.when(pl.col("n_gpus") <= NODE_GPUS).then(1).otherwise(pl.col("n_gpus") // NODE_GPUS)
+    usable = ranked.with_columns(needed.alias("k")).filter(
+        (pl.col("gpu_count") * pl.col("k") == pl.col("n_gpus"))
+        & ((pl.col("n_gpus") <= NODE_GPUS) | (pl.col("gpu_count") == NODE_GPUS))
+        & (pl.col("same_size") >= pl.col("k"))
+    )
+    return usable.group_by(*keys, "n_gpus").agg(
+        pl.col("usd_per_hr").filter(pl.col("cheap_rank") <= pl.col("k")).sum().alias("min_usd_per_hr"),
+        pl.col("usd_per_hr").filter(pl.col("dear_rank") <= pl.col("k")).sum().alias("max_usd_per_hr"),
+        pl.len().cast(pl.Int32).alias("listings"),
+        pl.col("k").first().cast(pl.Int32).alias("listings_per_group"),
+        pl.col("fetched_at").max().alias("observed_at"),
+    )
+
+
+def _per_gpu_groups(offers: pl.DataFrame, sizes: tuple[int, ...]) -> pl.DataFrame:
+    """N GPUs from listings priced per GPU that scale to max_gpu_count per pod (RunPod)."""
+    keys = ["snapshot_date", "gpu", "provider", "price_kind"]
+    scalable = offers.filter(pl.col("max_gpu_count").is_not_null() & (pl.col("max_gpu_count") > 0))
+    targets = pl.DataFrame({"n_gpus": list(sizes)}, schema={"n_gpus": pl.Int32})
+    pods = (pl.col("n_gpus") + pl.col("max_gpu_count") - 1) // pl.col("max_gpu_count")
+    return (
+        scalable.join(targets, how="cross")
+        .filter((pl.col("n_gpus") <= pl.col("max_gpu_count")) | (pl.col("n_gpus") > NODE_GPUS))
+        .with_columns((pl.col("usd_per_gpu_hr") * pl.col("n_gpus")).alias("group_usd_per_hr"), pods.alias("k"))
+        .group_by(*keys, "n_gpus")
+        .agg(
+            pl.col("group_usd_per_hr").min().alias("min_usd_per_hr"),
+            pl.col("group_usd_per_hr").max().alias("max_usd_per_hr"),
+            pl.len().cast(pl.Int32).alias("listings"),
+            pl.col("k").min().cast(pl.Int32).alias("listings_per_group"),
+            pl.col("fetched_at").max().alias("observed_at"),
+        )
+    )
+
+
+def rental_ranges(offers: pl.DataFrame, sizes: tuple[int, ...] = RENTAL_SIZES) -> pl.DataFrame:
+    """Per date × gpu × N GPUs × provider × price_kind: the cheapest and dearest $/hr to rent N GPUs.
+
+    Fixed-size listings serve N GPUs only at exactly N GPUs on one host, or, beyond one node, as N/8
+    distinct 8-GPU listings (the k cheapest or dearest summed); per-GPU listings serve N × their price.
+    """
+    mapped = offers.filter(pl.col("gpu").is_not_null())
+    parts = [
+        _fixed_size_groups(mapped, sizes).with_columns(pl.lit("fixed_listings").alias("composition")),
+        _per_gpu_groups(mapped, sizes).with_columns(pl.lit("per_gpu").alias("composition")),
+    ]
+    keys = ["snapshot_date", "gpu", "n_gpus", "provider", "price_kind"]
+    return (
+        pl.concat(parts, how="vertical_relaxed")
+        .group_by(keys)
+        .agg(
+            pl.col("min_usd_per_hr").min(),
+            pl.col("max_usd_per_hr").max(),
+            pl.col("listings").sum(),
+            pl.col("listings_per_group").min(),
+            pl.col("composition").unique().sort().str.join("+"),
+            pl.col("observed_at").max(),
+        )
+        .sort(keys)
+    )

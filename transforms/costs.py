@@ -1,0 +1,170 @@
+"""Cost tables: the cheapest live price of a replica of TP GPUs, $/M tokens, and owning against renting."""
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from transforms.aggregate import NODE_GPUS
+
+HOURS_PER_MONTH = 730.0  # 8,760 h / 12
+PRICE_COLUMNS = ["offer_ids", "price_observed_at", "native_currency", "fx_rate", "fx_date", "fx_source"]
+
+# How a replica of TP GPUs is priced (the `replica_pricing` column):
+ONE_LISTING = "one_listing"  # one listing holds the whole group on one host (a multiple of TP GPUs, or a pod of TP)
+MULTI_LISTING = "multi_listing"  # TP beyond one host: TP/8 distinct 8-GPU listings (or pods), multi-node
+SINGLE_GPU_LISTINGS = "tp_single_gpu_listings"  # TP × the cheapest 1-GPU listing: page 001's way; optimistic,
+# since GPUs on separate hosts cannot form a tensor-parallel group
+
+
+def _with_price_provenance(offers: pl.DataFrame) -> pl.DataFrame:
+    """Offers with the columns every priced row carries; fx_* stay null where no conversion happened."""
+    extra = {c: pl.lit(None, dtype=t) for c, t in
+             (("fx_rate", pl.Float64), ("fx_date", pl.Date), ("fx_source", pl.String)) if c not in offers.columns}
+    return offers.filter(pl.col("gpu").is_not_null()).with_columns(**extra)
+
+
+def replica_prices(offers: pl.DataFrame, tps: list[int]) -> pl.DataFrame:
+    """Per date × gpu × provider × price_kind × tp × replica_pricing: the cheapest $/hr for one replica."""
+    priced = _with_price_provenance(offers)
+    targets = pl.DataFrame({"tp": sorted(set(tps))}, schema={"tp": pl.Int32})
+    per_gpu = pl.col("max_gpu_count").is_not_null()
+    candidates = priced.join(targets, how="cross")
+    one_listing = candidates.filter(
+        (pl.col("tp") <= NODE_GPUS)
+        & pl.when(per_gpu)
+        .then(pl.col("max_gpu_count") >= pl.col("tp"))
+        .otherwise((pl.col("gpu_count") >= pl.col("tp")) & (pl.col("gpu_count") % pl.col("tp") == 0))
+    ).with_columns(
+        pl.lit(ONE_LISTING).alias("replica_pricing"),
+        (pl.col("usd_per_gpu_hr") * pl.col("tp")).alias("replica_usd_per_hr"),
+        pl.col("offer_id").alias("offer_ids"),
+    )
+    scalable_multi = candidates.filter(per_gpu & (pl.col("tp") > NODE_GPUS)).with_columns(
+        pl.lit(MULTI_LISTING).alias("replica_pricing"),
+        (pl.col("usd_per_gpu_hr") * pl.col("tp")).alias("replica_usd_per_hr"),
+        pl.col("offer_id").alias("offer_ids"),
+    )
+    single = candidates.filter(~per_gpu & (pl.col("gpu_count") == 1) & (pl.col("tp") > 1)).with_columns(
+        pl.lit(SINGLE_GPU_LISTINGS).alias("replica_pricing"),
+        (pl.col("usd_per_hr") * pl.col("tp")).alias("replica_usd_per_hr"),
+        pl.col("offer_id").alias("offer_ids"),
+    )
+    keys = ["snapshot_date", "gpu", "provider", "price_kind", "tp", "replica_pricing"]
+    columns = [*keys, "replica_usd_per_hr", *PRICE_COLUMNS]
+    singles = pl.concat([one_listing, scalable_multi, single], how="vertical_relaxed").select(
+        *keys, "replica_usd_per_hr", "offer_ids", pl.col("fetched_at").alias("price_observed_at"),
+        "native_currency", "fx_rate", "fx_date", "fx_source",
+    )
+    cheapest = singles.sort("replica_usd_per_hr", "offer_ids").group_by(keys).first()
+    return pl.concat([cheapest.select(columns), _fixed_multi_listing(priced, targets).select(columns)],
+                     how="vertical_relaxed").sort(keys)
+
+
+def _fixed_multi_listing(priced: pl.DataFrame, targets: pl.DataFrame) -> pl.DataFrame:
+    """TP beyond one host from fixed listings: the TP/8 cheapest distinct 8-GPU listings, summed."""
+    keys = ["snapshot_date", "gpu", "provider", "price_kind"]
+    nodes = priced.filter(pl.col("max_gpu_count").is_null() & (pl.col("gpu_count") == NODE_GPUS)).with_columns(
+        pl.col("usd_per_hr").rank("ordinal").over(keys).alias("cheap_rank"), pl.len().over(keys).alias("nodes")
+    )
+    k = pl.col("tp") // NODE_GPUS
+    return (
+        nodes.join(targets.filter(pl.col("tp") > NODE_GPUS), how="cross")
+        .filter((pl.col("cheap_rank") <= k) & (pl.col("nodes") >= k))
+        .sort("cheap_rank")
+        .group_by(*keys, "tp")
+        .agg(
+            pl.col("usd_per_hr").sum().alias("replica_usd_per_hr"),
+            pl.col("offer_id").str.join(",").alias("offer_ids"),
+            pl.col("fetched_at").max().alias("price_observed_at"),
+            pl.col("native_currency").first(),
+            pl.col("fx_rate").first(),
+            pl.col("fx_date").first(),
+            pl.col("fx_source").first(),
+        )
+        .with_columns(pl.lit(MULTI_LISTING).alias("replica_pricing"))
+    )
+
+
+def usd_per_mtok(usd_per_hr: pl.Expr, tok_s: pl.Expr) -> pl.Expr:
+    """Dollars per million tokens from an hourly price and a sustained token rate."""
+    return usd_per_hr * 1e6 / (tok_s * 3600.0)
+
+
+def cost_per_mtok(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
+    """Each estimate priced by every live replica price of its GPU and TP: $/M output tokens."""
+    joined = estimates.filter(pl.col("agg_tok_s") > 0).join(prices, on=["gpu", "tp"], how="inner")
+    return joined.with_columns(usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok")).select(
+        "snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider", "price_kind",
+        "replica_pricing", "method", "estimator_version", "tp", "agg_tok_s", "replica_usd_per_hr", "usd_per_mtok",
+        *PRICE_COLUMNS,
+    ).sort("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider", "price_kind",
+           "replica_pricing")
+
+
+@dataclass(frozen=True)
+class OwnershipParams:
+    """Owning hardware: page 002's method with every input settable."""
+
+    years: float = 3.0
+    usd_per_kwh: float = 0.10
+    maintenance_usd_per_month: float = 500.0
+    utilisation: float = 0.5
+
+
+def own_vs_rent(
+    estimates: pl.DataFrame, hardware_usd: pl.DataFrame, costs: pl.DataFrame, params: OwnershipParams
+) -> pl.DataFrame:
+    """Owning a priced configuration against renting: $/hr, $/M tokens at a utilisation, break-even volume.
+
+    `hardware_usd` has gpu, price_kind, gpu_count, usd_low, usd_high, quoted_on, fx_rate, fx_date, fx_source
+    and the snapshot_date it is converted for; the configuration runs gpu_count // tp replicas of the
+    estimate. Power is charged at TDP around the clock, maintenance per month; the rental side is the
+    cheapest $/M of the same estimate on that date.
+    """
+    keys = ["model", "gpu", "precision", "context_tokens", "streams", "method"]
+    cheapest = (
+        costs.sort("usd_per_mtok")
+        .group_by(*keys, "snapshot_date")
+        .agg(
+            pl.col("usd_per_mtok").first().alias("rent_usd_per_mtok"),
+            pl.col("provider").first().alias("rent_provider"),
+            pl.col("price_kind").first().alias("rent_price_kind"),
+            pl.col("replica_pricing").first().alias("rent_replica_pricing"),
+        )
+    )
+    replicas = pl.col("gpu_count") // pl.col("tp")
+    price_usd = (pl.col("usd_low") + pl.col("usd_high")) / 2
+    amortised = price_usd / (params.years * 12 * HOURS_PER_MONTH)
+    power = pl.col("power_kw") / pl.col("tp") * pl.col("gpu_count") * params.usd_per_kwh
+    maintenance = params.maintenance_usd_per_month / HOURS_PER_MONTH
+    tok_per_month = pl.col("agg_tok_s") * replicas * 3600.0 * HOURS_PER_MONTH
+    own = (
+        estimates.join(hardware_usd, on="gpu", how="inner")
+        .filter(replicas >= 1)
+        .with_columns(
+            replicas.alias("replicas"),
+            price_usd.alias("hardware_usd"),
+            (amortised + power.fill_null(0.0) + maintenance).alias("own_usd_per_hr"),
+            (tok_per_month / 1e6).alias("capacity_mtok_per_month"),
+        )
+        .with_columns(
+            usd_per_mtok(pl.col("own_usd_per_hr"), pl.col("agg_tok_s") * pl.col("replicas") * params.utilisation)
+            .alias("own_usd_per_mtok"),
+            pl.col("power_kw").is_null().alias("power_unknown"),
+        )
+        .join(cheapest, on=[*keys, "snapshot_date"], how="left")
+    )
+    breakeven = pl.col("own_usd_per_hr") * HOURS_PER_MONTH / pl.col("rent_usd_per_mtok")
+    return own.with_columns(
+        pl.when(breakeven <= pl.col("capacity_mtok_per_month")).then(breakeven).alias("breakeven_mtok_per_month"),
+        pl.lit(params.years).alias("years"),
+        pl.lit(params.usd_per_kwh).alias("usd_per_kwh"),
+        pl.lit(params.maintenance_usd_per_month).alias("maintenance_usd_per_month"),
+        pl.lit(params.utilisation).alias("utilisation"),
+    ).select(
+        "snapshot_date", *keys, "price_kind", "gpu_count", "tp", "replicas", "hardware_usd", "quoted_on", "fx_rate",
+        "fx_date", "fx_source", "years", "usd_per_kwh", "maintenance_usd_per_month", "utilisation",
+        "own_usd_per_hr", "own_usd_per_mtok", "capacity_mtok_per_month", "power_unknown", "rent_usd_per_mtok",
+        "rent_provider", "rent_price_kind", "rent_replica_pricing", "breakeven_mtok_per_month",
+        "estimator_version",
+    ).sort("snapshot_date", *keys, "price_kind")
