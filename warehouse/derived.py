@@ -1,0 +1,31 @@
+"""Derived tables: a date's rows are replaced together, in one transaction, so a rerun never duplicates."""
+
+from datetime import date
+
+import duckdb
+import polars as pl
+
+BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent")
+
+
+def replace_for_date(con: duckdb.DuckDBPyConnection, day: date, frames: dict[str, pl.DataFrame]) -> dict[str, int]:
+    """Replace each given table's rows for day with the frame's rows; all tables or none."""
+    unknown = set(frames) - set(BY_DATE)
+    if unknown:
+        raise ValueError(f"not a derived table: {', '.join(sorted(unknown))}")
+    for table, frame in frames.items():
+        other_days = frame.filter(pl.col("snapshot_date") != day).height
+        if other_days:
+            raise ValueError(f"{table}: {other_days} rows are not dated {day}")
+    con.execute("begin transaction")
+    try:
+        for table, frame in frames.items():
+            con.execute(f"delete from {table} where snapshot_date = ?", [day])
+            con.register("derived_frame", frame)
+            con.execute(f"insert into {table} by name select * from derived_frame")
+            con.unregister("derived_frame")
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
+    return {table: frame.height for table, frame in frames.items()}
