@@ -9,6 +9,8 @@ import duckdb
 from warehouse import config
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# Written in a storage format the DuckDB 1.5 shell (PyPI duckdb-cli) can still open, for ad-hoc readers.
+STORAGE = {"storage_compatibility_version": "v1.5.0"}
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
 
@@ -90,7 +92,7 @@ def connect(path: Path | None = None, *, read_only: bool = False) -> duckdb.Duck
             raise WarehouseError(f"{path} has an older schema: run `gpuledger init` to upgrade it")
         return con
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path))
+    con = duckdb.connect(str(path), config=STORAGE)
     try:
         migrate(con, path)
     except Exception:

@@ -71,3 +71,16 @@ def test_read_only_connections_cannot_write():
         pass
     with db.connect(read_only=True) as con, pytest.raises(duckdb.Error, match="read-only"):
         con.execute("delete from gpus")
+
+
+def test_the_duckdb_shell_can_read_the_warehouse():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with db.connect():
+        pass
+    shell = Path(sys.executable).parent / "duckdb"  # from duckdb-cli, a test dependency
+    out = subprocess.run([shell, "-readonly", "-csv", str(config.db_path()), "-c", "select count(*) from schema_migrations"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[1] == str(len(db.migrations()))
