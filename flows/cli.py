@@ -23,7 +23,7 @@ READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -117,6 +117,12 @@ def models(fmt: FormatOption = Format.table) -> None:
         ),
         fmt,
     )
+
+
+from flows import cli_pipeline  # noqa: E402  (commands defined beside the app they join)
+
+app.command()(cli_pipeline.status)
+app.command("export")(cli_pipeline.export_cmd)
 
 
 def main() -> None:

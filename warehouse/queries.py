@@ -27,3 +27,40 @@ def table(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame:
 def latest_date(con: duckdb.DuckDBPyConnection, table_name: str = "cost_per_mtok") -> date | None:
     """The newest snapshot_date a table holds, or None when it is empty."""
     return con.execute(f"select max(snapshot_date) from {table_name}").fetchall()[0][0]
+
+
+def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 10) -> pl.DataFrame:
+    return con.sql(
+        """
+        select run_id, snapshot_date, started_at, finished_at, status, quality, source_status, quality_reasons
+        from runs order by started_at desc limit $limit
+        """,
+        params={"limit": limit},
+    ).pl()
+
+
+def source_freshness(con: duckdb.DuckDBPyConnection, now, stale_hours: float) -> pl.DataFrame:
+    """Per source: its last attempt, its last success, how old that is, and whether it is stale."""
+    return con.sql(
+        """
+        with last_try as (
+            select source, arg_max(status, started_at) as last_status, arg_max(error, started_at) as last_error,
+                   max(started_at) as last_attempt_at
+            from fetches group by source),
+        last_ok as (
+            select source, max(finished_at) as last_ok_at, arg_max(run_id, finished_at) as run_id,
+                   arg_max(offers_loaded, finished_at) as offers_loaded
+            from fetches where status = 'ok' group by source)
+        select t.source, t.last_status, t.last_attempt_at, o.last_ok_at,
+               round(date_diff('second', o.last_ok_at, $now::timestamp) / 3600.0, 1) as age_hours,
+               o.last_ok_at is null or date_diff('second', o.last_ok_at, $now::timestamp) > $stale * 3600 as stale,
+               o.offers_loaded, t.last_error
+        from last_try t left join last_ok o using (source) order by t.source
+        """,
+        params={"now": now, "stale": stale_hours},
+    ).pl()
+
+
+def row_counts(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> pl.DataFrame:
+    counts = [(t, con.execute(f"select count(*) from {t}").fetchall()[0][0]) for t in tables]
+    return pl.DataFrame(counts, schema=["table", "rows"], orient="row")
