@@ -8,6 +8,7 @@ import polars as pl
 import typer
 from rich.console import Console
 
+from flows import cli_sources
 from flows.output import Format, render
 from warehouse import catalog, config, db
 
@@ -117,6 +118,10 @@ def models(fmt: FormatOption = Format.table) -> None:
         ),
         fmt,
     )
+
+
+app.command()(cli_sources.fetch)
+app.command()(cli_sources.replay)
 
 
 def main() -> None:

@@ -205,13 +205,15 @@ class ReplayServer:
     def payload(self, route: Route, path: str, body: bytes) -> bytes:
         if path != VASTAI_SEARCH or route.status != 200 or (route.request_body and _same_json(route.request_body, body)):
             return route.body
+        recorded = [json.loads(r.body) for r in self.routes if r.path == path and r.status == 200]
+        if not all(isinstance(data, dict) and isinstance(data.get("offers"), list) for data in recorded):
+            return route.body  # not the documented shape: serve it as recorded, the client must notice
         offers, seen = [], set()
-        for r in self.routes:  # every recorded search, once per offer id
-            if r.path == path and r.status == 200:
-                for offer in json.loads(r.body).get("offers", []):
-                    if offer.get("id") not in seen:
-                        seen.add(offer.get("id"))
-                        offers.append(offer)
+        for data in recorded:  # every recorded search, once per offer id
+            for offer in data["offers"]:
+                if offer.get("id") not in seen:
+                    seen.add(offer.get("id"))
+                    offers.append(offer)
         return json.dumps({"offers": vastai_search(offers, json.loads(body or b"{}"))}).encode()
 
     def fault(self, path: str) -> str:
