@@ -1,12 +1,17 @@
 """Helpers for the source tests: fixture files, raw responses, fast settings, edited fixture copies."""
 
+import asyncio
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 
+import httpx
+
 from scrapers.base import RawResponse
+from scrapers.http import SourceClient
 from scrapers.settings import DEFAULT_PACING, HttpSettings, Pacing, Settings
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sources"
@@ -50,3 +55,27 @@ def edited_fixtures(tmp_path: Path, name: str, edit: Callable) -> Path:
     data = edit(data) or data
     (directory / name).write_text(json.dumps(data))
     return directory
+
+
+@dataclass
+class Fetched:
+    responses: list[RawResponse]
+    client: SourceClient
+    seen: list[httpx.Request] = field(default_factory=list)
+
+
+def fetch_with(module, settings: Settings, answer: Callable[[httpx.Request], httpx.Response]) -> Fetched:
+    """Run a source's fetch() against a MockTransport where answer() plays the provider; keeps the requests."""
+    seen = []
+
+    def handler(request):
+        seen.append(request)
+        return answer(request)
+
+    client = SourceClient(module.NAME, settings, transport=httpx.MockTransport(handler))
+
+    async def go():
+        async with client:
+            return await module.fetch(client, settings)
+
+    return Fetched(asyncio.run(go()), client, seen)

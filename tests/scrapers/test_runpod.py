@@ -1,13 +1,11 @@
-import asyncio
 import json
 
 import httpx
 import pytest
-from sources_support import fast_settings, fixture, fixture_json, raw
+from sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 from scrapers import runpod
 from scrapers.base import SchemaError, SourceError
-from scrapers.http import SourceClient
 
 TYPES = fixture_json("runpod_gputypes.json")["data"]["gpuTypes"]
 
@@ -90,21 +88,12 @@ def test_rest_v2_catalogue():
 
 
 def run_fetch(**settings):
-    seen = []
-
-    def handler(request):
-        seen.append(request)
+    def answer(request):
         name = "runpod_catalog_gpus_v2.json" if request.url.path == runpod.REST_PATH else "runpod_gputypes.json"
         return httpx.Response(200, content=fixture(name))
 
-    config = fast_settings(**settings)
-    client = SourceClient("runpod", config, transport=httpx.MockTransport(handler))
-
-    async def go():
-        async with client:
-            return await runpod.fetch(client, config)
-
-    return asyncio.run(go()), seen
+    done = fetch_with(runpod, fast_settings(**settings), answer)
+    return done.responses, done.seen
 
 
 def test_keyless_fetch_posts_the_graphql_query_without_credentials():

@@ -1,14 +1,12 @@
-import asyncio
 import json
 
 import httpx
 import pytest
-from sources_support import fast_settings, fixture_json, raw
+from sources_support import fast_settings, fetch_with, fixture_json, raw
 
 from flows.replay import vastai_search
 from scrapers import vastai
 from scrapers.base import SchemaError
-from scrapers.http import SourceClient
 from scrapers.settings import Pacing
 
 OFFERS = fixture_json("vastai_bundles.json")["offers"]
@@ -101,21 +99,11 @@ def test_truncation_only_counts_full_searches_that_were_not_split():
 
 
 def run_fetch(limit, max_requests=40):
-    """fetch() against a MockTransport that answers like the API: filters, order and limit applied."""
-    seen = []
-
-    def handler(request):
-        seen.append(request)
-        return httpx.Response(200, json={"offers": vastai_search(OFFERS, json.loads(request.content))})
-
+    """fetch() against a mock that answers like the API: filters, order and limit applied."""
     settings = fast_settings(vastai_limit=limit).with_pacing(vastai=Pacing(0.0, max_requests))
-    client = SourceClient("vastai", settings, transport=httpx.MockTransport(handler))
-
-    async def go():
-        async with client:
-            return await vastai.fetch(client, settings)
-
-    return asyncio.run(go()), seen, client
+    done = fetch_with(vastai, settings, lambda request: httpx.Response(
+        200, json={"offers": vastai_search(OFFERS, json.loads(request.content))}))
+    return done.responses, done.seen, done.client
 
 
 def test_fetch_splits_by_gpu_count_keyless_and_covers_every_offer():

@@ -1,13 +1,11 @@
-import asyncio
 import json
 
 import httpx
 import pytest
-from sources_support import fast_settings, fixture, fixture_json, raw
+from sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 from scrapers import verda
 from scrapers.base import SchemaError
-from scrapers.http import SourceClient
 from scrapers.settings import from_env
 
 TYPES = fixture_json("verda_instance_types.json")
@@ -75,22 +73,11 @@ def test_a_changed_payload_is_a_schema_error():
 
 
 def run_fetch(settings):
-    seen = []
     routes = {verda.TOKEN_PATH: "verda_token.json", verda.TYPES_PATH: "verda_instance_types.json",
               verda.LOCATIONS_PATH: "verda_locations.json", verda.AVAILABILITY_PATH: "verda_instance_availability.json",
               "/products": "verda_pricing_page.html"}
-
-    def handler(request):
-        seen.append(request)
-        return httpx.Response(200, content=fixture(routes[request.url.path]))
-
-    client = SourceClient("verda", settings, transport=httpx.MockTransport(handler))
-
-    async def go():
-        async with client:
-            return await verda.fetch(client, settings)
-
-    return asyncio.run(go()), seen, client
+    done = fetch_with(verda, settings, lambda request: httpx.Response(200, content=fixture(routes[request.url.path])))
+    return done.responses, done.seen, done.client
 
 
 def test_oauth_then_three_calls_with_the_bearer_token_and_nothing_secret_archived():
