@@ -8,6 +8,7 @@ import polars as pl
 import typer
 from rich.console import Console
 
+from flows import cli_sources
 from flows.output import Format, render
 from warehouse import catalog, config, db
 
@@ -123,6 +124,8 @@ from flows import cli_pipeline  # noqa: E402  (commands defined beside the app t
 
 app.command()(cli_pipeline.status)
 app.command("export")(cli_pipeline.export_cmd)
+app.command()(cli_sources.fetch)
+app.command()(cli_sources.replay)
 
 
 def main() -> None:

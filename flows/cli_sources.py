@@ -1,0 +1,76 @@
+"""`gpuledger fetch` and `gpuledger replay`: the sources from the command line."""
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import duckdb
+import polars as pl
+import typer
+from rich.console import Console
+
+from flows.fetching import fetch_and_load, new_run_id
+from flows.output import render
+from flows.replay import ReplayServer, parse_faults
+from scrapers import sources
+from warehouse import config, db
+
+err = Console(stderr=True)
+
+
+def fetch(
+    source: Annotated[list[str] | None, typer.Option(
+        "--source", "-s", help=f"Only this source (repeatable): {', '.join(sources.SOURCES)}. Default: all.")] = None,
+) -> None:
+    """Fetch, archive, parse and load the sources; exit 1 when any source failed."""
+    unknown = sorted(set(source or ()) - set(sources.SOURCES))
+    if unknown:
+        err.print(f"[red]error:[/red] unknown source {', '.join(unknown)}; known: {', '.join(sources.SOURCES)}")
+        raise typer.Exit(2)
+    run_id = new_run_id()
+    try:
+        with db.connect() as con:
+            rows = fetch_and_load(con, source or None, run_id, config.utc_today())
+            status = con.execute("select status from runs where run_id = ?", [run_id]).fetchall()[0][0]
+    except (db.WarehouseError, duckdb.Error) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    table = pl.DataFrame([{
+        "source": r.source, "status": r.status, "http": r.http_status, "requests": r.requests,
+        "records": r.record_count, "offers": r.offers_loaded, "quarantined": r.quarantined, "unmapped": r.unmapped,
+        "truncated": r.truncated, "error / notes": r.error or "; ".join(r.notes) or None,
+    } for r in rows])
+    render(table, title=f"run {run_id} ({config.utc_today()}): {status}")
+    if any(r.status != "ok" for r in rows):
+        raise typer.Exit(1)
+
+
+def replay(
+    directory: Annotated[Path, typer.Option("--dir", exists=True, file_okay=False,
+                                            help="A fixture directory with replay.json, or a raw archive directory.")],
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 8787,
+    latency: Annotated[float, typer.Option(help="Seconds to wait before every response.")] = 0.0,
+    retry_after: Annotated[str, typer.Option(help="Retry-After sent with injected 429/503 ('none': no header).")] = "1",
+    hang: Annotated[float, typer.Option(help="Seconds a 'timeout' fault holds the request before closing it.")] = 60.0,
+    fault: Annotated[list[str] | None, typer.Option(
+        help="PATH=SPEC, repeatable. SPEC: comma-separated items used one per request: an HTTP status, ok, "
+             "timeout or truncate; a trailing * repeats the last for ever. E.g. /api/v0/bundles/=429,429,200 "
+             "or /graphql=500*")] = None,
+) -> None:
+    """Serve recorded responses on 127.0.0.1 at the providers' real paths, with optional faults, until Ctrl-C."""
+    try:
+        faults = parse_faults(fault or [])
+        server = ReplayServer(directory, port=port, latency_s=latency, hang_s=hang, faults=faults,
+                              retry_after=None if retry_after.lower() == "none" else retry_after)
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from None
+    with server:
+        err.print(f"replaying {directory} on {server.url}; point gpuledger at it with:", highlight=False)
+        for name, value in server.env().items():
+            print(f"export {name}={value}")
+        try:
+            while True:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            err.print("stopped")

@@ -1,0 +1,164 @@
+"""Plain orchestration of the sources: fetch (self-contained, thread-safe, archive first), then load from the archive.
+
+fetch_source never raises for a source failure: the failure is returned and written to the archive's
+fetch.json. load_source parses from the archive only, so a rebuild can re-load any archived run directory.
+"""
+
+import asyncio
+import logging
+import secrets
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from scrapers import sources
+from scrapers.base import SourceError
+from scrapers.http import SourceClient
+from scrapers.settings import Settings, from_env
+from transforms.normalise import fx_rates_frame, listings_frame, normalise, rejections_frame
+from warehouse import archive, catalog, config
+from warehouse.load import Batch, FetchRow, finish_run, load_batch, start_run
+
+log = logging.getLogger("gpuledger.fetching")
+
+
+@dataclass
+class FetchResult:
+    """The outcome of fetching one source, as written to <archive_dir>/fetch.json."""
+
+    source: str
+    run_id: str
+    snapshot_date: date
+    archive_dir: str
+    status: str  # ok | failed
+    started_at: datetime
+    finished_at: datetime
+    requests: int
+    http_status: int | None = None
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self) | {"snapshot_date": self.snapshot_date.isoformat(),
+                               "started_at": self.started_at.isoformat(), "finished_at": self.finished_at.isoformat()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FetchResult":
+        return cls(**data | {"snapshot_date": date.fromisoformat(data["snapshot_date"]),
+                             "started_at": datetime.fromisoformat(data["started_at"]),
+                             "finished_at": datetime.fromisoformat(data["finished_at"])})
+
+
+def new_run_id() -> str:
+    """A sortable, unique run id: UTC time of the clock (GPULEDGER_NOW when pinned) plus random hex."""
+    return f"{config.utc_now():%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings | None = None, *,
+                 transport=None) -> FetchResult:
+    """Fetch one source with its own client and event loop, archiving each response as it arrives."""
+    settings = settings or from_env()
+    module = sources.get(name)
+    directory = archive.run_dir(name, snapshot_date, run_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    writer = archive.ArchiveWriter(directory)
+    client = SourceClient(name, settings, transport=transport, on_response=writer.write)
+    started, error = config.utc_now(), None
+
+    async def run() -> None:
+        async with client:
+            await module.fetch(client, settings)
+
+    try:
+        asyncio.run(run())
+    except SourceError as exc:
+        error = client.scrub(str(exc))
+    except Exception as exc:  # a bug or a disk error must not stop the other sources: record it
+        log.exception("%s: fetch failed unexpectedly", name)
+        error = client.scrub(f"{name}: unexpected {type(exc).__name__}: {exc}")
+    result = FetchResult(
+        source=name, run_id=run_id, snapshot_date=snapshot_date, archive_dir=str(directory),
+        status="failed" if error else "ok", started_at=started, finished_at=config.utc_now(),
+        requests=client.requests, http_status=client.last_status, error=error, notes=client.notes)
+    writer.write_summary(result.to_json())
+    return result
+
+
+def _aliases(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    if not con.execute("select count(*) from gpu_aliases").fetchall()[0][0]:
+        catalog.load_catalogs(con)
+    return con.sql("select provider, gpu_raw, memory_gb, gpu from gpu_aliases").pl()
+
+
+def _fetch_row(fetched: FetchResult, status: str, error: str | None, notes: list[str]) -> FetchRow:
+    return FetchRow(
+        run_id=fetched.run_id, source=fetched.source, snapshot_date=fetched.snapshot_date,
+        started_at=fetched.started_at, finished_at=fetched.finished_at, status=status,
+        http_status=fetched.http_status, requests=fetched.requests, error=error, archive_dir=fetched.archive_dir,
+        notes=list(dict.fromkeys(notes)))
+
+
+def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> Batch:
+    """Parse the archived responses and normalise them; raises SourceError/ArchiveError when they cannot be read."""
+    module = sources.get(fetched.source)
+    parsed = module.parse(list(archive.read_responses(Path(fetched.archive_dir))))
+    listings = listings_frame(parsed.listings)
+    needs_fx = listings.filter(pl.col("native_currency").str.to_uppercase() != "USD").height > 0
+    rates = con.sql("select date, base, quote, rate, source from fx_rates").pl() if needs_fx else None
+    result = normalise(listings, rejections_frame(parsed.rejected), _aliases(con), rates,
+                       provider=fetched.source, run_id=fetched.run_id, snapshot_date=fetched.snapshot_date,
+                       quarantined_at=config.utc_now())
+    notes = fetched.notes + parsed.notes
+    if result.duplicates:
+        notes.append(f"{result.duplicates} duplicate listing(s) (same offer id and price kind) kept once")
+    row = _fetch_row(fetched, "ok", None, notes)
+    row.record_count, row.truncated = parsed.record_count, parsed.truncated
+    return Batch(row, result.offers, result.quarantine, result.unmapped, fx_rates_frame(parsed.fx_rates))
+
+
+def load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult | Path) -> FetchRow:
+    """Parse from the archive, normalise and load one source under the caller's (single writer) connection.
+
+    `fetched` is a FetchResult, or an archive run directory to re-load (its fetch.json says how the fetch went).
+    A fetch or parse failure is loaded as a failed `fetches` row with the error; nothing else is written.
+    """
+    if isinstance(fetched, Path):
+        fetched = FetchResult.from_json(archive.read_summary(fetched))
+    if fetched.status != "ok":
+        return load_batch(con, Batch(_fetch_row(fetched, "failed", fetched.error, fetched.notes)))
+    try:
+        batch = _batch(con, fetched)
+    except (SourceError, archive.ArchiveError) as exc:
+        return load_batch(con, Batch(_fetch_row(fetched, "failed", str(exc), fetched.notes)))
+    try:
+        return load_batch(con, batch)
+    except duckdb.Error as exc:
+        log.exception("%s: load failed", fetched.source)
+        return load_batch(con, Batch(_fetch_row(fetched, "failed", f"{fetched.source}: load failed: {exc}",
+                                                fetched.notes)))
+
+
+def fetch_and_load(con: duckdb.DuckDBPyConnection, names: list[str] | None, run_id: str, snapshot_date: date, *,
+                   trigger: str = "cli", settings: Settings | None = None) -> list[FetchRow]:
+    """One whole run: start it, fetch the sources concurrently, load each as it arrives (FX first), finish it."""
+    wanted = [n for n in sources.SOURCES if names is None or n in names]
+    unknown = set(names or ()) - set(wanted)
+    if unknown:
+        raise KeyError(f"unknown source(s) {', '.join(sorted(unknown))}; known: {', '.join(sources.SOURCES)}")
+    settings = settings or from_env()
+    start_run(con, run_id, snapshot_date, trigger, wanted)
+    results = []
+    try:
+        with ThreadPoolExecutor(max_workers=len(wanted), thread_name_prefix="fetch") as pool:
+            futures = {n: pool.submit(fetch_source, n, run_id, snapshot_date, settings) for n in wanted}
+            for name in wanted:
+                results.append(load_source(con, futures[name].result()))
+    except BaseException as exc:
+        finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
+        raise
+    finish_run(con, run_id)
+    return results

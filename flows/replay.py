@@ -1,0 +1,293 @@
+"""A replay HTTP server on 127.0.0.1: recorded responses at the providers' real paths, with fault injection.
+
+It serves one of two directory layouts:
+- a manifest: `replay.json` = {"recorded_on": "YYYY-MM-DD", "now": ISO 8601 (for GPULEDGER_NOW),
+  "env": {VAR: "{url}/path"}, "routes": [{"method", "path", "file", "content_type", "status" (200),
+  "auth" ("bearer": 401 without a Bearer header), "note"}]} with the files beside it;
+- a raw archive (warehouse/archive.py): any directory holding NNNN.meta.json + NNNN.body.gz files, at any
+  depth (a run, a date, a source or raw/ itself). When several recordings share a method and path, the one
+  whose request body matches is served, else the first.
+The vast.ai search path applies the request's filters (eq, neq, gt, gte, lt, lte, in, notin on fields the
+offers carry), `order` and `limit` to the recorded offers, so query splitting and full searches can be tested.
+
+Faults, per path: a comma-separated sequence consumed one item per request, then normal service. An item is
+an HTTP status (200 or "ok": the recording), "timeout" (hang for hang_s, past the client's timeout, then
+close) or "truncate" (announce the whole body, send half, close). A trailing "*" repeats the last item for
+ever: "429,429,200" is two 429s then success; "500*" is a permanent 500. 429 and 503 carry Retry-After.
+"""
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from warehouse import archive
+
+log = logging.getLogger("gpuledger.replay")
+
+MANIFEST = "replay.json"
+VASTAI_SEARCH = "/api/v0/bundles/"
+URL_SETTINGS = ("GPULEDGER_VASTAI_URL", "GPULEDGER_RUNPOD_URL", "GPULEDGER_VERDA_URL", "GPULEDGER_ECB_URL",
+                "GPULEDGER_FRANKFURTER_URL")
+_OPS = {
+    "eq": lambda v, x: v == x, "neq": lambda v, x: v != x, "gt": lambda v, x: v > x, "gte": lambda v, x: v >= x,
+    "lt": lambda v, x: v < x, "lte": lambda v, x: v <= x, "in": lambda v, x: v in x, "notin": lambda v, x: v not in x,
+}
+_SPECIAL_KEYS = {"limit", "order", "type", "allocated_storage", "disable_bundling"}
+
+
+@dataclass
+class Route:
+    method: str
+    path: str
+    body: bytes
+    content_type: str = "application/json"
+    status: int = 200
+    auth: str | None = None
+    request_body: str | None = None
+
+
+@dataclass
+class Logged:
+    """One request the server received (the Authorization header only as present or not)."""
+
+    method: str
+    path: str
+    query: str
+    body: bytes
+    authorized: bool
+    at: float  # time.monotonic()
+    served: str = ""  # the status or fault served
+
+
+class FaultPlan:
+    """A sequence of fault items for one path, consumed one per request."""
+
+    def __init__(self, spec: str):
+        self.forever = spec.strip().endswith("*")
+        self.items = [self._item(i) for i in spec.strip().rstrip("*").split(",") if i.strip()]
+        if not self.items:
+            raise ValueError(f"empty fault spec {spec!r}")
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _item(text: str) -> str:
+        item = text.strip().lower()
+        if item in ("ok", "200", "timeout", "truncate"):
+            return "ok" if item == "200" else item
+        if item.isdigit() and 100 <= int(item) <= 599:
+            return item
+        raise ValueError(f"fault item {text!r}: use an HTTP status, ok, timeout or truncate")
+
+    def next(self) -> str:
+        with self._lock:
+            if len(self.items) > 1 or not self.forever:
+                return self.items.pop(0) if self.items else "ok"
+            return self.items[0]
+
+
+def _matches(value, condition: dict) -> bool:
+    try:
+        return all(_OPS[op](value, x) for op, x in condition.items() if op in _OPS)
+    except TypeError:
+        return False
+
+
+def vastai_search(offers: list, query: dict) -> list:
+    """The recorded offers the search would return: its filters, order and limit applied."""
+    for key, condition in query.items():
+        if key not in _SPECIAL_KEYS and isinstance(condition, dict):
+            offers = [o for o in offers if key not in o or _matches(o[key], condition)]
+    for key, direction in reversed(query.get("order") or []):
+        offers = sorted(offers, key=lambda o, k=key: (o.get(k) is None, o.get(k) or 0), reverse=direction == "desc")
+    return offers[: query["limit"]] if isinstance(query.get("limit"), int) else offers
+
+
+def load_routes(directory: Path) -> tuple[list[Route], dict]:
+    """Routes from a manifest directory or a raw archive, and the manifest's extra fields ({} for an archive)."""
+    manifest_path = directory / MANIFEST
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+        routes = [Route(r["method"].upper(), r["path"], (directory / r["file"]).read_bytes(),
+                        r.get("content_type", "application/json"), r.get("status", 200), r.get("auth"))
+                  for r in manifest["routes"]]
+        return routes, manifest
+    routes = []
+    for run in sorted({p.parent for p in directory.rglob("[0-9][0-9][0-9][0-9].meta.json")}):
+        for meta in archive.read_metadata(run):
+            if meta["method"] == "FILE":  # data that never came over HTTP (the bundled FX history)
+                continue
+            routes.append(Route(meta["method"], meta["path"], archive.read_body(meta),
+                                meta.get("content_type") or "application/octet-stream", meta["status"],
+                                request_body=meta.get("request_body")))
+    if not routes:
+        raise FileNotFoundError(f"{directory}: no {MANIFEST} and no archived responses (NNNN.meta.json)")
+    return routes, {}
+
+
+def _same_json(a: str | bytes | None, b: str | bytes | None) -> bool:
+    try:
+        return json.loads(a or "null") == json.loads(b or "null")
+    except ValueError:
+        return a == b
+
+
+class ReplayServer:
+    """Serve recordings on 127.0.0.1 from threads; a context manager (`with ReplayServer(dir) as server`)."""
+
+    def __init__(self, directory: Path, *, port: int = 0, latency_s: float = 0.0, retry_after: str | None = "1",
+                 hang_s: float = 5.0, faults: dict[str, str] | None = None):
+        self.directory = Path(directory)
+        self.routes, self.manifest = load_routes(self.directory)
+        self.latency_s, self.retry_after, self.hang_s = latency_s, retry_after, hang_s
+        self.log: list[Logged] = []
+        self._faults: dict[str, FaultPlan] = {}
+        for path, spec in (faults or {}).items():
+            self.set_fault(path, spec)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False
+        self._httpd.replay = self
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def now(self) -> str | None:
+        """The moment the recordings stand for, to pin GPULEDGER_NOW in a replayed run."""
+        return self.manifest.get("now")
+
+    def env(self) -> dict[str, str]:
+        """Settings that point every source at this server."""
+        env = dict.fromkeys(URL_SETTINGS, self.url)
+        env |= {k: v.format(url=self.url) for k, v in self.manifest.get("env", {}).items()}
+        if self.now:
+            env["GPULEDGER_NOW"] = self.now
+        return env
+
+    def set_fault(self, path: str, spec: str) -> None:
+        self._faults[path] = FaultPlan(spec)
+
+    def clear_faults(self) -> None:
+        self._faults.clear()
+
+    def requests_to(self, path: str) -> list[Logged]:
+        return [r for r in self.log if r.path == path]
+
+    def start(self) -> "ReplayServer":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="replay", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "ReplayServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def route(self, method: str, path: str, body: bytes) -> Route | None:
+        candidates = [r for r in self.routes if r.method == method and r.path == path]
+        exact = [r for r in candidates if r.request_body is not None and _same_json(r.request_body, body)]
+        return (exact or candidates or [None])[0]
+
+    def payload(self, route: Route, path: str, body: bytes) -> bytes:
+        if path != VASTAI_SEARCH or route.status != 200 or (route.request_body and _same_json(route.request_body, body)):
+            return route.body
+        recorded = [json.loads(r.body) for r in self.routes if r.path == path and r.status == 200]
+        if not all(isinstance(data, dict) and isinstance(data.get("offers"), list) for data in recorded):
+            return route.body  # not the documented shape: serve it as recorded, the client must notice
+        offers, seen = [], set()
+        for data in recorded:  # every recorded search, once per offer id
+            for offer in data["offers"]:
+                if offer.get("id") not in seen:
+                    seen.add(offer.get("id"))
+                    offers.append(offer)
+        return json.dumps({"offers": vastai_search(offers, json.loads(body or b"{}"))}).encode()
+
+    def fault(self, path: str) -> str:
+        plan = self._faults.get(path)
+        return plan.next() if plan else "ok"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "gpuledger-replay"
+
+    def log_message(self, format, *args):  # noqa: A002 (the stdlib's signature)
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self):
+        self._serve()
+
+    def do_POST(self):
+        self._serve()
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json", headers: dict | None = None,
+              *, truncate: bool = False) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        if truncate:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body[: len(body) // 2] if truncate else body)
+        if truncate:
+            self.wfile.flush()
+            self.close_connection = True
+
+    def _serve(self):
+        replay: ReplayServer = self.server.replay
+        parts = urlsplit(self.path)
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        entry = Logged(self.command, parts.path, parts.query, body,
+                       (self.headers.get("Authorization") or "").startswith("Bearer "), time.monotonic())
+        replay.log.append(entry)
+        if replay.latency_s:
+            time.sleep(replay.latency_s)
+        fault = entry.served = replay.fault(parts.path)
+        if fault == "timeout":
+            time.sleep(replay.hang_s)
+            self.close_connection = True
+            return
+        if fault not in ("ok", "truncate"):
+            status = int(fault)
+            headers = {"Retry-After": replay.retry_after} if status in (429, 503) and replay.retry_after else {}
+            self._send(status, json.dumps({"error": f"injected {status}"}).encode(), headers=headers)
+            return
+        route = replay.route(self.command, parts.path, body)
+        if route is None:
+            entry.served = "404"
+            self._send(404, json.dumps({"error": f"nothing recorded for {self.command} {parts.path}"}).encode())
+            return
+        if route.auth == "bearer" and not entry.authorized:
+            entry.served = "401"
+            self._send(401, json.dumps({"code": "unauthorized_request", "message": "missing bearer token"}).encode())
+            return
+        self._send(route.status, replay.payload(route, parts.path, body), route.content_type,
+                   truncate=fault == "truncate")
+
+
+def parse_faults(items: list[str]) -> dict[str, str]:
+    """["/path=429,429,200", ...] -> {"/path": "429,429,200"}; ValueError names a malformed item."""
+    faults = {}
+    for item in items:
+        path, eq, spec = item.partition("=")
+        if not eq or not path.startswith("/"):
+            raise ValueError(f"fault {item!r}: expected PATH=SPEC, e.g. /api/v0/bundles/=429,429,200")
+        FaultPlan(spec)
+        faults[path] = spec
+    return faults

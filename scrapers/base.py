@@ -1,0 +1,170 @@
+"""The source interface: raw responses in, typed rows out, and the errors that name source, path and field."""
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+
+class SourceError(RuntimeError):
+    """A source that could not be fetched or read; the message names the source and the URL path."""
+
+
+class SchemaError(SourceError):
+    """A payload whose shape is not what the source's API documents."""
+
+    def __init__(self, source: str, path: str, problem: str, field: str | None = None):
+        where = f"{source}: {path}" + (f": field '{field}'" if field else "")
+        super().__init__(f"{where}: {problem}")
+        self.source, self.path, self.field = source, path, field
+
+
+class RecordError(ValueError):
+    """One record that cannot be read; it is quarantined, the rest of the payload stands."""
+
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"field '{field}': {reason}")
+        self.field, self.reason = field, reason
+
+
+@dataclass(frozen=True)
+class RawResponse:
+    """One HTTP response as received (secrets removed from URL, request body and, where flagged, body)."""
+
+    source: str
+    method: str
+    url: str
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    fetched_at: datetime
+    request_body: str | None = None
+    redacted: bool = False  # the stored body or request body had credentials replaced
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.url).path or "/"
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError as exc:
+            raise SchemaError(self.source, self.path, f"body is not JSON ({exc})") from None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One priced listing and price kind as the provider quotes it; normalise turns it into an `offers` row."""
+
+    offer_id: str
+    price_kind: str  # on_demand | interruptible | reserved | dynamic | savings_1m | ...
+    price_field: str  # the provider field the price came from, named in quarantine
+    native_per_hr: float | None  # the whole listing (gpu_count GPUs), in native_currency
+    gpu_raw: str
+    gpu_count: int | None
+    fetched_at: datetime
+    native_currency: str = "USD"
+    gpu_memory_gb: float | None = None  # per GPU
+    max_gpu_count: int | None = None
+    region: str | None = None
+    country: str | None = None
+    tier: str | None = None
+    reliability: float | None = None
+    verified: bool | None = None
+    availability: str | None = None
+    extras: dict = field(default_factory=dict)
+    record: dict | None = None  # the raw record, kept for quarantine
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A record the parser refused (bad type, non-numeric price string, missing id): goes to quarantine."""
+
+    offer_id: str | None
+    field: str
+    reason: str
+    record: Any
+    price_kind: str | None = None
+
+
+@dataclass(frozen=True)
+class FxRate:
+    date: date
+    base: str
+    quote: str
+    rate: float  # units of quote per 1 base
+    source: str
+    fetched_at: datetime
+
+
+@dataclass
+class ParseResult:
+    listings: list[Listing] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+    fx_rates: list[FxRate] = field(default_factory=list)
+    record_count: int = 0
+    truncated: bool = False  # a query came back full: the market may be larger than what was captured
+    notes: list[str] = field(default_factory=list)
+
+
+class Source(Protocol):
+    """A source module: NAME, an async fetch returning the raw responses, and a pure parse of them."""
+
+    NAME: str
+
+    async def fetch(self, client, settings) -> list[RawResponse]: ...
+
+    def parse(self, responses: list[RawResponse]) -> ParseResult: ...
+
+
+def number(value: Any, field: str, *, allow_none: bool = True) -> float | None:
+    """A finite number from a JSON number or a numeric string (Decimal-checked); RecordError otherwise."""
+    if value is None:
+        if allow_none:
+            return None
+        raise RecordError(field, "missing")
+    if isinstance(value, bool):
+        raise RecordError(field, f"expected a number, got {value!r}")
+    if isinstance(value, int | float):
+        result = float(value)
+    elif isinstance(value, str):
+        try:
+            result = float(Decimal(value.strip()))
+        except (InvalidOperation, ValueError):
+            raise RecordError(field, f"non-numeric string {value[:40]!r}") from None
+    else:
+        raise RecordError(field, f"expected a number, got {type(value).__name__}")
+    if not math.isfinite(result):
+        raise RecordError(field, f"not a finite number: {value!r}")
+    return result
+
+
+def integer(value: Any, field: str) -> int | None:
+    """A whole number (JSON int, or a float with no fraction); RecordError otherwise."""
+    result = number(value, field)
+    if result is None:
+        return None
+    if result != int(result):
+        raise RecordError(field, f"expected a whole number, got {value!r}")
+    return int(result)
+
+
+def text(value: Any, field: str, *, required: bool = False) -> str | None:
+    if value is None or value == "":
+        if required:
+            raise RecordError(field, "missing")
+        return None
+    if not isinstance(value, str):
+        raise RecordError(field, f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def positive(value: float | None) -> bool:
+    return value is not None and value > 0

@@ -1,0 +1,286 @@
+"""The shared HTTP client: timeouts, a User-Agent, retries with backoff, pacing, a request budget and a size cap.
+
+Every final response (success, or the last failure) is recorded with credentials kept out (URL query
+parameters, redacted JSON keys, no request headers), so the caller can archive it before anything parses it.
+"""
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from email.utils import parsedate_to_datetime
+from importlib import metadata
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import httpx
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from scrapers.base import RawResponse, SourceError
+from scrapers.settings import HttpSettings, Settings
+from warehouse import config
+
+log = logging.getLogger("gpuledger.scrapers")
+
+REDACTED = "[REDACTED]"
+MIN_SECRET_LEN = 8  # shorter values would match ordinary text; no real key or secret is that short
+SECRET_PARAMS = {"api_key", "apikey", "key", "token", "access_token", "refresh_token", "client_secret", "secret",
+                 "password", "signature"}
+# Only these response headers are kept: cookies and anything else a server might echo stay out of the archive
+# (and the wire length/encoding, which do not describe the decoded, possibly redacted, stored body).
+KEPT_HEADERS = ("content-type", "date", "retry-after", "ratelimit",
+                "ratelimit-policy", "x-ratelimit-remaining", "x-ratelimit-reset")
+
+
+def user_agent() -> str:
+    try:
+        version = metadata.version("gpuledger")
+    except metadata.PackageNotFoundError:
+        version = "0"
+    return f"gpuledger/{version} (+https://github.com/gpuledger/gpuledger)"
+
+
+def redact_url(url: str) -> str:
+    """The URL with user info dropped and secret-looking query parameters replaced."""
+    parts = urlsplit(url)
+    query = [(k, REDACTED if k.lower() in SECRET_PARAMS else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    netloc = parts.hostname or ""
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="[]"), ""))
+
+
+def redact_json(body: bytes, keys: Iterable[str]) -> tuple[bytes, bool]:
+    """Replace the values of the given keys anywhere in a JSON body; (new body, whether anything changed)."""
+    keys = set(keys)
+    if not keys or not body:
+        return body, False
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body, False
+    changed = False
+
+    def walk(node):
+        nonlocal changed
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in keys and v not in (None, ""):
+                    node[k], changed = REDACTED, True
+                else:
+                    walk(v)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(data)
+    return (json.dumps(data).encode(), True) if changed else (body, False)
+
+
+def make_client(http: HttpSettings, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """An AsyncClient with explicit timeouts and the project's User-Agent."""
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(http.read_timeout_s, connect=http.connect_timeout_s),
+        headers={"User-Agent": user_agent()},
+        transport=transport,
+        follow_redirects=True,
+    )
+
+
+def retry_after_s(value: str | None) -> float | None:
+    """Retry-After as seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - time.time())
+
+
+class _Retryable(Exception):
+    def __init__(self, raw: RawResponse, wait_s: float | None):
+        super().__init__(f"HTTP {raw.status}")
+        self.raw, self.wait_s = raw, wait_s
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, _Retryable | httpx.TransportError)
+
+
+class SourceClient:
+    """One source's HTTP session: retries, pacing, budget, size cap, and the record of what came back."""
+
+    def __init__(
+        self,
+        source: str,
+        settings: Settings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], object] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        on_response: Callable[[RawResponse], None] | None = None,
+    ):
+        self.source = source
+        self.http = settings.http
+        self.pacing = settings.pacing_for(source)
+        self.secrets = settings.secrets()
+        self.requests = 0
+        self.last_status: int | None = None
+        self.responses: list[RawResponse] = []
+        self.notes: list[str] = []
+        self._transport, self._sleep, self._clock, self._on_response = transport, sleep, clock, on_response
+        self._last_start: float | None = None
+        self._client: httpx.AsyncClient | None = None
+
+    async def __aenter__(self) -> "SourceClient":
+        self._client = make_client(self.http, self._transport)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self._client.aclose()
+
+    @property
+    def remaining(self) -> int:
+        return self.pacing.max_requests - self.requests
+
+    def scrub(self, text: str) -> str:
+        """Text for metadata, errors and notes with every known credential value replaced."""
+        for secret in self.secrets:
+            if len(secret) >= MIN_SECRET_LEN:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def note(self, message: str) -> None:
+        self.notes.append(self.scrub(message))
+
+    def record(self, raw: RawResponse) -> None:
+        """Keep a response for the archive (also used for data that did not come over HTTP)."""
+        self.responses.append(raw)
+        if self._on_response:
+            self._on_response(raw)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: dict | None = None,
+        json_body: object = None,
+        headers: dict | None = None,
+        redact_keys: Iterable[str] = (),
+        give_up: Callable[[RawResponse], str | None] | None = None,
+    ) -> RawResponse:
+        """Send with retries; return the response (body as received) or raise SourceError naming path and status.
+
+        redact_keys: JSON keys whose values are replaced in the archived request and response bodies.
+        give_up: for a retryable status, a reason not to retry (e.g. a daily quota), or None.
+        """
+        path = urlsplit(url).path or "/"
+        where = f"{self.source}: {method} {path}"
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.http.attempts),
+            wait=self._wait,
+            retry=retry_if_exception(_is_retryable),
+            sleep=self._sleep,
+            before_sleep=lambda state: log.warning(
+                "%s: %s, retry %d of %d", where, self.scrub(str(state.outcome.exception())),
+                state.attempt_number, self.http.attempts - 1),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    raw, body = await self._attempt(method, url, params, json_body, headers, redact_keys)
+                    if raw.status == 429 or raw.status >= 500:
+                        self._check_retry(where, raw, give_up)
+                        raise _Retryable(raw, retry_after_s(raw.headers.get("retry-after")))
+        except _Retryable as exc:
+            self.record(exc.raw)
+            raise SourceError(
+                f"{where}: HTTP {exc.raw.status} after {self.http.attempts} attempts{self._snippet(exc.raw)}"
+            ) from None
+        except httpx.TransportError as exc:
+            raise SourceError(
+                f"{where}: {type(exc).__name__} after {self.http.attempts} attempts: {self.scrub(str(exc))[:200]}"
+            ) from None
+        self.record(raw)
+        if not raw.ok:
+            raise SourceError(f"{where}: HTTP {raw.status}{self._snippet(raw)}")
+        return replace(raw, body=body)
+
+    def _check_retry(self, where: str, raw: RawResponse, give_up) -> None:
+        """Raise instead of retrying when the source says waiting cannot help."""
+        reason = give_up(raw) if give_up else None
+        wait = retry_after_s(raw.headers.get("retry-after"))
+        if wait is not None and wait > self.http.retry_after_max_s:
+            reason = f"Retry-After {wait:.0f}s exceeds the {self.http.retry_after_max_s:.0f}s cap"
+        if reason:
+            self.record(raw)
+            raise SourceError(f"{where}: HTTP {raw.status}, not retried: {reason}{self._snippet(raw)}")
+
+    def _snippet(self, raw: RawResponse) -> str:
+        text = raw.body[:200].decode("utf-8", "replace").strip()
+        return f": {self.scrub(text)}" if text else ""
+
+    def _wait(self, state) -> float:
+        exc = state.outcome.exception()
+        if isinstance(exc, _Retryable) and exc.wait_s is not None:
+            return exc.wait_s
+        return wait_exponential_jitter(
+            multiplier=self.http.backoff_s, max=self.http.backoff_max_s, jitter=self.http.backoff_s)(state)
+
+    async def _pace(self) -> None:
+        if self.requests >= self.pacing.max_requests:
+            raise SourceError(f"{self.source}: request budget of {self.pacing.max_requests} used up")
+        if self._last_start is not None:
+            wait = self._last_start + self.pacing.min_interval_s - self._clock()
+            if wait > 0:
+                await self._sleep(wait)
+
+    async def _attempt(self, method, url, params, json_body, headers, redact_keys) -> tuple[RawResponse, bytes]:
+        """One request: (the response as it will be archived, the body as received)."""
+        await self._pace()
+        self.requests += 1
+        self._last_start = self._clock()
+        fetched_at = config.utc_now()
+        async with self._client.stream(method, url, params=params, json=json_body, headers=headers) as resp:
+            self.last_status = resp.status_code
+            body = await self._read_capped(resp, f"{self.source}: {method} {resp.request.url.path}")
+            request_body = resp.request.content.decode("utf-8", "replace") if resp.request.content else None
+            kept = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
+            final_url = str(resp.request.url)
+        # Bodies are archived untouched except for redact_keys (the OAuth token exchange): replacing credential
+        # values by substring could corrupt prices, and providers do not echo credentials in catalogue bodies.
+        stored, redacted = redact_json(body, redact_keys)
+        if request_body is not None:
+            request_bytes, request_redacted = redact_json(request_body.encode(), redact_keys)
+            request_body, redacted = self.scrub(request_bytes.decode()), redacted or request_redacted
+        raw = RawResponse(
+            source=self.source,
+            method=method,
+            url=self.scrub(redact_url(final_url)),
+            status=resp.status_code,
+            headers=kept,
+            body=stored,
+            fetched_at=fetched_at,
+            request_body=request_body,
+            redacted=redacted,
+        )
+        return raw, body
+
+    async def _read_capped(self, resp: httpx.Response, where: str) -> bytes:
+        declared = resp.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.http.max_bytes:
+            raise SourceError(f"{where}: response of {declared} bytes exceeds the {self.http.max_bytes}-byte cap")
+        body = bytearray()
+        async for chunk in resp.aiter_bytes():
+            body += chunk
+            if len(body) > self.http.max_bytes:
+                raise SourceError(f"{where}: response exceeds the {self.http.max_bytes}-byte cap")
+        return bytes(body)

@@ -1,0 +1,96 @@
+"""Source settings, read from the environment in one place so the same code runs live and against a replay."""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 60.0
+    attempts: int = 5  # per request, the first included
+    backoff_s: float = 1.0  # first wait before a retry; doubles each time, with as much jitter again
+    backoff_max_s: float = 60.0
+    retry_after_max_s: float = 120.0  # a longer Retry-After fails the request instead of stalling the night
+    max_bytes: int = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """Politeness per source: the least time between two requests and the most requests in one fetch."""
+
+    min_interval_s: float = 0.0
+    max_requests: int = 40
+
+
+# vast.ai documents about 10 searches a minute per IP; the others document no limit for these reads.
+DEFAULT_PACING = {
+    "vastai": Pacing(min_interval_s=6.0, max_requests=30),
+    "runpod": Pacing(min_interval_s=1.0, max_requests=10),
+    "verda": Pacing(min_interval_s=0.5, max_requests=10),
+    "fx": Pacing(min_interval_s=0.5, max_requests=10),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    vastai_url: str = "https://console.vast.ai"
+    runpod_url: str = "https://api.runpod.io"
+    verda_url: str = "https://api.verda.com"
+    verda_pricing_url: str = "https://datacrunch.io/products"  # keyless fallback page; layout in scrapers/verda.py
+    ecb_url: str = "https://www.ecb.europa.eu"
+    frankfurter_url: str = "https://api.frankfurter.dev"
+    vastai_limit: int = 3000  # offers per search; the API has no pagination
+    runpod_api: str = "auto"  # auto (REST v2 when a key is set, else GraphQL) | graphql | rest
+    runpod_api_key: str | None = field(default=None, repr=False)
+    verda_client_id: str | None = field(default=None, repr=False)
+    verda_client_secret: str | None = field(default=None, repr=False)
+    http: HttpSettings = HttpSettings()
+    pacing: Mapping[str, Pacing] = field(default_factory=lambda: dict(DEFAULT_PACING))
+
+    def pacing_for(self, source: str) -> Pacing:
+        return self.pacing.get(source, Pacing())
+
+    def secrets(self) -> set[str]:
+        """Every credential value, so anything written can be scrubbed of them."""
+        return {s for s in (self.runpod_api_key, self.verda_client_id, self.verda_client_secret) if s}
+
+    def with_pacing(self, **overrides: Pacing) -> "Settings":
+        return replace(self, pacing={**self.pacing, **overrides})
+
+
+def _first(env: Mapping[str, str], *names: str) -> str | None:
+    return next((env[n] for n in names if env.get(n)), None)
+
+
+def from_env(env: Mapping[str, str] | None = None) -> Settings:
+    """Settings from GPULEDGER_* (URLs, limits, HTTP knobs) and the providers' own credential variables."""
+    env = os.environ if env is None else env
+    base = Settings()
+    http = HttpSettings(
+        connect_timeout_s=float(env.get("GPULEDGER_HTTP_CONNECT_TIMEOUT_S", base.http.connect_timeout_s)),
+        read_timeout_s=float(env.get("GPULEDGER_HTTP_TIMEOUT_S", base.http.read_timeout_s)),
+        attempts=int(env.get("GPULEDGER_HTTP_ATTEMPTS", base.http.attempts)),
+        backoff_s=float(env.get("GPULEDGER_HTTP_BACKOFF_S", base.http.backoff_s)),
+    )
+    pacing = {
+        name: replace(p, min_interval_s=float(env[f"GPULEDGER_{name.upper()}_MIN_INTERVAL_S"]))
+        if env.get(f"GPULEDGER_{name.upper()}_MIN_INTERVAL_S") else p
+        for name, p in DEFAULT_PACING.items()
+    }
+    return Settings(
+        vastai_url=env.get("GPULEDGER_VASTAI_URL", base.vastai_url),
+        runpod_url=env.get("GPULEDGER_RUNPOD_URL", base.runpod_url),
+        verda_url=env.get("GPULEDGER_VERDA_URL", base.verda_url),
+        verda_pricing_url=env.get("GPULEDGER_VERDA_PRICING_URL", base.verda_pricing_url),
+        ecb_url=env.get("GPULEDGER_ECB_URL", base.ecb_url),
+        frankfurter_url=env.get("GPULEDGER_FRANKFURTER_URL", base.frankfurter_url),
+        vastai_limit=int(env.get("GPULEDGER_VASTAI_LIMIT", base.vastai_limit)),
+        runpod_api=env.get("GPULEDGER_RUNPOD_API", base.runpod_api),
+        runpod_api_key=_first(env, "RUNPOD_API_KEY"),
+        verda_client_id=_first(env, "VERDA_CLIENT_ID", "DATACRUNCH_CLIENT_ID"),
+        verda_client_secret=_first(env, "VERDA_CLIENT_SECRET", "DATACRUNCH_CLIENT_SECRET"),
+        http=http,
+        pacing=pacing,
+    )

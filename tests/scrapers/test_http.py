@@ -1,0 +1,178 @@
+import httpx
+import pytest
+from sources_support import FAST_HTTP, fast_settings
+
+from scrapers.base import SourceError
+from scrapers.http import (
+    REDACTED,
+    SourceClient,
+    make_client,
+    redact_json,
+    redact_url,
+    retry_after_s,
+    user_agent,
+)
+from scrapers.settings import HttpSettings, Pacing
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+class Script:
+    """A MockTransport handler answering from a list of responses/exceptions, recording what it saw."""
+
+    def __init__(self, *answers):
+        self.answers, self.seen = list(answers), []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.seen.append(request)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+NO_PACING = Pacing(0, 40)
+
+
+def client_for(script, *, http=FAST_HTTP, pacing=NO_PACING, secrets=None, sleeps=None, clock=None):
+    settings = fast_settings(http=http, pacing={"test": pacing}, **(secrets or {}))
+
+    async def record_sleep(seconds):
+        sleeps.append(seconds)
+
+    kwargs = {"sleep": record_sleep} if sleeps is not None else {}
+    if clock:
+        kwargs["clock"] = clock
+    return SourceClient("test", settings, transport=httpx.MockTransport(script), **kwargs)
+
+
+async def test_two_429s_then_success_waits_what_retry_after_says():
+    script = Script(httpx.Response(429, headers={"Retry-After": "7"}), httpx.Response(429, headers={"Retry-After": "7"}),
+                    httpx.Response(200, json={"ok": True}))
+    sleeps = []
+    async with client_for(script, sleeps=sleeps) as client:
+        response = await client.request("GET", "http://replay.test/x")
+    assert response.json() == {"ok": True}
+    assert client.requests == 3 and len(script.seen) == 3
+    assert sleeps == [7.0, 7.0]
+    assert [r.status for r in client.responses] == [200]  # only the final response is kept for the archive
+
+
+async def test_5xx_and_connection_errors_back_off_exponentially_with_jitter():
+    script = Script(httpx.Response(503), httpx.ConnectError("refused"), httpx.Response(502), httpx.Response(200))
+    sleeps = []
+    http = HttpSettings(attempts=5, backoff_s=1.0, backoff_max_s=60)
+    async with client_for(script, http=http, sleeps=sleeps) as client:
+        await client.request("GET", "http://replay.test/x")
+    assert client.requests == 4
+    assert 1 <= sleeps[0] <= 2 and 2 <= sleeps[1] <= 3 and 4 <= sleeps[2] <= 5
+
+
+async def test_a_permanent_500_fails_naming_source_path_and_status_and_keeps_the_last_response():
+    script = Script(httpx.Response(500, text="upstream exploded"))
+    async with client_for(script, sleeps=[]) as client:
+        with pytest.raises(SourceError, match=r"test: GET /api/x: HTTP 500 after 3 attempts: upstream exploded"):
+            await client.request("GET", "http://replay.test/api/x?a=1")
+    assert client.requests == 3
+    assert [r.status for r in client.responses] == [500]
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+async def test_other_4xx_are_not_retried(status):
+    script = Script(httpx.Response(status))
+    async with client_for(script, sleeps=[]) as client:
+        with pytest.raises(SourceError, match=f"HTTP {status}"):
+            await client.request("GET", "http://replay.test/x")
+    assert client.requests == 1
+
+
+async def test_read_timeouts_are_retried_then_reported():
+    script = Script(httpx.ReadTimeout("slow"))
+    async with client_for(script, sleeps=[]) as client:
+        with pytest.raises(SourceError, match="test: GET /x: ReadTimeout after 3 attempts"):
+            await client.request("GET", "http://replay.test/x")
+    assert client.requests == 3
+
+
+async def test_give_up_stops_retrying_a_quota_429():
+    script = Script(httpx.Response(429, json={"error": "search_quota_exceeded"}))
+    async with client_for(script, sleeps=[]) as client:
+        with pytest.raises(SourceError, match="not retried: daily quota"):
+            await client.request("POST", "http://replay.test/q", json_body={},
+                                 give_up=lambda r: "daily quota" if b"quota" in r.body else None)
+    assert client.requests == 1
+
+
+async def test_a_retry_after_beyond_the_cap_fails_instead_of_stalling():
+    script = Script(httpx.Response(429, headers={"Retry-After": "3600"}))
+    async with client_for(script, sleeps=[]) as client:
+        with pytest.raises(SourceError, match="Retry-After 3600s exceeds the 120s cap"):
+            await client.request("GET", "http://replay.test/x")
+    assert client.requests == 1
+
+
+async def test_bodies_over_the_size_cap_are_refused():
+    script = Script(httpx.Response(200, content=b"x" * 2000))
+    async with client_for(script, http=HttpSettings(max_bytes=1000)) as client:
+        with pytest.raises(SourceError, match="exceeds the 1000-byte cap"):
+            await client.request("GET", "http://replay.test/big")
+
+
+async def test_requests_are_paced_and_budgeted():
+    now = [100.0]
+    sleeps = []
+    script = Script(httpx.Response(200))
+    async with client_for(script, pacing=Pacing(min_interval_s=6.0, max_requests=2), sleeps=sleeps,
+                          clock=lambda: now[0]) as client:
+        await client.request("GET", "http://replay.test/a")
+        now[0] += 1.5
+        await client.request("GET", "http://replay.test/b")
+        with pytest.raises(SourceError, match="request budget of 2 used up"):
+            await client.request("GET", "http://replay.test/c")
+    assert sleeps == [4.5]
+    assert client.remaining == 0
+
+
+async def test_user_agent_and_explicit_timeouts():
+    script = Script(httpx.Response(200))
+    async with client_for(script) as client:
+        await client.request("GET", "http://replay.test/x")
+    assert script.seen[0].headers["user-agent"] == user_agent()
+    assert user_agent().startswith("gpuledger/")
+    client = make_client(HttpSettings(connect_timeout_s=3, read_timeout_s=9))
+    assert (client.timeout.connect, client.timeout.read) == (3, 9)
+
+
+async def test_what_is_archived_carries_no_credentials_but_bodies_stay_untouched():
+    secret = "sentinel-secret-0123456789"
+    body = b'{"securePrice": 1.5, "echo": "sentinel-secret-0123456789"}'
+    script = Script(httpx.Response(200, content=body))
+    async with client_for(script, secrets={"verda_client_secret": secret}) as client:
+        await client.request("POST", f"http://replay.test/t?api_key={secret}&x=1", headers={"Authorization": secret},
+                             json_body={"client_secret": secret, "grant_type": "client_credentials"},
+                             redact_keys=("client_secret",))
+    kept = client.responses[0]
+    assert secret not in kept.url and "api_key=[REDACTED]" in kept.url and "x=1" in kept.url
+    assert secret not in kept.request_body and "client_credentials" in kept.request_body
+    assert kept.redacted
+    assert kept.body == body  # archived untouched: no substring scrubbing of prices
+    assert script.seen[0].headers["authorization"] == secret  # sent, never stored (RawResponse has no request headers)
+
+
+def test_redaction_helpers():
+    assert redact_url("https://u:p@api.test/graphql?api_key=K&q=1") == "https://api.test/graphql?api_key=[REDACTED]&q=1"
+    body, changed = redact_json(b'{"access_token": "T", "nested": [{"refresh_token": "R"}], "scope": "s"}',
+                                ("access_token", "refresh_token"))
+    assert changed and b'"T"' not in body and b'"R"' not in body and body.count(REDACTED.encode()) == 2
+    assert redact_json(b"not json", ("access_token",)) == (b"not json", False)
+
+
+def test_retry_after_accepts_seconds_and_http_dates():
+    assert retry_after_s("3") == 3.0
+    assert retry_after_s(None) is None and retry_after_s("soon") is None
+    assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no wait

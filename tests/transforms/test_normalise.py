@@ -1,0 +1,119 @@
+import json
+from datetime import date
+
+import polars as pl
+import pytest
+from sources_support import NOW, SNAPSHOT
+
+from scrapers.base import Listing, Rejection
+from transforms.normalise import (
+    MAX_USD_PER_GPU_HR,
+    OFFER_COLUMNS,
+    listings_frame,
+    normalise,
+    rejections_frame,
+)
+from warehouse import catalog
+
+ALIASES = catalog.read_all()["gpu_aliases"].drop("_line")
+
+
+def listing(offer_id="1", gpu_raw="H100 SXM", gpu_count=1, price=2.0, kind="on_demand", memory=80.0, **extra):
+    return Listing(offer_id=offer_id, price_kind=kind, price_field="dph_base", native_per_hr=price, gpu_raw=gpu_raw,
+                   gpu_count=gpu_count, fetched_at=NOW, gpu_memory_gb=memory, record={"id": offer_id}, **extra)
+
+
+def run(listings, rejected=(), rates=None, provider="vastai"):
+    return normalise(listings_frame(list(listings)), rejections_frame(list(rejected)), ALIASES, rates,
+                     provider=provider, run_id="run-1", snapshot_date=SNAPSHOT, quarantined_at=NOW)
+
+
+def test_offers_rows_have_the_table_columns_and_a_per_gpu_price():
+    result = run([listing(gpu_count=8, price=16.0, extras={"dph_total": 16.01})])
+    row = result.offers.row(0, named=True)
+    assert tuple(result.offers.columns) == OFFER_COLUMNS
+    assert (row["usd_per_hr"], row["usd_per_gpu_hr"], row["native_per_hr"], row["native_currency"]) == (
+        16.0, 2.0, 16.0, "USD")
+    assert (row["gpu"], row["run_id"], row["provider"], row["snapshot_date"]) == (
+        "H100 SXM5 80GB", "run-1", "vastai", SNAPSHOT)
+    assert json.loads(row["extras"]) == {"dph_total": 16.01}
+    assert (row["fx_rate"], row["fx_date"], row["fx_source"]) == (None, None, None)
+
+
+@pytest.mark.parametrize(("memory", "expected"), [
+    (40.0, "A100 SXM4 40GB"), (80.0, "A100 SXM4 80GB"), (81559 / 1024, "A100 SXM4 80GB"), (43.9, "A100 SXM4 40GB"),
+    (60.0, None), (None, None),
+])
+def test_a_name_covering_two_sizes_maps_by_memory_within_ten_percent(memory, expected):
+    result = run([listing(gpu_raw="A100 SXM4", memory=memory)])
+    assert result.offers["gpu"].to_list() == [expected]
+
+
+def test_unknown_names_are_kept_with_gpu_null_and_counted_once_per_listing():
+    result = run([listing("1", gpu_raw="RTX 9999 Quantum", memory=48.0),
+                  listing("1", gpu_raw="RTX 9999 Quantum", kind="interruptible", price=1.0, memory=48.0),
+                  listing("2", gpu_raw="RTX 9999 Quantum", memory=48.0), listing("3")])
+    assert result.offers.filter(pl.col("gpu").is_null()).height == 3
+    assert result.unmapped.select("provider", "gpu_raw", "gpu_memory_gb", "listings").rows() == [
+        ("vastai", "RTX 9999 Quantum", 48.0, 2)]
+
+
+def test_the_provider_decides_which_aliases_apply():
+    assert run([listing(gpu_raw="H200 SXM")], provider="runpod").offers["gpu"].to_list() == ["H200 SXM"]
+    assert run([listing(gpu_raw="H200 SXM")], provider="vastai").offers["gpu"].to_list() == [None]
+
+
+def test_the_mig_slice_maps_to_its_own_part():
+    result = run([listing(gpu_raw="PRO 6000 MIG 24GB", memory=24.0)], provider="runpod")
+    assert result.offers["gpu"].to_list() == ["RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb"]
+
+
+def test_records_that_cannot_be_priced_go_to_quarantine_with_the_field_and_reason():
+    result = run([
+        listing("zero-gpus", gpu_count=0), listing("no-count", gpu_count=None), listing("no-price", price=None),
+        listing("free", price=0.0), listing("absurd", price=MAX_USD_PER_GPU_HR * 8 + 8, gpu_count=8),
+        listing("fine", gpu_count=8, price=MAX_USD_PER_GPU_HR * 8),
+    ], rejected=[Rejection("bad", "price_per_hour", "non-numeric string 'x'", {"id": "bad"})])
+    assert result.offers["offer_id"].to_list() == ["fine"]
+    got = {r["offer_id"]: (r["field"], r["reason"]) for r in result.quarantine.iter_rows(named=True)}
+    assert got["zero-gpus"] == ("gpu_count", "zero GPUs: cannot be priced per GPU")
+    assert got["no-count"] == ("gpu_count", "missing GPU count")
+    assert got["no-price"] == ("dph_base", "missing price")
+    assert got["free"] == ("dph_base", "zero or negative price: 0.0")
+    assert got["absurd"][0] == "dph_base" and got["absurd"][1] == "absurd price: 101.0 USD per GPU-hour, above 100"
+    assert got["bad"] == ("price_per_hour", "non-numeric string 'x'")
+    row = result.quarantine.filter(pl.col("offer_id") == "free").row(0, named=True)
+    assert json.loads(row["record"]) == {"id": "free"} and row["quarantined_at"] == NOW and row["run_id"] == "run-1"
+
+
+def test_a_duplicate_offer_id_and_kind_is_one_listing_the_first():
+    result = run([listing("7", price=2.0), listing("7", price=3.0), listing("7", kind="interruptible", price=1.0)])
+    assert sorted(result.offers.select("price_kind", "usd_per_hr").rows()) == [("interruptible", 1.0),
+                                                                               ("on_demand", 2.0)]
+    assert result.duplicates == 1
+
+
+def test_other_currencies_are_converted_with_the_rate_of_the_fetch_day_or_before():
+    rates = pl.DataFrame({"date": [date(2026, 11, 26)] * 2, "base": ["EUR"] * 2, "quote": ["USD", "GBP"],
+                          "rate": [1.25, 0.8], "source": ["ecb"] * 2})
+    result = run([listing("eur", price=10.0, native_currency="eur"), listing("gbp", price=6.4, native_currency="GBP"),
+                  listing("jpy", price=300.0, native_currency="JPY"), listing("usd", price=2.0)], rates=rates)
+    got = {r["offer_id"]: r for r in result.offers.iter_rows(named=True)}
+    assert got["eur"]["usd_per_hr"] == pytest.approx(12.5) and got["eur"]["native_currency"] == "EUR"
+    assert (got["eur"]["fx_rate"], got["eur"]["fx_date"], got["eur"]["fx_source"]) == (
+        pytest.approx(0.8), date(2026, 11, 26), "ecb")
+    assert got["gbp"]["usd_per_hr"] == pytest.approx(6.4 / (0.8 / 1.25))
+    assert got["usd"]["fx_rate"] is None
+    assert result.quarantine.select("offer_id", "field").rows() == [("jpy", "native_currency")]
+    assert "no USD rate for JPY on or before 2026-11-27" in result.quarantine["reason"][0]
+
+
+def test_without_rates_a_non_usd_price_is_quarantined_not_guessed():
+    result = run([listing("eur", native_currency="EUR")])
+    assert result.offers.is_empty() and result.quarantine["field"].to_list() == ["native_currency"]
+
+
+def test_empty_input_gives_empty_frames():
+    result = run([])
+    assert result.offers.is_empty() and result.quarantine.is_empty() and result.unmapped.is_empty()
+    assert isinstance(result.offers["fetched_at"].dtype, pl.Datetime)

@@ -1,0 +1,148 @@
+"""Typed rows from a source's parse -> `offers`, `quarantine` and `unmapped_gpus` rows: pure polars, no IO."""
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import date, datetime
+
+import polars as pl
+
+from scrapers.base import Listing, Rejection
+from transforms.fx import attach_usd_rate
+
+MAX_USD_PER_GPU_HR = 100.0  # no GPU rents for more; a price above it is a unit or parsing error
+MEMORY_TOLERANCE = 0.10  # an alias with memory_gb matches a reported per-GPU memory within 10%
+
+LISTING_SCHEMA = {
+    "offer_id": pl.String, "price_kind": pl.String, "price_field": pl.String, "native_per_hr": pl.Float64,
+    "gpu_raw": pl.String, "gpu_count": pl.Int64, "fetched_at": pl.Datetime("us"), "native_currency": pl.String,
+    "gpu_memory_gb": pl.Float64, "max_gpu_count": pl.Int64, "region": pl.String, "country": pl.String,
+    "tier": pl.String, "reliability": pl.Float64, "verified": pl.Boolean, "availability": pl.String,
+    "extras": pl.String, "record": pl.String,
+}
+REJECTION_SCHEMA = {"offer_id": pl.String, "price_kind": pl.String, "field": pl.String, "reason": pl.String,
+                    "record": pl.String}
+OFFER_COLUMNS = (
+    "snapshot_date", "fetched_at", "run_id", "provider", "offer_id", "gpu_raw", "gpu", "gpu_count", "max_gpu_count",
+    "gpu_memory_gb", "price_kind", "usd_per_hr", "usd_per_gpu_hr", "native_currency", "native_per_hr", "region",
+    "country", "tier", "reliability", "verified", "availability", "extras", "fx_rate", "fx_date", "fx_source",
+)
+QUARANTINE_COLUMNS = ("snapshot_date", "run_id", "provider", "offer_id", "price_kind", "field", "reason", "record",
+                      "quarantined_at")
+FX_RATES_SCHEMA = {"date": pl.Date, "base": pl.String, "quote": pl.String, "rate": pl.Float64, "source": pl.String,
+                   "fetched_at": pl.Datetime("us")}
+
+
+@dataclass(frozen=True)
+class Normalised:
+    offers: pl.DataFrame
+    quarantine: pl.DataFrame
+    unmapped: pl.DataFrame
+    duplicates: int  # listings dropped because the same offer id and price kind came earlier
+
+
+def _json(value) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True, default=str)
+
+
+def listings_frame(listings: list[Listing]) -> pl.DataFrame:
+    """Listings as a frame; extras and the raw record become JSON text."""
+    rows = [asdict(item) | {"extras": _json(item.extras), "record": _json(item.record)} for item in listings]
+    return pl.DataFrame(rows, schema=LISTING_SCHEMA, orient="row")
+
+
+def rejections_frame(rejections: list[Rejection]) -> pl.DataFrame:
+    rows = [asdict(item) | {"record": _json(item.record)} for item in rejections]
+    return pl.DataFrame(rows, schema=REJECTION_SCHEMA, orient="row")
+
+
+def fx_rates_frame(rates: list) -> pl.DataFrame:
+    return pl.DataFrame([asdict(r) for r in rates], schema=FX_RATES_SCHEMA, orient="row")
+
+
+def map_gpus(frame: pl.DataFrame, aliases: pl.DataFrame, provider: str) -> pl.DataFrame:
+    """Add `gpu` from gpu_aliases: a memory-specific alias wins when the per-GPU memory is within tolerance."""
+    candidates = (
+        frame.select("_row", "gpu_raw", "gpu_memory_gb")
+        .join(aliases.filter(pl.col("provider") == provider).select("gpu_raw", "gpu", alias_gb="memory_gb"),
+              on="gpu_raw")
+        .with_columns(_gap=(pl.col("gpu_memory_gb") - pl.col("alias_gb")).abs() / pl.col("alias_gb"))
+        .filter(pl.col("alias_gb").is_null() | (pl.col("_gap") <= MEMORY_TOLERANCE))
+        .sort("_row", pl.col("alias_gb").is_null(), "_gap", nulls_last=True)
+        .unique(subset="_row", keep="first", maintain_order=True)
+        .select("_row", "gpu")
+    )
+    return frame.join(candidates, on="_row", how="left").sort("_row")
+
+
+def _problem(usd_per_gpu_hr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """(field, reason) of the first reason a listing cannot be priced, or nulls."""
+    count, price, price_field = pl.col("gpu_count"), pl.col("native_per_hr"), pl.col("price_field")
+    checks = [
+        (count.is_null(), pl.lit("gpu_count"), pl.lit("missing GPU count")),
+        (count <= 0, pl.lit("gpu_count"), pl.lit("zero GPUs: cannot be priced per GPU")),
+        (price.is_null(), price_field, pl.lit("missing price")),
+        (price <= 0, price_field, pl.format("zero or negative price: {}", price)),
+        (pl.col("fx_rate").is_null(), pl.lit("native_currency"),
+         pl.format("no USD rate for {} on or before {}", pl.col("native_currency"), pl.col("fetched_at").dt.date())),
+        (usd_per_gpu_hr > MAX_USD_PER_GPU_HR, price_field,
+         pl.format("absurd price: {} USD per GPU-hour, above " + f"{MAX_USD_PER_GPU_HR:g}", usd_per_gpu_hr.round(2))),
+    ]
+    field, reason = pl.lit(None, pl.String), pl.lit(None, pl.String)
+    for condition, f, r in reversed(checks):
+        field = pl.when(condition).then(f).otherwise(field)
+        reason = pl.when(condition).then(r).otherwise(reason)
+    return field, reason
+
+
+def normalise(
+    listings: pl.DataFrame,
+    rejected: pl.DataFrame,
+    aliases: pl.DataFrame,
+    rates: pl.DataFrame | None,
+    *,
+    provider: str,
+    run_id: str,
+    snapshot_date: date,
+    quarantined_at: datetime,
+) -> Normalised:
+    """Offers (one per offer id and price kind, first wins), quarantine rows with reasons, unmapped GPU names.
+
+    Prices in another currency are converted with the USD rate of their fetch date (or the latest before);
+    rates may be None when every price is in USD.
+    """
+    unique = listings.unique(subset=["offer_id", "price_kind"], keep="first", maintain_order=True)
+    frame = unique.with_row_index("_row").with_columns(
+        snapshot_date=pl.lit(snapshot_date, pl.Date), run_id=pl.lit(run_id), provider=pl.lit(provider),
+        native_currency=pl.col("native_currency").str.to_uppercase(), _fetch_day=pl.col("fetched_at").dt.date())
+    if rates is None:
+        is_usd = pl.col("native_currency") == "USD"
+        frame = frame.with_columns(fx_rate=pl.when(is_usd).then(1.0), fx_date=pl.lit(None, pl.Date),
+                                   fx_source=pl.lit(None, pl.String))
+    else:
+        frame = attach_usd_rate(frame, rates, "native_currency", "_fetch_day")
+    usd_per_hr = pl.col("native_per_hr") / pl.col("fx_rate")
+    usd_per_gpu_hr = usd_per_hr / pl.col("gpu_count")
+    field, reason = _problem(usd_per_gpu_hr)
+    frame = frame.with_columns(usd_per_hr=usd_per_hr, usd_per_gpu_hr=usd_per_gpu_hr, field=field, reason=reason)
+
+    offers = map_gpus(frame.filter(pl.col("reason").is_null()), aliases, provider)
+    unmapped = (
+        offers.filter(pl.col("gpu").is_null())
+        .group_by("gpu_raw")
+        .agg(gpu_memory_gb=pl.col("gpu_memory_gb").max(), listings=pl.col("offer_id").n_unique())
+        .sort("gpu_raw")
+        .select(snapshot_date=pl.lit(snapshot_date, pl.Date), run_id=pl.lit(run_id), provider=pl.lit(provider),
+                gpu_raw="gpu_raw", gpu_memory_gb="gpu_memory_gb", listings=pl.col("listings").cast(pl.Int64))
+    )
+    quarantine = pl.concat([
+        frame.filter(pl.col("reason").is_not_null()).select(list(REJECTION_SCHEMA)),
+        rejected.select(list(REJECTION_SCHEMA)),
+    ]).select(snapshot_date=pl.lit(snapshot_date, pl.Date), run_id=pl.lit(run_id), provider=pl.lit(provider),
+              **{c: c for c in REJECTION_SCHEMA}, quarantined_at=pl.lit(quarantined_at, pl.Datetime("us")))
+    converted = pl.col("native_currency") != "USD"
+    return Normalised(
+        offers=offers.with_columns(fx_rate=pl.when(converted).then("fx_rate")).select(OFFER_COLUMNS),
+        quarantine=quarantine.select(QUARANTINE_COLUMNS),
+        unmapped=unmapped,
+        duplicates=listings.height - unique.height,
+    )

@@ -1,0 +1,123 @@
+"""Loading facts: `runs` bookkeeping, and one source's batch per run in one transaction (replacing any earlier load)."""
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
+from datetime import date, datetime
+from importlib import metadata
+
+import duckdb
+import polars as pl
+
+from warehouse import config
+
+DATA_TABLES = ("offers", "unmapped_gpus", "quarantine")  # keyed by run_id and provider (= source name)
+
+
+@dataclass
+class FetchRow:
+    """One row of `fetches`: the outcome of one source in one run."""
+
+    run_id: str
+    source: str
+    snapshot_date: date
+    started_at: datetime
+    status: str  # ok | failed
+    finished_at: datetime | None = None
+    http_status: int | None = None
+    requests: int | None = None
+    record_count: int | None = None
+    offers_loaded: int | None = None
+    quarantined: int | None = None
+    unmapped: int | None = None
+    truncated: bool | None = None
+    error: str | None = None
+    archive_dir: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Batch:
+    """What one source adds to one run; the frames are None for a failed source."""
+
+    fetch: FetchRow
+    offers: pl.DataFrame | None = None
+    quarantine: pl.DataFrame | None = None
+    unmapped: pl.DataFrame | None = None
+    fx_rates: pl.DataFrame | None = None  # date, base, quote, rate, source, fetched_at
+
+
+def code_version() -> str:
+    try:
+        return metadata.version("gpuledger")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def start_run(con: duckdb.DuckDBPyConnection, run_id: str, snapshot_date: date, trigger: str,
+              sources: Sequence[str]) -> None:
+    """Insert the run as `running`; the run id must be new."""
+    con.execute(
+        "insert into runs (run_id, snapshot_date, started_at, status, trigger, sources, code_version) "
+        "values (?, ?, ?, 'running', ?, ?, ?)",
+        [run_id, snapshot_date, config.utc_now(), trigger, ",".join(sources), code_version()],
+    )
+
+
+def finish_run(con: duckdb.DuckDBPyConnection, run_id: str, *, error: str | None = None,
+               quality: str | None = None, quality_reasons: str | None = None) -> str:
+    """Close the run from its `fetches` rows: ok (all sources ok), partial (some), failed (none, or error)."""
+    found = con.execute("select sources from runs where run_id = ?", [run_id]).fetchall()
+    if not found:
+        raise KeyError(f"no run {run_id!r}")
+    requested = [s for s in (found[0][0] or "").split(",") if s]
+    statuses = dict(con.execute("select source, status from fetches where run_id = ?", [run_id]).fetchall())
+    ok = [s for s in requested if statuses.get(s) == "ok"]
+    status = "failed" if error or not ok else "ok" if len(ok) == len(requested) else "partial"
+    con.execute(
+        "update runs set finished_at = ?, status = ?, source_status = ?, error = ?, quality = ?, quality_reasons = ? "
+        "where run_id = ?",
+        [config.utc_now(), status, ",".join(f"{s}={statuses.get(s, 'missing')}" for s in requested), error, quality,
+         quality_reasons, run_id],
+    )
+    return status
+
+
+def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
+    """Replace the source's rows for the run and write its `fetches` row, all in one transaction.
+
+    fx_rates are shared across runs: a (date, base, quote, source) already stored keeps its first value.
+    """
+    row = batch.fetch
+    frames = {}
+    if row.status == "ok":
+        row.offers_loaded = 0 if batch.offers is None else batch.offers.height
+        row.quarantined = 0 if batch.quarantine is None else batch.quarantine.height
+        row.unmapped = 0 if batch.unmapped is None else batch.unmapped.height
+        frames = {"offers": batch.offers, "unmapped_gpus": batch.unmapped, "quarantine": batch.quarantine}
+        if batch.fx_rates is not None:
+            frames["fx_rates"] = batch.fx_rates.unique(subset=["date", "base", "quote", "source"], keep="first",
+                                                       maintain_order=True).with_columns(run_id=pl.lit(row.run_id))
+    frames = {table: frame for table, frame in frames.items() if frame is not None and not frame.is_empty()}
+    values = asdict(row) | {"notes": "\n".join(row.notes) or None}
+    names = [f.name for f in fields(FetchRow)]
+    for table, frame in frames.items():  # registered outside the transaction: an aborted one refuses unregister
+        con.register(f"_batch_{table}", frame)
+    try:
+        con.execute("begin transaction")
+        try:
+            for table in DATA_TABLES:
+                con.execute(f"delete from {table} where run_id = ? and provider = ?", [row.run_id, row.source])
+            con.execute("delete from fetches where run_id = ? and source = ?", [row.run_id, row.source])
+            for table in frames:
+                ignore = "or ignore " if table == "fx_rates" else ""
+                con.execute(f"insert {ignore}into {table} by name select * from _batch_{table}")
+            con.execute(f"insert into fetches ({', '.join(names)}) values ({', '.join('?' * len(names))})",
+                        [values[n] for n in names])
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise
+    finally:
+        for table in frames:
+            con.unregister(f"_batch_{table}")
+    return row
