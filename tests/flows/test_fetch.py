@@ -6,7 +6,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
+from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
 from typer.testing import CliRunner
 
 from flows.cli import app

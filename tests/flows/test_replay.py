@@ -3,7 +3,7 @@ import time
 
 import httpx
 import pytest
-from sources_support import FIXTURES, fixture, fixture_json, raw
+from tests.sources_support import FIXTURES, fixture, fixture_json, raw
 from typer.testing import CliRunner
 
 from flows.cli import app

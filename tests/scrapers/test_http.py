@@ -1,6 +1,6 @@
 import httpx
 import pytest
-from sources_support import FAST_HTTP, fast_settings
+from tests.sources_support import FAST_HTTP, fast_settings
 
 from scrapers.base import SourceError
 from scrapers.http import (

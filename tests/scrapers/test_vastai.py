@@ -2,7 +2,7 @@ import json
 
 import httpx
 import pytest
-from sources_support import fast_settings, fetch_with, fixture_json, raw
+from tests.sources_support import fast_settings, fetch_with, fixture_json, raw
 
 from flows.replay import vastai_search
 from scrapers import vastai

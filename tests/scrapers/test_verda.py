@@ -2,7 +2,7 @@ import json
 
 import httpx
 import pytest
-from sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
+from tests.sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 from scrapers import verda
 from scrapers.base import SchemaError

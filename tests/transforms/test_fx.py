@@ -2,7 +2,7 @@ from datetime import date
 
 import polars as pl
 import pytest
-from sources_support import fixture_json
+from tests.sources_support import fixture_json
 
 from transforms.fx import attach_usd_rate, best_usd_rates, usd_rates
 

@@ -3,7 +3,7 @@ from datetime import date
 
 import polars as pl
 import pytest
-from sources_support import NOW, SNAPSHOT
+from tests.sources_support import NOW, SNAPSHOT
 
 from scrapers.base import Listing, Rejection
 from transforms.normalise import (

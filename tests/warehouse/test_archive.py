@@ -4,7 +4,7 @@ import json
 import os
 
 import pytest
-from sources_support import NOW, SNAPSHOT, fixture, raw
+from tests.sources_support import NOW, SNAPSHOT, fixture, raw
 
 from warehouse import archive, config
 

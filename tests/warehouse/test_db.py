@@ -66,6 +66,13 @@ def test_read_only_needs_an_existing_current_file(monkeypatch):
         db.connect(read_only=True)
 
 
+def test_read_only_notices_a_missing_migration_below_the_newest():
+    with db.connect() as con:
+        con.execute("delete from schema_migrations where version = 1")
+    with pytest.raises(db.WarehouseError, match="older schema"):
+        db.connect(read_only=True)
+
+
 def test_read_only_connections_cannot_write():
     with db.connect():
         pass

@@ -3,7 +3,7 @@ from datetime import date
 import duckdb
 import polars as pl
 import pytest
-from sources_support import NOW, SNAPSHOT
+from tests.sources_support import NOW, SNAPSHOT
 
 from scrapers.base import FxRate, Listing
 from transforms.normalise import fx_rates_frame, listings_frame, normalise, rejections_frame
