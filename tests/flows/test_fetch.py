@@ -6,12 +6,12 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
 from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.fetching import fetch_and_load, fetch_source, load_source
 from flows.replay import ReplayServer
+from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
 from warehouse import config, db
 
 SENTINELS = {"RUNPOD_API_KEY": "rp-sentinel-key-7f3a9c", "VERDA_CLIENT_ID": "verda-sentinel-id-5b2e",

@@ -3,11 +3,11 @@ import time
 
 import httpx
 import pytest
-from tests.sources_support import FIXTURES, fixture, fixture_json, raw
 from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.replay import FaultPlan, ReplayServer, parse_faults, vastai_search
+from tests.sources_support import FIXTURES, fixture, fixture_json, raw
 from warehouse import archive
 
 OFFERS = fixture_json("vastai_bundles.json")["offers"]

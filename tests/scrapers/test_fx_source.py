@@ -8,10 +8,10 @@ from datetime import date
 import httpx
 import pytest
 from currency_converter import CURRENCY_FILE
-from tests.sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 from scrapers import fx
 from scrapers.base import SchemaError, SourceError
+from tests.sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 ECB = raw("fx", "GET", fx.ECB_PATH, fixture("ecb_eurofxref_daily.xml"))
 FRANKFURTER = raw("fx", "GET", fx.FRANKFURTER_PATH + "?base=USD", fixture("frankfurter_latest.json"))

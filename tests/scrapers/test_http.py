@@ -1,6 +1,5 @@
 import httpx
 import pytest
-from tests.sources_support import FAST_HTTP, fast_settings
 
 from scrapers.base import SourceError
 from scrapers.http import (
@@ -13,6 +12,7 @@ from scrapers.http import (
     user_agent,
 )
 from scrapers.settings import HttpSettings, Pacing
+from tests.sources_support import FAST_HTTP, fast_settings
 
 pytestmark = pytest.mark.anyio
 

@@ -2,10 +2,10 @@ import json
 
 import httpx
 import pytest
-from tests.sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 from scrapers import runpod
 from scrapers.base import SchemaError, SourceError
+from tests.sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 TYPES = fixture_json("runpod_gputypes.json")["data"]["gpuTypes"]
 

@@ -2,12 +2,12 @@ import json
 
 import httpx
 import pytest
-from tests.sources_support import fast_settings, fetch_with, fixture_json, raw
 
 from flows.replay import vastai_search
 from scrapers import vastai
 from scrapers.base import SchemaError
 from scrapers.settings import Pacing
+from tests.sources_support import fast_settings, fetch_with, fixture_json, raw
 
 OFFERS = fixture_json("vastai_bundles.json")["offers"]
 

@@ -2,11 +2,11 @@ import json
 
 import httpx
 import pytest
-from tests.sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 from scrapers import verda
 from scrapers.base import SchemaError
 from scrapers.settings import from_env
+from tests.sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
 
 TYPES = fixture_json("verda_instance_types.json")
 CLIENT_ID, CLIENT_SECRET = "verda-sentinel-client-id-42", "verda-sentinel-client-secret-42"

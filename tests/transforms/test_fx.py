@@ -2,8 +2,8 @@ from datetime import date
 
 import polars as pl
 import pytest
-from tests.sources_support import fixture_json
 
+from tests.sources_support import fixture_json
 from transforms.fx import attach_usd_rate, best_usd_rates, usd_rates
 
 D26, D27, D28 = date(2026, 11, 26), date(2026, 11, 27), date(2026, 11, 28)

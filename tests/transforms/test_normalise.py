@@ -3,9 +3,9 @@ from datetime import date
 
 import polars as pl
 import pytest
-from tests.sources_support import NOW, SNAPSHOT
 
 from scrapers.base import Listing, Rejection
+from tests.sources_support import NOW, SNAPSHOT
 from transforms.normalise import (
     MAX_USD_PER_GPU_HR,
     OFFER_COLUMNS,

@@ -4,8 +4,8 @@ import json
 import os
 
 import pytest
-from tests.sources_support import NOW, SNAPSHOT, fixture, raw
 
+from tests.sources_support import NOW, SNAPSHOT, fixture, raw
 from warehouse import archive, config
 
 

@@ -3,9 +3,9 @@ from datetime import date
 import duckdb
 import polars as pl
 import pytest
-from tests.sources_support import NOW, SNAPSHOT
 
 from scrapers.base import FxRate, Listing
+from tests.sources_support import NOW, SNAPSHOT
 from transforms.normalise import fx_rates_frame, listings_frame, normalise, rejections_frame
 from warehouse import catalog, db
 from warehouse.load import Batch, FetchRow, finish_run, load_batch, start_run
