@@ -26,7 +26,7 @@ def _with_price_provenance(offers: pl.DataFrame) -> pl.DataFrame:
 def replica_prices(offers: pl.DataFrame, tps: list[int]) -> pl.DataFrame:
     """Per date × gpu × provider × price_kind × tp × replica_pricing: the cheapest $/hr for one replica."""
     priced = _with_price_provenance(offers)
-    targets = pl.DataFrame({"tp": sorted(set(tps))}, schema={"tp": pl.Int32})
+    targets = pl.DataFrame({"tp": sorted(set(tps))}, schema={"tp": pl.Int64})
     per_gpu = pl.col("max_gpu_count").is_not_null()
     candidates = priced.join(targets, how="cross")
     one_listing = candidates.filter(

@@ -8,13 +8,16 @@ import polars as pl
 BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent")
 
 
-def replace_for_date(con: duckdb.DuckDBPyConnection, day: date, frames: dict[str, pl.DataFrame]) -> dict[str, int]:
-    """Replace each given table's rows for day with the frame's rows; all tables or none."""
+def replace_for_date(
+    con: duckdb.DuckDBPyConnection, day: date, frames: dict[str, pl.DataFrame], quarantine: pl.DataFrame | None = None
+) -> dict[str, int]:
+    """Replace each given table's rows for day with the frame's rows, and the day's price-sanity quarantine
+    when given; all of it or none."""
     unknown = set(frames) - set(BY_DATE)
     if unknown:
         raise ValueError(f"not a derived table: {', '.join(sorted(unknown))}")
-    for table, frame in frames.items():
-        other_days = frame.filter(pl.col("snapshot_date") != day).height
+    for table, frame in (frames | {"quarantine": quarantine if quarantine is not None else pl.DataFrame()}).items():
+        other_days = frame.filter(pl.col("snapshot_date") != day).height if frame.height else 0
         if other_days:
             raise ValueError(f"{table}: {other_days} rows are not dated {day}")
     con.execute("begin transaction")
@@ -24,6 +27,11 @@ def replace_for_date(con: duckdb.DuckDBPyConnection, day: date, frames: dict[str
             con.register("derived_frame", frame)
             con.execute(f"insert into {table} by name select * from derived_frame")
             con.unregister("derived_frame")
+        if quarantine is not None:
+            con.execute("delete from quarantine where snapshot_date = ? and stage = 'quality'", [day])
+            con.register("quality_frame", quarantine)
+            con.execute("insert into quarantine by name select * from quality_frame")
+            con.unregister("quality_frame")
         con.execute("commit")
     except Exception:
         con.execute("rollback")

@@ -20,6 +20,16 @@ def offers_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     ).pl()
 
 
+def listing_history(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Per date and source: the listings loaded by that date's latest successful fetch."""
+    return con.sql(
+        """
+        select snapshot_date, source, arg_max(offers_loaded, started_at) as listings
+        from fetches where status = 'ok' and offers_loaded is not null group by snapshot_date, source
+        """
+    ).pl()
+
+
 def table(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame:
     return con.sql(f"select * from {name}").pl()
 

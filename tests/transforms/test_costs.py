@@ -48,7 +48,7 @@ def test_per_gpu_listings_price_any_group_their_pods_hold():
 def estimates(**overrides) -> pl.DataFrame:
     row = dict(model="m", gpu="H200 SXM", precision="int4", context_tokens=32768, streams=32, method="calculator",
                estimator_version="1", tp=2, agg_tok_s=1000.0, power_kw=1.4)
-    return pl.DataFrame([{**row, **overrides}], schema_overrides={"tp": pl.Int32})
+    return pl.DataFrame([{**row, **overrides}], schema_overrides={"tp": pl.Int64})
 
 
 def test_cost_per_million_tokens_follows_price_and_throughput():

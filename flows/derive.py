@@ -1,0 +1,85 @@
+"""Derive a date's published tables from its facts and the catalogues: the wiring, transforms do the work."""
+
+from dataclasses import dataclass, field
+from datetime import date
+
+import duckdb
+import polars as pl
+
+from transforms import aggregate, costs, estimator, fx, presets, quality
+from warehouse import config, derived, estimates, queries
+
+EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent")
+
+
+@dataclass(frozen=True)
+class DerivePlan:
+    """The estimate grid behind the cost tables, and the ownership assumptions."""
+
+    precisions: tuple[str, ...] = ("bf16", "fp8", "int4")
+    contexts: tuple[int, ...] = (4096, 32768)
+    streams: tuple[int, ...] = (1, 32)
+    ownership: costs.OwnershipParams = field(default_factory=costs.OwnershipParams)
+    quality: quality.QualityRules = field(default_factory=quality.QualityRules)
+
+
+def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+    return {name: queries.table(con, name) for name in ("models", "gpus", "gpu_overlays", "hardware_prices")}
+
+
+def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFrame:
+    """Both methods over every model and GPU: the calculator on the plan's grid, the ceiling at its own rule."""
+    models, gpu_names = cats["models"]["model_id"].to_list(), cats["gpus"]["name"].to_list()
+    frames = []
+    for name, grid in (
+        ("calculator", estimator.make_grid(models, gpu_names, plan.precisions, plan.contexts, plan.streams)),
+        ("ceiling", estimator.make_grid(models, gpu_names)),
+    ):
+        gpus = estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], name)
+        frames.append(estimator.estimate(cats["models"], gpus, grid, presets.preset(name)))
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def hardware_usd(hardware_prices: pl.DataFrame, rates: pl.DataFrame, day: date) -> pl.DataFrame:
+    """Hardware prices in USD at the rate of `day` (or the latest before it)."""
+    dated = hardware_prices.with_columns(pl.lit(day).alias("snapshot_date"))
+    converted = fx.attach_usd_rate(dated, rates, currency_col="currency", date_col="snapshot_date")
+    return converted.filter(pl.col("fx_rate").is_not_null()).with_columns(
+        (pl.col("price_low") / pl.col("fx_rate")).alias("usd_low"),
+        (pl.col("price_high") / pl.col("fx_rate")).alias("usd_high"),
+    )
+
+
+def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules: quality.QualityRules):
+    """The day's quality gates: the offers kept, the price-sanity quarantine and the verdict."""
+    kept, quarantined = quality.price_outliers(offers, rules, config.utc_now())
+    today = offers.group_by(pl.col("provider").alias("source")).agg(pl.len().alias("listings"))
+    reasons = [
+        *quality.volume_flags(today, queries.listing_history(con), day, rules),
+        *quality.unknown_share_flags(offers, rules),
+        *quality.quarantined_share_flags(quarantined.height, offers.height, rules),
+    ]
+    return kept, quarantined, quality.verdict(reasons)
+
+
+def derive_date(
+    con: duckdb.DuckDBPyConnection, day: date, plan: DerivePlan | None = None
+) -> tuple[dict[str, int], quality.Verdict]:
+    """Recompute and replace the date's derived tables (and the estimates); return row counts and the verdict."""
+    plan = plan or DerivePlan()
+    cats = catalogues(con)
+    offers, quarantined, verdict = gate(con, day, queries.offers_for_date(con, day), plan.quality)
+    grid = estimate_grid(cats, plan)
+    estimates.replace_estimates(con, grid)
+    prices = costs.replica_prices(offers, grid["tp"].drop_nulls().unique().to_list())
+    cost = costs.cost_per_mtok(grid, prices)
+    hardware = hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), day)
+    frames = {
+        "daily_prices": aggregate.daily_prices(offers),
+        "rental_ranges": aggregate.rental_ranges(offers),
+        "cost_per_mtok": cost,
+        "own_vs_rent": costs.own_vs_rent(grid, hardware, cost, plan.ownership),
+    }
+    labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
+    counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)
+    return {"estimates": grid.height, **counts, "quarantined": quarantined.height}, verdict

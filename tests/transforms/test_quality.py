@@ -1,0 +1,78 @@
+from datetime import datetime, timedelta
+
+import polars as pl
+
+from tests.transforms.offers_factory import DAY, offers
+from transforms import quality
+
+RULES = quality.QualityRules()
+AT = datetime(2026, 11, 27, 3)
+
+
+def test_a_price_ten_times_off_its_gpus_median_is_quarantined_with_the_reason():
+    market = offers(*(dict(usd_per_gpu_hr=p) for p in (2.0, 2.2, 2.4, 2.5, 30.0)))
+    kept, quarantine = quality.price_outliers(market, RULES, AT)
+    assert sorted(kept["usd_per_gpu_hr"]) == [2.0, 2.2, 2.4, 2.5]
+    row = quarantine.row(0, named=True)
+    assert row["offer_id"] == "o4" and row["stage"] == "quality" and row["field"] == "usd_per_gpu_hr"
+    assert "12.5x away from the median 2.4 of H200 SXM on_demand" in row["reason"]
+    assert '"usd_per_gpu_hr": 30.0' in row["record"]
+
+
+def test_prices_outside_the_configured_bounds_are_quarantined_even_alone():
+    kept, quarantine = quality.price_outliers(offers(dict(usd_per_gpu_hr=0.001), dict(usd_per_gpu_hr=2.0)), RULES, AT)
+    assert kept.height == 1 and "below the bound" in quarantine["reason"][0]
+
+
+def test_two_listings_are_not_enough_to_call_one_an_outlier():
+    kept, quarantine = quality.price_outliers(offers(dict(usd_per_gpu_hr=1.0), dict(usd_per_gpu_hr=20.0)), RULES, AT)
+    assert kept.height == 2 and quarantine.height == 0
+
+
+def test_interruptible_prices_are_judged_against_their_own_kind():
+    rows = [dict(usd_per_gpu_hr=3.0)] * 3 + [dict(usd_per_gpu_hr=0.25, price_kind="interruptible")] * 3
+    kept, quarantine = quality.price_outliers(offers(*rows), RULES, AT)
+    assert quarantine.height == 0
+
+
+def history(*counts: int) -> pl.DataFrame:
+    return pl.DataFrame({"snapshot_date": [DAY - timedelta(days=i + 1) for i in range(len(counts))],
+                         "source": ["vastai"] * len(counts), "listings": list(counts)})
+
+
+def test_a_source_that_lost_more_than_half_its_listings_is_flagged():
+    today = pl.DataFrame({"source": ["vastai"], "listings": [20]})
+    assert quality.volume_flags(today, history(50, 48, 52, 47), DAY, RULES) == [
+        "vastai: 20 listings, under 0.5 of its 7-day median of 49"]
+    assert quality.volume_flags(today.with_columns(listings=pl.lit(30)), history(50, 48, 52, 47), DAY, RULES) == []
+
+
+def test_too_little_history_judges_nothing():
+    assert quality.volume_flags(pl.DataFrame({"source": ["vastai"], "listings": [1]}), history(50, 48), DAY, RULES) == []
+
+
+def test_old_days_fall_out_of_the_window():
+    old = history(50, 50, 50, 50, 50, 50, 50, 5, 5, 5)  # days 8-10 back are outside the 7 days
+    assert quality.volume_flags(pl.DataFrame({"source": ["vastai"], "listings": [20]}), old, DAY, RULES) != []
+
+
+def test_a_high_share_of_unknown_gpu_names_is_flagged():
+    market = offers(dict(usd_per_gpu_hr=1.0, gpu=None), *[dict(usd_per_gpu_hr=1.0)] * 3)
+    assert quality.unknown_share_flags(market, RULES) == ["vastai: 25% of listings (1) have an unknown GPU name"]
+
+
+def test_the_verdict_is_suspect_exactly_when_a_gate_gave_a_reason():
+    assert quality.verdict([]).quality == "ok"
+    verdict = quality.verdict(quality.quarantined_share_flags(10, 100, RULES))
+    assert (verdict.quality, verdict.text) == ("suspect", "price sanity quarantined 10 of 100 listings (10%)")
+    assert quality.quarantined_share_flags(1, 100, RULES) == []
+
+
+def test_quarantine_rows_fit_the_table():
+    from warehouse import db
+
+    _, quarantine = quality.price_outliers(offers(dict(usd_per_gpu_hr=500.0)), RULES, AT)
+    with db.connect() as con:
+        con.register("q", quarantine)
+        con.execute("insert into quarantine by name select * from q")
+        assert con.execute("select stage, provider from quarantine").fetchall() == [("quality", "vastai")]

@@ -1,0 +1,104 @@
+"""Data-quality gates run before a day's tables are published: what fails them is flagged, never silent."""
+
+import json
+from dataclasses import dataclass
+from datetime import date, datetime
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class QualityRules:
+    """The gates' thresholds; a day that trips one is published as `suspect` with the reasons."""
+
+    max_ratio_to_median: float = 10.0  # a listing this many times above or below its GPU's median is quarantined
+    min_listings_for_median: int = 3  # fewer listings than this: no median to judge against
+    usd_per_gpu_hr_min: float = 0.01  # configured bounds on any GPU-hour price
+    usd_per_gpu_hr_max: float = 100.0
+    volume_drop: float = 0.5  # a source below this share of its median listing count over the history is flagged
+    history_days: int = 7
+    min_history_days: int = 3  # fewer earlier days than this: no volume check yet
+    max_unknown_share: float = 0.10  # share of a source's listings with an unknown GPU name
+    max_quarantined_share: float = 0.05  # share of the day's listings price sanity may remove quietly
+
+
+@dataclass(frozen=True)
+class Verdict:
+    quality: str  # ok | suspect
+    reasons: tuple[str, ...]
+
+    @property
+    def text(self) -> str | None:
+        return "; ".join(self.reasons) or None
+
+
+def price_outliers(
+    offers: pl.DataFrame, rules: QualityRules, quarantined_at: datetime
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split offers into those kept and quarantine rows for prices out of bounds or far from their GPU's median."""
+    keys = ["gpu", "price_kind"]
+    price = pl.col("usd_per_gpu_hr")
+    median = price.median().over(keys)
+    judged = pl.len().over(keys) >= rules.min_listings_for_median
+    ratio = pl.max_horizontal(price / median, median / price)
+    reason = (
+        pl.when(price < rules.usd_per_gpu_hr_min)
+        .then(pl.format("price sanity: {} USD per GPU-hour is below the bound {}", price, pl.lit(rules.usd_per_gpu_hr_min)))
+        .when(price > rules.usd_per_gpu_hr_max)
+        .then(pl.format("price sanity: {} USD per GPU-hour is above the bound {}", price, pl.lit(rules.usd_per_gpu_hr_max)))
+        .when(pl.col("gpu").is_not_null() & judged & (ratio > rules.max_ratio_to_median))
+        .then(pl.format("price sanity: {} USD per GPU-hour is {}x away from the median {} of {} {}",
+                        price, ratio.round(1), median.round(4), pl.col("gpu"), pl.col("price_kind")))
+    )
+    marked = offers.with_columns(reason.alias("_reason"))
+    kept = marked.filter(pl.col("_reason").is_null()).drop("_reason")
+    flagged = marked.filter(pl.col("_reason").is_not_null())
+    records = [json.dumps(r, default=str) for r in flagged.drop("_reason").to_dicts()]
+    quarantine = flagged.select(
+        "snapshot_date", "run_id", "provider", "offer_id", "price_kind",
+        pl.lit("usd_per_gpu_hr").alias("field"), pl.col("_reason").alias("reason"),
+        pl.Series("record", records, dtype=pl.String), pl.lit(quarantined_at).alias("quarantined_at"),
+        pl.lit("quality").alias("stage"),
+    )
+    return kept, quarantine
+
+
+def volume_flags(today: pl.DataFrame, history: pl.DataFrame, day: date, rules: QualityRules) -> list[str]:
+    """Sources whose listing count fell below `volume_drop` of their median over the previous days.
+
+    `today`: source, listings. `history`: snapshot_date, source, listings (one row per earlier date).
+    """
+    window = history.filter(
+        (pl.col("snapshot_date") < day) & (pl.col("snapshot_date") >= pl.lit(day) - pl.duration(days=rules.history_days))
+    )
+    medians = window.group_by("source").agg(pl.col("listings").median().alias("median"), pl.len().alias("days"))
+    low = today.join(medians, on="source").filter(
+        (pl.col("days") >= rules.min_history_days) & (pl.col("listings") < rules.volume_drop * pl.col("median"))
+    )
+    return [
+        f"{r['source']}: {r['listings']} listings, under {rules.volume_drop:g} of its {rules.history_days}-day "
+        f"median of {r['median']:g}"
+        for r in low.sort("source").iter_rows(named=True)
+    ]
+
+
+def unknown_share_flags(offers: pl.DataFrame, rules: QualityRules) -> list[str]:
+    """Sources where too many listings carry a GPU name the aliases do not know."""
+    shares = offers.group_by("provider").agg(
+        pl.col("gpu").is_null().mean().alias("share"), pl.col("gpu").is_null().sum().alias("unknown")
+    )
+    return [
+        f"{r['provider']}: {r['share']:.0%} of listings ({r['unknown']}) have an unknown GPU name"
+        for r in shares.filter(pl.col("share") > rules.max_unknown_share).sort("provider").iter_rows(named=True)
+    ]
+
+
+def quarantined_share_flags(quarantined: int, listings: int, rules: QualityRules) -> list[str]:
+    """A few outliers are the market; many mean a feed or a parser went wrong."""
+    if listings and quarantined / listings > rules.max_quarantined_share:
+        return [f"price sanity quarantined {quarantined} of {listings} listings ({quarantined / listings:.0%})"]
+    return []
+
+
+def verdict(reasons: list[str]) -> Verdict:
+    return Verdict("suspect" if reasons else "ok", tuple(reasons))
