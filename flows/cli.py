@@ -8,6 +8,7 @@ import polars as pl
 import typer
 from rich.console import Console
 
+from flows.cli_estimate import estimate
 from flows.output import Format, render
 from warehouse import catalog, config, db
 
@@ -117,6 +118,9 @@ def models(fmt: FormatOption = Format.table) -> None:
         ),
         fmt,
     )
+
+
+app.command()(estimate)
 
 
 def main() -> None:
