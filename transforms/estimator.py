@@ -11,6 +11,7 @@ from transforms.presets import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_STREAMS,
     PEAK_COLUMN,
+    PRECISIONS,
     Params,
     normalise_precision,
 )
@@ -38,10 +39,13 @@ OUTPUT_COLUMNS = (
     "memory_used_gb", "memory_used_pct", "max_streams", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
     "prefill_tok_s", "bound", "power_kw", "uncertain", "compute_tflops", "fp4_estimated",
 )
+PRECISION = pl.Enum(PRECISIONS)
 GRID_SCHEMA = {
-    "model": pl.String, "gpu": pl.String, "precision": pl.String,
+    "model": pl.String, "gpu": pl.String, "precision": PRECISION,
     "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64,
 }
+NO_OVERLAY = pl.DataFrame(schema={"preset": pl.String, "gpu": pl.String, "field": pl.String, "value": pl.Float64,
+                                  "source": pl.String})
 
 
 class EstimatorError(ValueError):
@@ -84,7 +88,7 @@ def make_grid(
     dims = [
         pl.DataFrame({"model": list(models)}, schema={"model": pl.String}),
         pl.DataFrame({"gpu": list(gpus)}, schema={"gpu": pl.String}),
-        pl.DataFrame({"precision": list(precisions)}, schema={"precision": pl.String}),
+        pl.DataFrame({"precision": [p and normalise_precision(p) for p in precisions]}, schema={"precision": PRECISION}),
         pl.DataFrame({"context_tokens": list(contexts)}, schema={"context_tokens": pl.Int64}),
         pl.DataFrame({"streams": list(streams)}, schema={"streams": pl.Int64}),
     ]
@@ -94,30 +98,41 @@ def make_grid(
     return grid.with_columns(tp=pl.lit(None, dtype=pl.Int64))
 
 
-def _checked_grid(grid: pl.DataFrame, models: pl.DataFrame, gpus: pl.DataFrame) -> pl.DataFrame:
+def _checked_grid(grid: pl.DataFrame) -> pl.DataFrame:
     grid = grid.with_columns(
         pl.lit(None, dtype=dtype).alias(name) for name, dtype in GRID_SCHEMA.items() if name not in grid.columns
-    ).select(pl.col(name).cast(dtype) for name, dtype in GRID_SCHEMA.items())
-    for column, known, what in (("model", models["model_id"], "model"), ("gpu", gpus["name"], "GPU")):
-        unknown = set(grid[column].unique().to_list()) - set(known.to_list())
-        if unknown:
-            raise EstimatorError(f"unknown {what} {', '.join(sorted(map(str, unknown)))}: not in the catalogue")
+    ).select(pl.col(name).cast(dtype) for name, dtype in GRID_SCHEMA.items() if name != "precision").with_columns(
+        grid["precision"] if "precision" in grid.columns else pl.lit(None, dtype=pl.String).alias("precision"))
+    lows = grid.select(pl.col("context_tokens", "streams", "tp").min()).row(0, named=True)
+    highs = grid.select(pl.col("context_tokens", "streams").max()).row(0, named=True)
     for column, top in (("context_tokens", CONTEXT_TOKENS_MAX), ("streams", STREAMS_MAX)):
-        bad = grid.filter(~pl.col(column).is_between(1, top))
-        if bad.height:
-            raise EstimatorError(f"{column} must be between 1 and {top}, not {bad[column][0]}")
-    bad_tp = grid.filter(pl.col("tp") < 1)
-    if bad_tp.height:
-        raise EstimatorError(f"tp must be at least 1, not {bad_tp['tp'][0]}")
+        for value in (lows[column], highs[column]):
+            if value is not None and not 1 <= value <= top:
+                raise EstimatorError(f"{column} must be between 1 and {top}, not {value}")
+    if lows["tp"] is not None and lows["tp"] < 1:
+        raise EstimatorError(f"tp must be at least 1, not {lows['tp']}")
+    if grid.schema["precision"] == PRECISION:
+        return grid
     spellings = grid["precision"].drop_nulls().unique().to_list()
     return grid.with_columns(
-        pl.col("precision").replace_strict({s: normalise_precision(s) for s in spellings}, default=None)
+        pl.col("precision").replace_strict({s: normalise_precision(s) for s in spellings}, default=None,
+                                           return_dtype=PRECISION)
     )
 
 
+def _unknown_names(df: pl.DataFrame) -> None:
+    for column, probe, what in (("model", "total_params_b", "model"), ("gpu", "memory_gb", "GPU")):
+        if df[probe].null_count():
+            unknown = df.filter(pl.col(probe).is_null())[column].unique().sort().to_list()
+            raise EstimatorError(f"unknown {what} {', '.join(map(str, unknown))}: not in the catalogue")
+
+
+POWERS_OF_TWO = pl.Series([1 << k for k in range(63)], dtype=pl.Int64)
+
+
 def _pow2_at_least(n: pl.Expr) -> pl.Expr:
-    # The epsilon keeps log2 of an exact power of two from rounding up a size.
-    return pl.lit(2.0).pow((n.log(2) - 1e-9).ceil().clip(lower_bound=0)).cast(pl.Int64)
+    """The smallest power of two >= n, for whole n >= 1: 2 ** bit_length(n - 1)."""
+    return pl.lit(POWERS_OF_TWO).gather(64 - (n.cast(pl.Int64) - 1).bitwise_leading_zeros())
 
 
 def _field_doubts(text: pl.Expr, field: str) -> pl.Expr:
@@ -128,28 +143,72 @@ def _field_doubts(text: pl.Expr, field: str) -> pl.Expr:
     return named | unexplained
 
 
+def _gpu_table(gpus: pl.DataFrame) -> pl.DataFrame:
+    """Per GPU: the spec fields, which of them are in doubt, and whether it lacks a scale-up fabric."""
+    if "overlay_fields" not in gpus.columns:
+        gpus = apply_overlay(gpus, NO_OVERLAY, "vendor")
+    text = pl.col("uncertain").fill_null("").str.to_lowercase()
+    doubts = {
+        f: pl.col("solved_from_page") | _field_doubts(text, f) | pl.col("overlay_fields").list.contains(f)
+        for f in SPEC_FIELDS
+    }
+    return gpus.select(
+        pl.col("name").alias("gpu"), *SPEC_FIELDS, "fp4_page_estimate", _pcie=pl.col("fabric") == "PCIe",
+        # Memory, bandwidth and (when known) TDP feed every row; which compute peak does depends on the row.
+        _doubt_spec=doubts["memory_gb"] | doubts["bandwidth_gbs"] | (doubts["tdp_w"] & pl.col("tdp_w").is_not_null()),
+        **{f"_doubt_{f}": doubts[f] for f in COMPUTE_FIELDS},
+    )
+
+
+def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
+    """Per model: sizes, the split into always-read and routed-expert weights, and whether used fields are in doubt."""
+    routed = (pl.col("arch") == "moe") & pl.col("experts").is_not_null() & pl.col("experts_per_token").is_not_null()
+    used = ["total_params_b", "active_params_b"]
+    used += ["active_params_in_b"] if params.prefill_active == "input" else []
+    used += ["experts", "experts_per_token"] if params.expert_coverage else []
+    used += ["kv_bytes_per_token"] if params.kv_memory_factor or params.kv_read_factor else []
+    used += ["attn_flops_per_ctx_token"] if params.attention_flops_factor or params.prefill_attention_factor else []
+    natives = {p: normalise_precision(p) for p in models["native_precision"].unique().to_list()}
+    return models.select(
+        pl.col("model_id").alias("model"), "total_params_b", "active_params_b", "kv_bytes_per_token",
+        "attn_flops_per_ctx_token",
+        _native=pl.col("native_precision").replace_strict(natives, return_dtype=PRECISION),
+        _prefill_params_b=pl.coalesce("active_params_in_b", "active_params_b")
+        if params.prefill_active == "input" else pl.col("active_params_b"),
+        # Expected expert coverage: a MoE without routing geometry is read as if every weight were an expert.
+        _route_p=pl.when(routed).then(pl.col("experts_per_token") / pl.col("experts"))
+        .when(pl.col("arch") == "moe").then(pl.col("active_params_b") / pl.col("total_params_b"))
+        .otherwise(0.0),
+        _doubt_model=pl.col("uncertain").fill_null("").str.contains(rf"\b({'|'.join(used)})\b"),
+        _routed=routed,
+        _moe=pl.col("arch") == "moe",
+    ).with_columns(
+        _dense_b=pl.when(pl.col("_routed"))
+        .then((pl.col("active_params_b") - pl.col("_route_p") * pl.col("total_params_b")) / (1 - pl.col("_route_p")))
+        .when(pl.col("_moe")).then(0.0)
+        .otherwise(pl.col("total_params_b")),
+    ).with_columns(
+        _expert_b=pl.col("total_params_b") - pl.col("_dense_b"),
+        _log_keep=(1 - pl.col("_route_p")).log(),
+    ).drop("_routed", "_moe")
+
+
 def _precision_expr(params: Params) -> pl.Expr:
     """The precision each row runs at: the grid's, else the preset's rule."""
     if params.precision_rule == "native":
-        rule = pl.col("native_precision").str.to_lowercase().replace(
-            {k: normalise_precision(k) for k in ("fp16", "fp4", "mxfp4")}
-        )
+        rule = pl.col("_native")
     else:
-        rule = pl.lit(params.ladder[-1])
+        rule = pl.lit(params.ladder[-1], dtype=PRECISION)
         for precision in reversed(params.ladder[:-1]):
             need_gb = _fixed_gb(params, pl.lit(params.bytes_per_param[precision])) + params.gpu_overhead_gb * params.node_gpus
-            rule = pl.when(need_gb <= params.node_gpus * pl.col("memory_gb")).then(pl.lit(precision)).otherwise(rule)
+            rule = pl.when(need_gb <= params.node_gpus * pl.col("memory_gb")).then(
+                pl.lit(precision, dtype=PRECISION)).otherwise(rule)
     return pl.coalesce(pl.col("precision"), rule)
 
 
 def _kv_term(factor: float, expr: pl.Expr) -> pl.Expr:
     # A zero factor means "not modelled": it must not turn a missing KV size into a missing result.
     return pl.lit(0.0) if factor == 0 else factor * expr
-
-
-def _kv_gb(streams: pl.Expr) -> pl.Expr:
-    """KV cache of `streams` streams at the row's context."""
-    return streams * pl.col("context_tokens") * pl.col("kv_bytes_per_token") * 1e-9
 
 
 def _replica_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
@@ -159,42 +218,50 @@ def _replica_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
 
 def _fixed_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
     """Memory a replica needs apart from the per-GPU overhead: weights, runtime and the streams' KV cache."""
-    return _replica_gb(params, bytes_per_param) + _kv_term(params.kv_memory_factor, _kv_gb(pl.col("streams")))
+    kv_gb = pl.col("streams") * pl.col("context_tokens") * pl.col("kv_bytes_per_token") * 1e-9
+    return _replica_gb(params, bytes_per_param) + _kv_term(params.kv_memory_factor, kv_gb)
 
 
-def _step_seconds(params: Params, streams: pl.Expr | int) -> tuple[pl.Expr, pl.Expr]:
-    """(memory time, compute time) of one decode step serving `streams` streams."""
-    streams = pl.lit(streams) if isinstance(streams, int) else streams
-    if params.expert_coverage:
-        read_params_b = pl.col("_dense_b") + pl.col("_expert_b") * (1 - (1 - pl.col("_route_p")).pow(streams))
+def _compute_columns(params: Params) -> dict[str, pl.Expr]:
+    """The tensor peak each row computes at (its precision's when the part has one, else BF16) and its doubt."""
+    peak, doubt = pl.col("bf16_tflops"), pl.col("_doubt_bf16_tflops")
+    if params.compute_at_precision:
+        for precision, column in PEAK_COLUMN.items():
+            has = (pl.col("precision") == precision) & pl.col(column).is_not_null()
+            peak = pl.when(has).then(pl.col(column)).otherwise(peak)
+            doubt = pl.when(has).then(pl.col(f"_doubt_{column}")).otherwise(doubt)
+    return {"compute_tflops": peak, "_doubt_compute": doubt}
+
+
+def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.Expr]:
+    """(memory time, compute time) of one decode step serving `streams` streams (None: one stream)."""
+    if streams is None:
+        read_b = pl.col("active_params_b")  # the expected coverage of one stream is exactly its active weights
+    elif params.expert_coverage:
+        read_b = pl.col("_dense_b") + pl.col("_expert_b") * (1 - (streams * pl.col("_log_keep")).exp())
     else:
-        read_params_b = pl.col("active_params_b")
-    kv_gb = _kv_term(params.kv_read_factor, _kv_gb(streams))
-    group = pl.col("tp") * pl.col("_tp_eff")
-    t_mem = (read_params_b * pl.col("_bytes") + kv_gb) / (params.bandwidth_efficiency * pl.col("bandwidth_gbs") * group)
-    flops = pl.lit(0.0)
-    if params.decode_flops_per_param:
-        flops = flops + params.decode_flops_per_param * pl.col("active_params_b") * 1e9
-    if params.attention_flops_factor:
-        context = (pl.col("context_tokens") - params.attention_context_offset).clip(lower_bound=0)
-        flops = flops + params.attention_flops_factor * context * pl.col("attn_flops_per_ctx_token")
+        read_b = pl.col("active_params_b")
+    count = pl.lit(1.0) if streams is None else streams
+    t_mem = (read_b * pl.col("_bytes") + _kv_term(params.kv_read_factor, count * pl.col("_kv_stream_gb"))) / pl.col(
+        "_mem_gbs")
     if not (params.decode_flops_per_param or params.attention_flops_factor):
-        return t_mem, pl.lit(0.0)
-    t_cmp = streams * flops / (params.compute_efficiency * pl.col("compute_tflops") * 1e12 * group)
-    return t_mem, t_cmp
+        return t_mem, pl.lit(0.0)  # no decode compute counted: a part without a compute figure still decodes
+    return t_mem, count * pl.col("_token_flops") / pl.col("_flops_per_s")
 
 
 def _combine(params: Params, t_mem: pl.Expr, t_cmp: pl.Expr) -> pl.Expr:
     return t_mem + t_cmp if params.step_time == "sum" else pl.max_horizontal(t_mem, t_cmp)
 
 
-def _model_doubt(params: Params) -> pl.Expr:
-    used = ["total_params_b", "active_params_b"]
-    used += ["active_params_in_b"] if params.prefill_active == "input" else []
-    used += ["experts", "experts_per_token"] if params.expert_coverage else []
-    used += ["kv_bytes_per_token"] if params.kv_memory_factor or params.kv_read_factor else []
-    used += ["attn_flops_per_ctx_token"] if params.attention_flops_factor or params.prefill_attention_factor else []
-    return pl.col("model_uncertain").fill_null("").str.contains(rf"\b({'|'.join(used)})\b")
+def _token_flops(params: Params) -> pl.Expr:
+    """Decode FLOPs per generated token per stream: weights and attention over the context, as the preset counts."""
+    flops = pl.lit(0.0)
+    if params.decode_flops_per_param:
+        flops = flops + params.decode_flops_per_param * pl.col("active_params_b") * 1e9
+    if params.attention_flops_factor:
+        context = (pl.col("context_tokens") - params.attention_context_offset).clip(lower_bound=0)
+        flops = flops + params.attention_flops_factor * context * pl.col("attn_flops_per_ctx_token")
+    return flops
 
 
 def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params) -> pl.DataFrame:
@@ -203,46 +270,16 @@ def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, param
     `gpus` should come through `apply_overlay` for the preset; `grid` has model, gpu, precision (None: the preset's
     rule), context_tokens, streams and optionally tp (None: the smallest group that holds the model).
     """
-    grid = _checked_grid(grid, models, gpus)
-    if "overlay_fields" not in gpus.columns:
-        gpus = apply_overlay(gpus, pl.DataFrame(schema={"preset": pl.String, "gpu": pl.String}), "")
-    model_cols = models.select(
-        pl.col("model_id").alias("model"), "arch", "total_params_b", "active_params_b", "active_params_in_b",
-        "experts", "experts_per_token", "kv_bytes_per_token", "attn_flops_per_ctx_token", "native_precision",
-        pl.col("uncertain").alias("model_uncertain"),
+    df = _checked_grid(grid).join(_model_table(models, params), on="model", how="left", maintain_order="left").join(
+        _gpu_table(gpus), on="gpu", how="left", maintain_order="left"
     )
-    gpu_cols = gpus.select(
-        pl.col("name").alias("gpu"), *SPEC_FIELDS, "fabric", "solved_from_page", "overlay_fields",
-        "fp4_page_estimate", pl.col("uncertain").fill_null("").str.to_lowercase().alias("gpu_uncertain"),
-    )
-    df = grid.join(model_cols, on="model", how="left", maintain_order="left").join(
-        gpu_cols, on="gpu", how="left", maintain_order="left"
-    )
-    routed = (pl.col("arch") == "moe") & pl.col("experts").is_not_null() & pl.col("experts_per_token").is_not_null()
-    df = df.with_columns(precision=_precision_expr(params)).with_columns(
-        _bytes=pl.col("precision").replace_strict(params.bytes_per_param, return_dtype=pl.Float64),
-        # Expected expert coverage: a MoE without routing geometry is read as if every weight were an expert.
-        _route_p=pl.when(routed).then(pl.col("experts_per_token") / pl.col("experts"))
-        .when(pl.col("arch") == "moe").then(pl.col("active_params_b") / pl.col("total_params_b"))
-        .otherwise(0.0),
-    )
-    peak = pl.lit(None, dtype=pl.Float64)
-    source = pl.lit(None, dtype=pl.String)
-    if params.compute_at_precision:
-        for precision, column in PEAK_COLUMN.items():
-            has = (pl.col("precision") == precision) & pl.col(column).is_not_null()
-            peak = pl.when(has).then(pl.col(column)).otherwise(peak)
-            source = pl.when(has).then(pl.lit(column)).otherwise(source)
-    df = df.with_columns(
-        _fixed_gb=_fixed_gb(params, pl.col("_bytes")),
-        _dense_b=pl.when(routed)
-        .then((pl.col("active_params_b") - pl.col("_route_p") * pl.col("total_params_b")) / (1 - pl.col("_route_p")))
-        .when(pl.col("arch") == "moe").then(0.0)
-        .otherwise(pl.col("total_params_b")),
-        compute_tflops=pl.coalesce(peak, pl.col("bf16_tflops")),
-        _compute_field=pl.coalesce(source, pl.lit("bf16_tflops")),
-    ).with_columns(
-        _expert_b=pl.col("total_params_b") - pl.col("_dense_b"),
+    _unknown_names(df)
+    df = df.lazy().with_columns(precision=_precision_expr(params)).with_columns(
+        _bytes=pl.lit(pl.Series([params.bytes_per_param[p] for p in PRECISIONS])).gather(
+            pl.col("precision").to_physical()),
+        _kv_stream_gb=pl.col("context_tokens") * pl.col("kv_bytes_per_token") * 1e-9,
+        **_compute_columns(params),
+    ).with_columns(_fixed_gb=_fixed_gb(params, pl.col("_bytes"))).with_columns(
         tp=pl.coalesce(
             pl.col("tp"),
             _pow2_at_least(
@@ -255,55 +292,48 @@ def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, param
     fill_gb = pl.col("tp") * (pl.col("memory_gb") - params.gpu_overhead_gb - params.fill_reserve_gb) - _replica_gb(
         params, pl.col("_bytes")
     )
-    per_stream_gb = params.kv_memory_factor * _kv_gb(pl.lit(1))
-    penalty = pl.when((pl.col("fabric") == "PCIe") & (pl.col("tp") > 1)).then(params.pcie_penalty).otherwise(1.0)
-    df = df.with_columns(
-        memory_used_gb=pl.col("_fixed_gb") + params.gpu_overhead_gb * pl.col("tp"),
-        max_streams=None if params.kv_memory_factor == 0 else (fill_gb / per_stream_gb).floor().clip(lower_bound=0),
-        multi_node=pl.col("tp") > params.node_gpus,
-        power_kw=pl.col("tp") * pl.col("tdp_w") / 1000,
-        _tp_eff=(1 - params.tp_derate * pl.col("tp").log(2)).clip(lower_bound=params.tp_efficiency_floor),
-        _penalty=penalty,
-    )
-    t_mem, t_cmp = _step_seconds(params, pl.col("streams"))
-    single = 1 / _combine(params, *_step_seconds(params, 1))
-    prefill_params_b = (
-        pl.coalesce("active_params_in_b", "active_params_b") if params.prefill_active == "input" else pl.col("active_params_b")
-    )
-    prefill_flops = FLOPS_PER_PARAM * prefill_params_b * 1e9
+    group = pl.col("tp") * (1 - params.tp_derate * pl.col("tp").log(2)).clip(lower_bound=params.tp_efficiency_floor)
+    penalty = pl.when(pl.col("_pcie") & (pl.col("tp") > 1)).then(params.pcie_penalty).otherwise(1.0)
+    prefill_flops = FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
     if params.prefill_attention_factor:
         prefill_flops = prefill_flops + params.prefill_attention_factor * pl.col("attn_flops_per_ctx_token") * pl.col(
-            "context_tokens"
-        ) / 2
-    doubts = {f: pl.col("solved_from_page") | _field_doubts(pl.col("gpu_uncertain"), f)
-              | pl.col("overlay_fields").list.contains(f) for f in SPEC_FIELDS}
-    compute_doubt = pl.lit(False)
-    for field in COMPUTE_FIELDS:
-        compute_doubt = pl.when(pl.col("_compute_field") == field).then(doubts[field]).otherwise(compute_doubt)
+            "context_tokens") / 2
+    df = df.with_columns(
+        memory_used_gb=pl.col("_fixed_gb") + params.gpu_overhead_gb * pl.col("tp"),
+        max_streams=None if params.kv_memory_factor == 0
+        else (fill_gb / (params.kv_memory_factor * pl.col("_kv_stream_gb"))).floor().clip(lower_bound=0),
+        multi_node=pl.col("tp") > params.node_gpus,
+        power_kw=pl.col("tp") * pl.col("tdp_w") / 1000,
+        prefill_tok_s=params.prefill_mfu * pl.col("compute_tflops") * 1e12 * group / prefill_flops * penalty,
+        _penalty=penalty,
+        _mem_gbs=params.bandwidth_efficiency * pl.col("bandwidth_gbs") * group,
+        _flops_per_s=params.compute_efficiency * pl.col("compute_tflops") * 1e12 * group,
+        _token_flops=_token_flops(params),
+    )
+    t_mem, t_cmp = _step_seconds(params, pl.col("streams"))
     df = df.with_columns(
         _t_mem=t_mem,
         _t_cmp=t_cmp,
-        _single=single,
+        single_stream_tok_s=1 / _combine(params, *_step_seconds(params, None)),
     ).with_columns(
         memory_used_pct=100 * pl.col("memory_used_gb") / (pl.col("tp") * pl.col("memory_gb")),
-        single_stream_tok_s=pl.col("_single"),
         per_stream_tok_s=1 / pl.col("_t_mem"),
         agg_tok_s=pl.min_horizontal(
             pl.col("streams") / _combine(params, pl.col("_t_mem"), pl.col("_t_cmp")),
-            params.batch_gain_max * pl.col("_single"),
+            params.batch_gain_max * pl.col("single_stream_tok_s"),
         ) * pl.col("_penalty"),
-        prefill_tok_s=params.prefill_mfu * pl.col("compute_tflops") * 1e12 * pl.col("tp") * pl.col("_tp_eff") / prefill_flops
-        * pl.col("_penalty"),
         bound=pl.when(pl.col("_t_cmp") > pl.col("_t_mem")).then(pl.lit("compute"))
         .when(pl.col("_t_cmp").is_not_null() & pl.col("_t_mem").is_not_null()).then(pl.lit("memory")),
-        uncertain=doubts["memory_gb"] | doubts["bandwidth_gbs"] | compute_doubt
-        | (doubts["tdp_w"] & pl.col("tdp_w").is_not_null()) | _model_doubt(params),
+        uncertain=pl.col("_doubt_spec") | pl.col("_doubt_compute") | pl.col("_doubt_model"),
         fp4_estimated=pl.lit(params.compute_at_precision) & (pl.col("precision") == "int4")
         & (pl.col("fp4_tflops").is_null() | pl.col("fp4_page_estimate")),
         method=pl.lit(params.name),
         estimator_version=pl.lit(ESTIMATOR_VERSION),
     )
-    return df.with_columns(pl.col("max_streams").cast(pl.Int64)).select(OUTPUT_COLUMNS)
+    return df.with_columns(
+        precision=pl.lit(pl.Series(PRECISIONS)).gather(pl.col("precision").to_physical()),
+        max_streams=pl.col("max_streams").cast(pl.Int64),
+    ).select(OUTPUT_COLUMNS).collect(engine="streaming")
 
 
 def curve(
