@@ -48,8 +48,9 @@ def _resolve(name: str, names: dict[str, str], what: str) -> str:
     prefixed = {canonical for spelling, canonical in names.items() if spelling.startswith(key)}
     if len(prefixed) == 1:
         return prefixed.pop()
-    close = prefixed | {names[c] for c in difflib.get_close_matches(key, list(names), n=4, cutoff=0.5)}
-    hint = f"; did you mean {', '.join(sorted(close))}?" if close else ""
+    similar = [names[c] for c in difflib.get_close_matches(key, list(names), n=4, cutoff=0.5)]
+    close = list(dict.fromkeys([*sorted(prefixed), *similar]))  # prefix matches, then the most similar first
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise _fail(f"unknown {what} {name!r}{hint}")
 
 
