@@ -66,7 +66,7 @@ def _rounded(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def estimate(
-    model: Annotated[str, typer.Option(help="Model id (see `gpuledger models`).")],
+    model: Annotated[str | None, typer.Option(help="Model id (see `gpuledger models`); required but with --params.")] = None,
     method: Annotated[str, typer.Option(help=f"Preset: {', '.join(presets.PRESETS)}.")] = "calculator",
     gpu: Annotated[list[str] | None, typer.Option(help="GPU name or a page's label; repeat for several (default: all).")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
@@ -91,6 +91,8 @@ def estimate(
             "meaning": [d for _, d in docs],
         }), fmt, title=f"parameters of {params.name}")
         return
+    if model is None:
+        raise _fail("--model is required (see `gpuledger models`)")
     frames = _read_catalogues()
     model_id = _resolve(model, {m.lower(): m for m in frames["models"]["model_id"]}, "model")
     gpu_names = [_resolve(g, _gpu_names(frames["gpus"]), "GPU") for g in gpu or []]

@@ -120,7 +120,7 @@ CEILING = Params(
     tp_efficiency_floor=0.1,
     kv_read_factor=0.0,
     expert_coverage=False,
-    decode_flops_per_param=0.0,
+    decode_flops_per_param=0.0,  # neither page counts weight FLOPs in decode
     attention_flops_factor=0.0,
     attention_context_offset=0,
     compute_efficiency=1.0,
@@ -135,13 +135,11 @@ CEILING = Params(
     rounding="half_even",
 )
 
-CALCULATOR = Params(
+# Page 001's calculator differs from page 000's ceiling in these values only.
+CALCULATOR = replace(
+    CEILING,
     name="calculator",
     precision_rule="native",
-    precision_ladder="bf16,int8,int4",
-    bytes_bf16=2.0,
-    bytes_fp8=1.0,
-    bytes_int8=1.0,
     bytes_int4=0.5625,
     weights_memory_factor=1.0,
     runtime_gb=5.563,  # A = 169.217 GB for 163.654 GB of V4-Flash weights
@@ -149,25 +147,18 @@ CALCULATOR = Params(
     kv_memory_factor=1.0351,  # 8591.5 B held per 8300 B of KV
     fill_reserve_gb=0.2373,
     min_tp=1,
-    node_gpus=8,
     bandwidth_efficiency=0.75,
     tp_derate=0.05,
-    tp_efficiency_floor=0.1,
     kv_read_factor=1.0,
     expert_coverage=True,
-    decode_flops_per_param=0.0,  # page 001 counts attention FLOPs only
     attention_flops_factor=1.0,
     attention_context_offset=128,
-    compute_efficiency=1.0,
     compute_at_precision=True,
-    step_time="sum",
     batch_gain_max=float("inf"),
     pcie_penalty=1.0,
-    prefill_mfu=0.13,  # not on page 001: page 000's value
-    prefill_active="input",
+    prefill_active="input",  # prefill_mfu stays page 000's 0.13: page 001 shows no prefill
     prefill_attention_factor=1.0,
     display="compact",
-    rounding="half_even",
 )
 
 PRESETS: dict[str, Params] = {p.name: p for p in (CEILING, CALCULATOR)}

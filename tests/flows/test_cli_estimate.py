@@ -88,6 +88,7 @@ def test_unknown_names_get_close_matches():
         "estimate", "--model", "deepseek-v4-flsh")
     assert "unknown GPU 'H200'; did you mean H200 NVL, H200 SXM" in message(
         "estimate", "--model", "llama-3.1-8b", "--gpu", "H200")
+    assert "--model is required" in message("estimate")
 
 
 def test_set_overrides_a_parameter_and_names_an_unknown_one():
@@ -107,8 +108,7 @@ def test_the_curve_runs_from_one_stream_to_where_memory_fills():
 
 def test_help_and_parameter_listing():
     assert "--curve" in gpuledger("estimate", "--help").output
-    listing = rows(gpuledger("estimate", "--model", "any", "--method", "ceiling", "--params", "-f", "csv").output,
-                   key="parameter")
+    listing = rows(gpuledger("estimate", "--method", "ceiling", "--params", "-f", "csv").output, key="parameter")
     assert listing["batch_gain_max"]["value"] == "1.7" and listing["bytes_int4"]["value"] == "0.5"
 
 

@@ -265,5 +265,7 @@ def test_a_bad_grid_is_refused_with_a_clear_message(models, calculator_gpus, cha
 
 
 def test_estimate_keeps_the_grid_order(models, calculator_gpus):
-    names = ["L4 24GB", "B200 SXM", "A10 24GB", "H200 SXM"]
-    assert estimator.estimate(models, calculator_gpus, page_001_grid(names), CALCULATOR)["gpu"].to_list() == names
+    grid = make_grid(models["model_id"].to_list(), calculator_gpus["name"].to_list(), [None, "int4"], [4096, 32768],
+                     [1, 32]).sample(fraction=1.0, shuffle=True, seed=7)
+    keys = ["model", "gpu", "context_tokens", "streams"]
+    assert estimator.estimate(models, calculator_gpus, grid, CALCULATOR).select(keys).equals(grid.select(keys))
