@@ -40,10 +40,8 @@ OUTPUT_COLUMNS = (
     "prefill_tok_s", "bound", "power_kw", "uncertain", "compute_tflops", "fp4_estimated",
 )
 PRECISION = pl.Enum(PRECISIONS)
-GRID_SCHEMA = {
-    "model": pl.String, "gpu": pl.String, "precision": PRECISION,
-    "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64,
-}
+NAME_COLUMNS = ("model", "gpu")  # Enums: their codes index the catalogue rows
+GRID_SCHEMA = {"precision": PRECISION, "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64}
 POWERS_OF_TWO = pl.Series([1 << k for k in range(63)], dtype=pl.Int64)
 NO_OVERLAY = pl.DataFrame(schema={"preset": pl.String, "gpu": pl.String, "field": pl.String, "value": pl.Float64,
                                   "source": pl.String})
@@ -85,10 +83,14 @@ def make_grid(
     contexts: list[int] = (DEFAULT_CONTEXT_TOKENS,),
     streams: list[int] = (DEFAULT_STREAMS,),
 ) -> pl.DataFrame:
-    """Every combination of the given names and settings, as `estimate` takes it (precision None: the preset's rule)."""
+    """Every combination of the given names and settings, as `estimate` takes it (precision None: the preset's rule).
+
+    Names and precisions come as Enums, whose codes let `estimate` pick catalogue rows without hashing names; a grid
+    with String columns works too, a little slower.
+    """
     dims = [
-        pl.DataFrame({"model": list(models)}, schema={"model": pl.String}),
-        pl.DataFrame({"gpu": list(gpus)}, schema={"gpu": pl.String}),
+        pl.DataFrame({"model": list(models)}, schema={"model": pl.Enum(list(dict.fromkeys(models)))}),
+        pl.DataFrame({"gpu": list(gpus)}, schema={"gpu": pl.Enum(list(dict.fromkeys(gpus)))}),
         pl.DataFrame({"precision": [p and normalise_precision(p) for p in precisions]}, schema={"precision": PRECISION}),
         pl.DataFrame({"context_tokens": list(contexts)}, schema={"context_tokens": pl.Int64}),
         pl.DataFrame({"streams": list(streams)}, schema={"streams": pl.Int64}),
@@ -106,7 +108,10 @@ def _checked_grid(grid: pl.DataFrame) -> pl.DataFrame:
         spellings = grid["precision"].drop_nulls().unique().to_list()
         mapping = {s: normalise_precision(s) for s in spellings}
         grid = grid.with_columns(pl.col("precision").replace_strict(mapping, default=None, return_dtype=PRECISION))
-    grid = grid.select(pl.col(c).cast(t) for c, t in GRID_SCHEMA.items())
+    grid = grid.with_columns(
+        pl.col(c).cast(pl.Enum(grid[c].drop_nulls().unique().sort())) for c in NAME_COLUMNS
+        if not isinstance(grid.schema[c], pl.Enum)
+    ).select(*NAME_COLUMNS, *(pl.col(c).cast(t) for c, t in GRID_SCHEMA.items()))
     lows = grid.select(pl.col("context_tokens", "streams", "tp").min()).row(0, named=True)
     highs = grid.select(pl.col("context_tokens", "streams").max()).row(0, named=True)
     for column, top in (("context_tokens", CONTEXT_TOKENS_MAX), ("streams", STREAMS_MAX)):
@@ -118,11 +123,13 @@ def _checked_grid(grid: pl.DataFrame) -> pl.DataFrame:
     return grid
 
 
-def _unknown_names(df: pl.DataFrame) -> None:
-    for column, probe, what in (("model", "total_params_b", "model"), ("gpu", "memory_gb", "GPU")):
-        if df[probe].null_count():
-            unknown = df.filter(pl.col(probe).is_null())[column].unique().sort().to_list()
-            raise EstimatorError(f"unknown {what} {', '.join(map(str, unknown))}: not in the catalogue")
+def _attached(grid: pl.DataFrame, column: str, table: pl.DataFrame, what: str) -> list[pl.Expr]:
+    """A small per-name table's columns for every grid row, gathered by the name's Enum code (no hash join)."""
+    rows = pl.DataFrame({column: grid.schema[column].categories}).join(table, on=column, how="left", maintain_order="left")
+    unknown = rows.filter(pl.col(table.columns[1]).is_null())[column].to_list()
+    if unknown:
+        raise EstimatorError(f"unknown {what} {', '.join(unknown)}: not in the catalogue")
+    return [pl.lit(rows[c]).gather(pl.col(column).to_physical()).alias(c) for c in table.columns if c != column]
 
 
 def _pow2_at_least(n: pl.Expr) -> pl.Expr:
@@ -265,13 +272,13 @@ def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, param
     `gpus` should come through `apply_overlay` for the preset; `grid` has model, gpu, precision (None: the preset's
     rule), context_tokens, streams and optionally tp (None: the smallest group that holds the model).
     """
-    df = _checked_grid(grid).join(_model_table(models, params), on="model", how="left", maintain_order="left").join(
-        _gpu_table(gpus), on="gpu", how="left", maintain_order="left"
-    )
-    _unknown_names(df)
-    # Row arithmetic runs lazily on the streaming engine: about twice as fast here, and column-wise work keeps the
-    # row order (the joins above are eager because the streaming join with maintain_order is slower).
-    df = df.lazy().with_columns(precision=_precision_expr(params)).with_columns(
+    grid = _checked_grid(grid)
+    catalogue = [
+        *_attached(grid, "model", _model_table(models, params), "model"),
+        *_attached(grid, "gpu", _gpu_table(gpus), "GPU"),
+    ]
+    # Lazily on the streaming engine: about twice as fast here as eager, and column-wise work keeps the row order.
+    df = grid.lazy().with_columns(catalogue).with_columns(precision=_precision_expr(params)).with_columns(
         _bytes=pl.lit(pl.Series([params.bytes_per_param[p] for p in PRECISIONS])).gather(
             pl.col("precision").to_physical()),
         _kv_stream_gb=pl.col("context_tokens") * pl.col("kv_bytes_per_token") * 1e-9,
@@ -328,7 +335,7 @@ def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, param
         estimator_version=pl.lit(ESTIMATOR_VERSION),
     )
     return df.with_columns(
-        precision=pl.lit(pl.Series(PRECISIONS)).gather(pl.col("precision").to_physical()),
+        *(pl.lit(grid.schema[c].categories).gather(pl.col(c).to_physical()).alias(c) for c in (*NAME_COLUMNS, "precision")),
         max_streams=pl.col("max_streams").cast(pl.Int64),
     ).select(OUTPUT_COLUMNS).collect(engine="streaming")
 

@@ -268,4 +268,7 @@ def test_estimate_keeps_the_grid_order(models, calculator_gpus):
     grid = make_grid(models["model_id"].to_list(), calculator_gpus["name"].to_list(), [None, "int4"], [4096, 32768],
                      [1, 32]).sample(fraction=1.0, shuffle=True, seed=7)
     keys = ["model", "gpu", "context_tokens", "streams"]
-    assert estimator.estimate(models, calculator_gpus, grid, CALCULATOR).select(keys).equals(grid.select(keys))
+    out = estimator.estimate(models, calculator_gpus, grid, CALCULATOR)
+    assert out.select(keys).equals(grid.select(keys).with_columns(pl.col("model", "gpu").cast(pl.String)))
+    as_text = grid.with_columns(pl.col("model", "gpu", "precision").cast(pl.String))  # a grid built by hand
+    assert estimator.estimate(models, calculator_gpus, as_text, CALCULATOR).equals(out)

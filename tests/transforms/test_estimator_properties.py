@@ -32,12 +32,13 @@ class Case:
         return GPUS[self.params.name]
 
     def grid(self, **change) -> pl.DataFrame:
-        settings_ = {"context_tokens": [self.context_tokens], "streams": [self.streams]} | change
-        return make_grid([self.model], [self.gpu], [self.precision], settings_["context_tokens"], settings_["streams"])
+        axes = {"models": [self.model], "gpus": [self.gpu], "precisions": [self.precision],
+                "contexts": [self.context_tokens], "streams": [self.streams]} | change
+        return make_grid(**axes)
 
     def replica(self, context_tokens: int | None = None) -> dict:
         """The smallest group holding one stream at this context: the fixed replica a curve is drawn for."""
-        grid = self.grid(context_tokens=[context_tokens or self.context_tokens], streams=[1])
+        grid = self.grid(contexts=[context_tokens or self.context_tokens], streams=[1])
         return estimate(MODELS, self.gpus, grid, self.params).row(0, named=True)
 
 
@@ -62,8 +63,8 @@ def stream_counts(limit: int, fractions: list[float]) -> list[int]:
 def test_more_bandwidth_never_lowers_throughput(case, factor):
     part = case.gpus.filter(pl.col("name") == case.gpu)
     faster = part.with_columns(name=pl.lit("faster"), bandwidth_gbs=pl.col("bandwidth_gbs") * factor)
-    grid = pl.concat([case.grid(), case.grid().with_columns(gpu=pl.lit("faster"))])
-    slow, fast = estimate(MODELS, pl.concat([part, faster]), grid, case.params).rows(named=True)
+    slow, fast = estimate(MODELS, pl.concat([part, faster]), case.grid(gpus=[case.gpu, "faster"]), case.params).rows(
+        named=True)
     assert fast["tp"] == slow["tp"]
     for column in ("single_stream_tok_s", "per_stream_tok_s", "agg_tok_s", "prefill_tok_s"):
         if slow[column] is not None:
@@ -104,7 +105,7 @@ def test_a_dense_model_ignores_the_expert_terms(case, model, experts, top_k, sha
         pl.lit(v, dtype=pl.Int64).alias(c)
         for c, v in (("experts", experts), ("experts_per_token", min(top_k, experts)), ("shared_experts", shared))
     ).with_columns(model_id=pl.lit("with experts"))
-    grid = pl.concat([case.grid().with_columns(model=pl.lit(name)) for name in (model, "with experts")])
+    grid = case.grid(models=[model, "with experts"])
     plain, with_experts = estimate(pl.concat([dense, routed]), case.gpus, grid, case.params).drop("model").rows()
     assert plain == with_experts
 
@@ -114,6 +115,6 @@ def test_a_dense_model_ignores_the_expert_terms(case, model, experts, top_k, sha
 def test_a_bigger_context_never_raises_max_streams(case, other_context):
     shorter, longer = sorted((case.context_tokens, other_context))
     replica = case.replica(longer)
-    grid = case.grid(context_tokens=[shorter, longer], streams=[1]).with_columns(tp=pl.lit(replica["tp"]))
+    grid = case.grid(contexts=[shorter, longer], streams=[1]).with_columns(tp=pl.lit(replica["tp"]))
     at_shorter, at_longer = estimate(MODELS, case.gpus, grid, case.params)["max_streams"].to_list()
     assert (at_shorter is None and at_longer is None) or at_longer <= at_shorter
