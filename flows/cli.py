@@ -8,7 +8,6 @@ import polars as pl
 import typer
 from rich.console import Console
 
-from flows.cli_estimate import estimate
 from flows.output import Format, render
 from warehouse import catalog, config, db
 
@@ -108,6 +107,11 @@ def gpus(
     render(df, fmt)
 
 
+from flows import cli_estimate  # noqa: E402  (defined beside the app it joins)
+
+app.command()(cli_estimate.estimate)
+
+
 @app.command()
 def models(fmt: FormatOption = Format.table) -> None:
     """List the model catalogue."""
@@ -118,9 +122,6 @@ def models(fmt: FormatOption = Format.table) -> None:
         ),
         fmt,
     )
-
-
-app.command()(estimate)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ import duckdb
 import polars as pl
 import typer
 
+from flows.cli import fail, open_read_only
 from flows.output import Format, render
 from transforms import display, estimator, presets
 
@@ -19,23 +20,12 @@ TAIL_COLUMNS = (
 )
 
 
-def _cli():
-    """flows.cli, imported late because it imports this module to register the command."""
-    from flows import cli
-
-    return cli
-
-
-def _fail(message: str) -> typer.Exit:
-    return _cli().fail(message)
-
-
 def _read_catalogues() -> dict[str, pl.DataFrame]:
-    con = _cli().open_read_only()
+    con = open_read_only()
     try:
         return {name: con.sql(f"select * from {name}").pl() for name in ("models", "gpus", "gpu_overlays")}
     except duckdb.Error as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     finally:
         con.close()
 
@@ -51,7 +41,7 @@ def _resolve(name: str, names: dict[str, str], what: str) -> str:
     similar = [names[c] for c in difflib.get_close_matches(key, list(names), n=4, cutoff=0.5)]
     close = list(dict.fromkeys([*sorted(prefixed), *similar]))  # prefix matches, then the most similar first
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise _fail(f"unknown {what} {name!r}{hint}")
+    raise fail(f"unknown {what} {name!r}{hint}")
 
 
 def _gpu_names(gpus: pl.DataFrame) -> dict[str, str]:
@@ -82,7 +72,7 @@ def estimate(
         params = presets.with_overrides(presets.preset(method), presets.parse_assignments(assignments or []))
         chosen_precision = presets.normalise_precision(precision) if precision else None
     except presets.ParamError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if show_params:
         docs = presets.parameter_docs()
         render(pl.DataFrame({
@@ -92,7 +82,7 @@ def estimate(
         }), fmt, title=f"parameters of {params.name}")
         return
     if model is None:
-        raise _fail("--model is required (see `gpuledger models`)")
+        raise fail("--model is required (see `gpuledger models`)")
     frames = _read_catalogues()
     model_id = _resolve(model, {m.lower(): m for m in frames["models"]["model_id"]}, "model")
     gpu_names = [_resolve(g, _gpu_names(frames["gpus"]), "GPU") for g in gpu or []]
@@ -100,14 +90,14 @@ def estimate(
     try:
         if show_curve:
             if len(gpu_names) != 1:
-                raise _fail("--curve needs exactly one --gpu")
+                raise fail("--curve needs exactly one --gpu")
             out = estimator.curve(frames["models"], gpus, model_id, gpu_names[0], chosen_precision, context, params)
             render(_rounded(out), fmt, title=f"{model_id} on {gpu_names[0]}: tokens/s as streams grow ({params.name})")
             return
         grid = estimator.make_grid([model_id], gpu_names or gpus["name"].to_list(), [chosen_precision], [context], [streams])
         out = estimator.estimate(frames["models"], gpus, grid, params)
     except estimator.EstimatorError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if not gpu_names:
         out = out.sort("agg_tok_s", descending=True, nulls_last=True)
     out = out.select(*LEAD_COLUMNS, *TAIL_COLUMNS)
