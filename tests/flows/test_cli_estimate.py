@@ -1,16 +1,15 @@
 import csv
 import io
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from tests.reference_pages import observed
 from transforms.display import PAGE_000_PRECISION, compact_label, integer_label
 
 runner = CliRunner()
-REFERENCE = Path(__file__).parents[1] / "fixtures" / "reference"
 CSV_LEAD = "gpu,precision,tp,memory_used_pct,single_stream_tok_s,per_stream_tok_s,agg_tok_s,prefill_tok_s,power_kw,max_streams"
 PAGE_001 = ("--model", "deepseek-v4-flash", "--method", "calculator", "--precision", "int4", "--context", "32768",
             "--streams", "32")
@@ -31,11 +30,6 @@ def rows(output: str, key: str = "gpu") -> dict[str, dict]:
     return {r[key]: r for r in csv.DictReader(io.StringIO(output))}
 
 
-def observed(name: str) -> list[dict]:
-    with (REFERENCE / f"{name}.csv").open() as fh:
-        return list(csv.DictReader(fh))
-
-
 def number(text: str) -> float | None:
     return float(text) if text else None
 
@@ -52,12 +46,12 @@ def test_page_000_from_the_command_line():
             PAGE_000_PRECISION[out[page["catalog_key"]]["precision"]], out[page["catalog_key"]]["tp"],
             *(integer_label(number(out[page["catalog_key"]][c])) for c in ("single_stream_tok_s", "agg_tok_s", "prefill_tok_s")),
         )
-        for page in observed("seed000_table")
+        for page in observed("seed000_table").to_dicts()
     }
     assert shown == {
         page["catalog_key"]: (page["precision"], page["gpus"], *(f"{int(page[c]):,}" for c in (
             "decode_tok_s", "batched_out_tok_s", "batched_in_tok_s")))
-        for page in observed("seed000_table")
+        for page in observed("seed000_table").to_dicts()
     }
 
 
@@ -65,12 +59,12 @@ def test_page_001_from_the_command_line():
     result = gpuledger("estimate", *PAGE_001, "-f", "csv")
     assert result.output.startswith(CSV_LEAD + ",")
     out = rows(result.output)
-    for page in observed("seed001_table"):
+    for page in observed("seed001_table").to_dicts():
         mine = out[page["catalog_key"]]
         approx = mine["fp4_estimated"] == "true"
         assert (mine["tp"], compact_label(number(mine["agg_tok_s"]), approx=approx),
                 compact_label(number(mine["per_stream_tok_s"]))) == (page["tp"], page["agg_tok_s"], page["single_tok_s"])
-        assert (compact_label(number(mine["power_kw"])) if mine["power_kw"] else "") == page["power_kw"]
+        assert (compact_label(number(mine["power_kw"])) if mine["power_kw"] else "") == (page["power_kw"] or "")
 
 
 def test_the_table_shows_the_page_labels():

@@ -1,19 +1,11 @@
 """Catalogues and the reference pages' observed values, shared by the estimator tests."""
 
-from pathlib import Path
-
 import polars as pl
 import pytest
 
+from tests.reference_pages import observed
 from transforms import estimator
 from warehouse import catalog
-
-REFERENCE = Path(__file__).parents[1] / "fixtures" / "reference"
-
-
-def observed(name: str) -> pl.DataFrame:
-    """A reference table as the page displays it: every value a string."""
-    return pl.read_csv(REFERENCE / f"{name}.csv", infer_schema=False)
 
 
 @pytest.fixture(scope="session")

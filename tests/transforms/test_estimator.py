@@ -1,7 +1,7 @@
 import polars as pl
 import pytest
-from conftest import observed
 
+from tests.reference_pages import observed
 from transforms import estimator, presets
 from transforms.display import (
     PAGE_000_PRECISION,
