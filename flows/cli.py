@@ -108,6 +108,11 @@ def gpus(
     render(df, fmt)
 
 
+from flows import cli_estimate  # noqa: E402  (defined beside the app it joins)
+
+app.command()(cli_estimate.estimate)
+
+
 @app.command()
 def models(fmt: FormatOption = Format.table) -> None:
     """List the model catalogue."""

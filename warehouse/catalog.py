@@ -68,7 +68,7 @@ CATALOGS: tuple[Catalog, ...] = (
     ),
     Catalog(
         "gpu_overlays",
-        _cols("preset! gpu! field! value:float! source! note"),
+        _cols("preset! gpu! field! value:float source! note"),  # an empty value: the page has none (unknown)
         key=("preset", "gpu", "field"),
         references={"gpu": "gpus"},
     ),
@@ -77,7 +77,7 @@ CATALOGS: tuple[Catalog, ...] = (
         _cols(
             "model_id! name! vendor! arch! total_params_b:float! active_params_b:float! active_params_in_b:float "
             "experts:int experts_per_token:int shared_experts:int layers:int kv_bytes_per_token:float "
-            "kv_cache_dtype context_max:int native_precision! source! uncertain notes"
+            "kv_cache_dtype context_max:int native_precision! source! uncertain notes attn_flops_per_ctx_token:float"
         ),
         key=("model_id",),
     ),

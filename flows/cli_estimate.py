@@ -1,0 +1,112 @@
+"""`gpuledger estimate`: roofline estimates for one model on every (or the named) GPU, or one GPU's curve."""
+
+import difflib
+from typing import Annotated
+
+import duckdb
+import polars as pl
+import typer
+
+from flows.cli import fail, open_read_only
+from flows.output import Format, render
+from transforms import display, estimator, presets
+
+LEAD_COLUMNS = (
+    "gpu", "precision", "tp", "memory_used_pct", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
+    "prefill_tok_s", "power_kw", "max_streams",
+)
+TAIL_COLUMNS = (
+    "multi_node", "bound", "uncertain", "fp4_estimated", "context_tokens", "streams", "method", "estimator_version",
+)
+
+
+def _read_catalogues() -> dict[str, pl.DataFrame]:
+    con = open_read_only()
+    try:
+        return {name: con.sql(f"select * from {name}").pl() for name in ("models", "gpus", "gpu_overlays")}
+    except duckdb.Error as exc:
+        raise fail(str(exc)) from None
+    finally:
+        con.close()
+
+
+def _resolve(name: str, names: dict[str, str], what: str) -> str:
+    """The canonical name for a user's spelling (any case, or a unique prefix; GPUs also by a page's label)."""
+    key = name.strip().lower()
+    if key in names:
+        return names[key]
+    prefixed = {canonical for spelling, canonical in names.items() if spelling.startswith(key)}
+    if len(prefixed) == 1:
+        return prefixed.pop()
+    similar = [names[c] for c in difflib.get_close_matches(key, list(names), n=4, cutoff=0.5)]
+    close = list(dict.fromkeys([*sorted(prefixed), *similar]))  # prefix matches, then the most similar first
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise fail(f"unknown {what} {name!r}{hint}")
+
+
+def _gpu_names(gpus: pl.DataFrame) -> dict[str, str]:
+    names = {}
+    for label in ("label_001", "label_000", "name"):  # canonical names win over labels
+        names |= {k.lower(): v for k, v in zip(gpus[label], gpus["name"], strict=True) if k}
+    return names
+
+
+def _rounded(df: pl.DataFrame) -> pl.DataFrame:
+    return df.with_columns(pl.col(pl.Float64).round(4))
+
+
+def estimate(
+    model: Annotated[str | None, typer.Option(help="Model id (see `gpuledger models`); required but with --params.")] = None,
+    method: Annotated[str, typer.Option(help=f"Preset: {', '.join(presets.PRESETS)}.")] = "calculator",
+    gpu: Annotated[list[str] | None, typer.Option(help="GPU name or a page's label; repeat for several (default: all).")] = None,
+    precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
+    context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
+    streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
+    assignments: Annotated[list[str] | None, typer.Option("--set", help="Override a parameter: NAME=VALUE (repeat).")] = None,
+    show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu.")] = False,
+    show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters and exit.")] = False,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
+) -> None:
+    """Roofline throughput of one model per GPU: sizing, memory, decode, prefill and power."""
+    try:
+        params = presets.with_overrides(presets.preset(method), presets.parse_assignments(assignments or []))
+        chosen_precision = presets.normalise_precision(precision) if precision else None
+    except presets.ParamError as exc:
+        raise fail(str(exc)) from None
+    if show_params:
+        docs = presets.parameter_docs()
+        render(pl.DataFrame({
+            "parameter": [n for n, _ in docs],
+            "value": [str(getattr(params, n)) for n, _ in docs],
+            "meaning": [d for _, d in docs],
+        }), fmt, title=f"parameters of {params.name}")
+        return
+    if model is None:
+        raise fail("--model is required (see `gpuledger models`)")
+    frames = _read_catalogues()
+    model_id = _resolve(model, {m.lower(): m for m in frames["models"]["model_id"]}, "model")
+    gpu_names = [_resolve(g, _gpu_names(frames["gpus"]), "GPU") for g in gpu or []]
+    gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], method)
+    try:
+        if show_curve:
+            if len(gpu_names) != 1:
+                raise fail("--curve needs exactly one --gpu")
+            out = estimator.curve(frames["models"], gpus, model_id, gpu_names[0], chosen_precision, context, params)
+            render(_rounded(out), fmt, title=f"{model_id} on {gpu_names[0]}: tokens/s as streams grow ({params.name})")
+            return
+        grid = estimator.make_grid([model_id], gpu_names or gpus["name"].to_list(), [chosen_precision], [context], [streams])
+        out = estimator.estimate(frames["models"], gpus, grid, params)
+    except estimator.EstimatorError as exc:
+        raise fail(str(exc)) from None
+    if not gpu_names:
+        out = out.sort("agg_tok_s", descending=True, nulls_last=True)
+    out = out.select(*LEAD_COLUMNS, *TAIL_COLUMNS)
+    if fmt in (Format.table, Format.markdown):
+        render(
+            display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens", "streams"),
+            fmt,
+            title=f"{model_id}, {params.name}: {context:,} tokens x {streams} streams (estimator {estimator.ESTIMATOR_VERSION})",
+            caption="~: the FP4 figure is estimated. uncertain: an input spec is uncertain or was solved from a page.",
+        )
+    else:
+        render(_rounded(out), fmt)

@@ -1,0 +1,274 @@
+import polars as pl
+import pytest
+
+from tests.reference_pages import observed
+from transforms import estimator, presets
+from transforms.display import (
+    PAGE_000_PRECISION,
+    compact_label,
+    integer_label,
+    kw_label,
+    pct_label,
+    usd_label,
+)
+from transforms.estimator import make_grid
+from transforms.presets import CALCULATOR, CEILING
+
+V4_FLASH, V41_FLASH = "deepseek-v4-flash", "deepseek-v4.1-flash"
+
+
+def page_001_grid(gpus: list[str], context: int = 32768, streams: int = 32) -> pl.DataFrame:
+    return make_grid([V4_FLASH], gpus, ["int4"], [context], [streams])
+
+
+@pytest.fixture(scope="module")
+def page000(models, ceiling_gpus) -> pl.DataFrame:
+    page = observed("seed000_table")
+    mine = estimator.estimate(models, ceiling_gpus, make_grid([V41_FLASH], page["catalog_key"].to_list()), CEILING)
+    return page.join(mine, left_on="catalog_key", right_on="gpu", suffix="_mine", maintain_order="left")
+
+
+@pytest.fixture(scope="module")
+def page001(models, calculator_gpus) -> pl.DataFrame:
+    page = observed("seed001_table")
+    mine = estimator.estimate(models, calculator_gpus, page_001_grid(page["catalog_key"].to_list()), CALCULATOR)
+    return page.join(mine, left_on="catalog_key", right_on="gpu", suffix="_mine", maintain_order="left")
+
+
+def mismatches(df: pl.DataFrame, shown, expected: str) -> dict[str, tuple[str, str]]:
+    """Rows where the estimate, displayed like the page, differs from what the page shows."""
+    out = {}
+    for row in df.iter_rows(named=True):
+        mine, page = shown(row), row[expected] or ""
+        if mine != page:
+            out[row["catalog_key"]] = (mine, page)
+    return out
+
+
+# Page 000: the ceiling method, DeepSeek V4.1 Flash, precision chosen by the page's rule.
+
+def test_page_000_has_all_18_parts(page000):
+    assert page000.height == 18 and page000["tp"].null_count() == 0
+
+
+@pytest.mark.parametrize(("shown", "expected"), [
+    (lambda r: PAGE_000_PRECISION[r["precision_mine"]], "precision"),
+    (lambda r: str(r["tp"]), "gpus"),
+    (lambda r: integer_label(r["single_stream_tok_s"]), "decode_tok_s"),
+    (lambda r: integer_label(r["agg_tok_s"]), "batched_out_tok_s"),
+    (lambda r: integer_label(r["prefill_tok_s"]), "batched_in_tok_s"),
+])
+def test_page_000_matches_all_18_parts_as_displayed(page000, shown, expected):
+    page = page000.with_columns(pl.col(c).cast(pl.Int64).map_elements(lambda v: f"{v:,}", return_dtype=pl.String)
+                                for c in ("decode_tok_s", "batched_out_tok_s", "batched_in_tok_s"))
+    assert mismatches(page, shown, expected) == {}
+
+
+def test_page_000_parts_beyond_one_node_are_multi_node(page000):
+    assert page000["multi_node"].to_list() == [int(g) > 8 for g in page000["gpus"]]
+
+
+def test_page_000_penalises_exactly_the_pcie_parts(page000):
+    penalised = page000.filter(pl.col("agg_tok_s") < 1.7 * pl.col("single_stream_tok_s") - 1e-9)
+    assert set(penalised["catalog_key"]) == set(page000.filter(pl.col("pcie_penalty") == "True")["catalog_key"])
+
+
+# Page 001: the calculator method, DeepSeek-V4-Flash at INT4/FP4, 32 streams x 32,768 tokens.
+
+def test_page_001_has_all_105_parts(page001):
+    assert page001.height == 105 and page001["agg_tok_s_mine"].null_count() == 0
+
+
+def test_page_001_tp_105_of_105(page001):
+    assert mismatches(page001, lambda r: str(r["tp_mine"]), "tp") == {}
+
+
+def test_page_001_memory_differs_only_on_the_two_a100_40gb_rows(page001):
+    # ESTIMATOR.md: the page shows 57 % where its own formula gives 58 % for these two parts.
+    shown = mismatches(page001, lambda r: pct_label(r["memory_used_pct"]).rstrip("%"), "mem_used_pct")
+    assert shown == {"A100 PCIe 40GB": ("58", "57"), "A100 SXM4 40GB": ("58", "57")}
+
+
+def test_page_001_aggregate_tok_s_105_of_105_with_the_estimated_fp4_marks(page001):
+    assert mismatches(page001, lambda r: compact_label(r["agg_tok_s_mine"], approx=r["fp4_estimated"]), "agg_tok_s") == {}
+
+
+def test_page_001_per_stream_tok_s_105_of_105(page001):
+    assert mismatches(page001, lambda r: compact_label(r["per_stream_tok_s"]), "single_tok_s") == {}
+
+
+def test_page_001_power_105_of_105(page001):
+    shown = mismatches(page001, lambda r: "" if r["power_kw_mine"] is None else compact_label(r["power_kw_mine"]), "power_kw")
+    assert shown == {}
+
+
+def test_page_001_usd_per_mtok_within_one_cent_on_all_38_priced_parts(page001, page001_prices):
+    mine = page001.select("usd_per_m", gpu="catalog_key", tp="tp_mine", agg_tok_s="agg_tok_s_mine")
+    priced = estimator.with_costs(mine, page001_prices).filter(pl.col("usd_per_m").is_not_null())
+    off = priced.filter((pl.col("usd_per_mtok") - pl.col("usd_per_m").cast(pl.Float64)).abs() > 0.01)
+    assert priced.height == 38 and off.select("gpu", "usd_per_mtok", "usd_per_m").to_dicts() == []
+
+
+@pytest.mark.parametrize("card", observed("seed001_cards").to_dicts(), ids=lambda c: c["card"])
+def test_page_001_cards(models, calculator_gpus, page001_prices, card):
+    table = observed("seed001_table")["catalog_key"].to_list()
+    grid = page_001_grid(table, int(card["context_tokens"]), int(card["streams"]))
+    priced = estimator.with_costs(estimator.estimate(models, calculator_gpus, grid, CALCULATOR), page001_prices)
+    if card["card"] == "bare_minimum":
+        pick = estimator.bare_minimum(priced, page001_prices)
+    else:
+        column = "usd_per_hr" if card["card"] == "cheapest_per_hour" else "usd_per_mtok"
+        pick = priced.drop_nulls(column).sort(column).head(1)
+    row = pick.row(0, named=True)
+    assert (row["gpu"], str(row["tp"])) == (card["catalog_key"], card["gpus"])
+    assert compact_label(row["agg_tok_s"]) == card["tok_s"]
+    assert (usd_label(row["usd_per_hr"]), usd_label(row["usd_per_mtok"])) == (card["usd_hr"], card["usd_per_m"])
+    assert pct_label(row["memory_used_pct"]) == card["memory_used"]
+
+
+def test_page_001_memory_fills_at_six_of_six(models, calculator_gpus):
+    page = observed("seed001_fills")
+    fills = estimator.memory_fills_at(models, calculator_gpus, V4_FLASH, page["catalog_key"].to_list(), "int4", 32768,
+                                      CALCULATOR)
+    assert fills.select(pl.col("tp").cast(pl.String), pl.col("max_streams").cast(pl.String)).rows() == page.select(
+        "gpus", "users").rows()
+
+
+def test_page_001_fleet_what_if_rows(models, calculator_gpus, page001_prices):
+    page = observed("seed001_fleet")
+    estimates = estimator.estimate(models, calculator_gpus, page_001_grid(page["catalog_key"].to_list()), CALCULATOR)
+    fleets = page.select(gpu=pl.col("catalog_key"), gpu_count=pl.col("gpu_count").cast(pl.Int64))
+    shown = [
+        (f"{r['replicas']} x TP{r['tp']}", str(r["idle_gpus"]), f"{compact_label(r['agg_tok_s'])} tok/s",
+         usd_label(r["usd_per_hr"]), kw_label(r["power_kw"]), usd_label(r["usd_per_mtok"]))
+        for r in estimator.fleet_whatif(estimates, fleets, page001_prices).iter_rows(named=True)
+    ]
+    assert shown == page.select("replicas", "idle", "tok_s", "usd_hr", "power", "usd_per_m").rows()
+
+
+def test_page_001_size_for_a_target(models, calculator_gpus, page001_prices):
+    page = observed("seed001_sizing")
+    target, context, streams = (int(page[c][0]) for c in ("target_tok_s", "context_tokens", "streams"))
+    estimates = estimator.estimate(models, calculator_gpus, page_001_grid(page["catalog_key"].to_list(), context, streams),
+                                   CALCULATOR)
+    sized = estimator.size_for_target(estimates, target, page001_prices)
+    assert [(r["gpu"], str(r["gpu_count"]), usd_label(r["usd_per_hr"])) for r in sized.iter_rows(named=True)] == (
+        page.select("catalog_key", "gpus", "usd_hr").rows()
+    )
+
+
+# Beyond the pages: every model, GPU, precision, context and stream count.
+
+@pytest.mark.parametrize("params", [CEILING, CALCULATOR], ids=lambda p: p.name)
+def test_every_catalogue_model_and_gpu_runs_at_the_extremes(frames, params):
+    gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], params.name)
+    grid = make_grid(frames["models"]["model_id"].to_list(), gpus["name"].to_list(), list(presets.PRECISIONS),
+                     [1, estimator.CONTEXT_TOKENS_MAX], [1, estimator.STREAMS_MAX])
+    out = estimator.estimate(frames["models"], gpus, grid, params)
+    assert out.height == grid.height
+    assert out["tp"].null_count() == 0 and all(tp & (tp - 1) == 0 for tp in out["tp"].unique())
+    no_compute = out.filter(pl.col("compute_tflops").is_null())
+    assert no_compute.height > 0 and no_compute["prefill_tok_s"].null_count() == no_compute.height
+    known = out.filter(pl.col("compute_tflops").is_not_null())
+    assert known["agg_tok_s"].null_count() == 0 and known["agg_tok_s"].is_finite().all()
+    assert (out["multi_node"] == (out["tp"] > params.node_gpus)).all()
+
+
+def test_a_part_without_tflops_or_tdp_gives_nulls_not_a_crash(models, frames):
+    # The catalogue has no compute figure for TPU 8t; page 001 supplies one only through its overlay.
+    out = estimator.estimate(models, frames["gpus"], page_001_grid(["TPU 8t"]), CALCULATOR).row(0, named=True)
+    assert out["tp"] == 1 and out["memory_used_pct"] > 0 and out["max_streams"] > 32
+    assert out["agg_tok_s"] is None and out["prefill_tok_s"] is None and out["bound"] is None and out["power_kw"] is None
+    assert out["per_stream_tok_s"] > 0  # bandwidth alone is known
+
+
+def test_the_overlay_keeps_vendor_values_as_the_default(frames):
+    b200 = frames["gpus"].filter(pl.col("name") == "B200 SXM")
+    by_preset = {p: estimator.apply_overlay(b200, frames["gpu_overlays"], p)["bandwidth_gbs"][0]
+                 for p in ("vendor", "ceiling", "calculator")}
+    assert by_preset == {"vendor": 8000, "ceiling": 8000, "calculator": 7700}
+    gb300 = estimator.apply_overlay(frames["gpus"].filter(pl.col("name") == "GB300 NVL72 GPU"), frames["gpu_overlays"],
+                                    "calculator")
+    assert gb300["tdp_w"][0] is None and gb300["overlay_fields"][0].to_list() == ["tdp_w"]
+
+
+def test_every_overlay_names_its_page(frames):
+    overlays = frames["gpu_overlays"]
+    page = {"ceiling": "page 000", "calculator": "page 001"}
+    assert overlays.height > 0
+    assert all(source.startswith(page[preset]) and note for preset, source, note in overlays.select(
+        "preset", "source", "note").rows())
+
+
+def test_calculator_without_a_precision_uses_the_model_native_one(models, calculator_gpus):
+    grid = make_grid([V4_FLASH, "llama-3.1-8b", "deepseek-v3"], ["H200 SXM"])
+    assert estimator.estimate(models, calculator_gpus, grid, CALCULATOR)["precision"].to_list() == ["int4", "bf16", "fp8"]
+
+
+def test_moe_reads_the_active_weights_for_one_stream_and_all_of_them_for_many(models, calculator_gpus):
+    bare = presets.with_overrides(CALCULATOR, {"kv_read_factor": "0", "attention_flops_factor": "0",
+                                              "bandwidth_efficiency": "1", "tp_derate": "0"})
+    grid = make_grid([V4_FLASH], ["GB300 NVL72 GPU"], ["int4"], [1024], [1, estimator.STREAMS_MAX])
+    one, many = estimator.estimate(models, calculator_gpus, grid.with_columns(tp=pl.lit(1)), bare).rows(named=True)
+    weights_gb = lambda params_b: params_b * CALCULATOR.bytes_int4  # noqa: E731
+    assert one["per_stream_tok_s"] == pytest.approx(8000 / weights_gb(13.8))
+    assert many["per_stream_tok_s"] == pytest.approx(8000 / weights_gb(290.94), rel=1e-6)
+
+
+def test_a_moe_without_routing_geometry_still_reads_its_active_weights_first(models, calculator_gpus):
+    assert models.filter(pl.col("model_id") == V41_FLASH)["experts"][0] is None
+    bare = presets.with_overrides(CALCULATOR, {"kv_read_factor": "0", "attention_flops_factor": "0",
+                                              "bandwidth_efficiency": "1", "tp_derate": "0"})
+    grid = make_grid([V41_FLASH], ["B200 SXM"], ["int4"], [1024], [1]).with_columns(tp=pl.lit(4))
+    out = estimator.estimate(models, calculator_gpus, grid, bare).row(0, named=True)
+    assert out["single_stream_tok_s"] == pytest.approx(7700 * 4 / (16 * CALCULATOR.bytes_int4))
+
+
+def test_uncertain_follows_the_inputs_used(models, ceiling_gpus, calculator_gpus):
+    ceiling = estimator.estimate(models, ceiling_gpus, make_grid([V41_FLASH], ["H20 96GB", "H200 SXM", "Arc Pro B70 32GB"]),
+                                 CEILING)
+    # H20: vendor values throughout; H200: page 000's 989 TFLOPS overlay; Arc Pro B70: values solved from a page.
+    assert ceiling["uncertain"].to_list() == [False, True, True]
+    calculator = estimator.estimate(models, calculator_gpus, page_001_grid(["H20 96GB"]), CALCULATOR)
+    assert calculator["uncertain"].to_list() == [True]  # V4-Flash's KV size is page 001's estimate
+
+
+def test_the_curve_climbs_bends_where_compute_binds_and_stops_where_memory_fills(models, calculator_gpus):
+    points = estimator.curve(models, calculator_gpus, V4_FLASH, "H20 96GB", "int4", 4096, CALCULATOR)
+    agg = points["agg_tok_s"].to_list()
+    assert points["streams"][0] == 1 and points["streams"][-1] == points["max_streams"][0]
+    assert all(b >= a for a, b in zip(agg, agg[1:], strict=False))
+    bounds = points["bound"].to_list()
+    assert bounds[0] == "memory" and bounds[-1] == "compute" and bounds == sorted(bounds, key=["memory", "compute"].index)
+    gains = [(b - a) / (s - r) for a, b, r, s in zip(agg, agg[1:], points["streams"], points["streams"][1:], strict=False)]
+    assert gains[-1] < gains[0] / 10
+    assert points["memory_used_pct"][-1] <= 100
+
+
+def test_the_ceiling_curve_runs_to_the_stream_limit(models, ceiling_gpus):
+    points = estimator.curve(models, ceiling_gpus, V41_FLASH, "H200 SXM", None, 8192, CEILING)
+    assert points["streams"][-1] == estimator.STREAMS_MAX and points["max_streams"].null_count() == points.height
+    assert points["agg_tok_s"].max() == pytest.approx(CEILING.batch_gain_max * points["agg_tok_s"][0])
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"model": "gpt-5"}, "unknown model gpt-5"),
+    ({"gpu": "H300"}, "unknown GPU H300"),
+    ({"context_tokens": 0}, "context_tokens must be between 1 and"),
+    ({"streams": 5000}, "streams must be between 1 and 4096"),
+    ({"precision": "fp2"}, "unknown precision 'fp2'"),
+])
+def test_a_bad_grid_is_refused_with_a_clear_message(models, calculator_gpus, change, message):
+    grid = page_001_grid(["H200 SXM"]).with_columns(pl.lit(v).alias(k) for k, v in change.items())
+    with pytest.raises(ValueError, match=message):
+        estimator.estimate(models, calculator_gpus, grid, CALCULATOR)
+
+
+def test_estimate_keeps_the_grid_order(models, calculator_gpus):
+    grid = make_grid(models["model_id"].to_list(), calculator_gpus["name"].to_list(), [None, "int4"], [4096, 32768],
+                     [1, 32]).sample(fraction=1.0, shuffle=True, seed=7)
+    keys = ["model", "gpu", "context_tokens", "streams"]
+    out = estimator.estimate(models, calculator_gpus, grid, CALCULATOR)
+    assert out.select(keys).equals(grid.select(keys).with_columns(pl.col("model", "gpu").cast(pl.String)))
+    as_text = grid.with_columns(pl.col("model", "gpu", "precision").cast(pl.String))  # a grid built by hand
+    assert estimator.estimate(models, calculator_gpus, as_text, CALCULATOR).equals(out)

@@ -1,0 +1,421 @@
+"""Roofline LLM-inference estimator: pure polars over a whole grid (models x GPUs x precisions x contexts x streams).
+
+Frames in, frames out: the catalogues come in as frames (warehouse tables or `catalog.read_all()`), nothing is
+read or written here. The formulas and both reference pages are described in transforms/presets.py and the
+README section on the estimator.
+"""
+
+import polars as pl
+
+from transforms.presets import (
+    DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_STREAMS,
+    PEAK_COLUMN,
+    PRECISIONS,
+    Params,
+    normalise_precision,
+)
+
+ESTIMATOR_VERSION = "1.0.0"
+CONTEXT_TOKENS_MAX = 1 << 20
+STREAMS_MAX = 4096
+FLOPS_PER_PARAM = 2.0  # one multiply-add per parameter per token, used by prefill
+PAGE_ESTIMATE_SOURCE = "estimate"  # an overlay whose source ends with this is a figure the page marks estimated (~)
+
+COMPUTE_FIELDS = ("bf16_tflops", "fp8_tflops", "int8_tops", "fp4_tflops")
+SPEC_FIELDS = ("memory_gb", "bandwidth_gbs", *COMPUTE_FIELDS, "tdp_w")
+# Words of the gpus `uncertain` column and the spec fields they cast doubt on; other text doubts them all.
+UNCERTAIN_WORDS = {
+    "memory_gb": ("memory",),
+    "bandwidth_gbs": ("bandwidth",),
+    "bf16_tflops": ("compute", "bf16"),
+    "fp8_tflops": ("compute", "fp8"),
+    "int8_tops": ("compute", "int8"),
+    "fp4_tflops": ("compute", "fp4"),
+    "tdp_w": ("tdp",),
+}
+OUTPUT_COLUMNS = (
+    "model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version", "tp", "multi_node",
+    "memory_used_gb", "memory_used_pct", "max_streams", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
+    "prefill_tok_s", "bound", "power_kw", "uncertain", "compute_tflops", "fp4_estimated",
+)
+PRECISION = pl.Enum(PRECISIONS)
+NAME_COLUMNS = ("model", "gpu")  # Enums: their codes index the catalogue rows
+GRID_SCHEMA = {"precision": PRECISION, "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64}
+POWERS_OF_TWO = pl.Series([1 << k for k in range(63)], dtype=pl.Int64)
+NO_OVERLAY = pl.DataFrame(schema={"preset": pl.String, "gpu": pl.String, "field": pl.String, "value": pl.Float64,
+                                  "source": pl.String})
+
+
+class EstimatorError(ValueError):
+    """A grid the estimator cannot take (unknown names, settings out of range); the message says which."""
+
+
+def apply_overlay(gpus: pl.DataFrame, overlays: pl.DataFrame, preset: str) -> pl.DataFrame:
+    """The GPU catalogue as a preset's page saw it: its overlay values replace the vendor's (NULL: unknown).
+
+    Adds `overlay_fields` (the fields replaced) and `fp4_page_estimate` (the page marks its FP4 figure estimated).
+    """
+    rows = overlays.filter(pl.col("preset") == preset)
+    marks = rows.group_by("gpu").agg(
+        overlay_fields=pl.col("field"),
+        fp4_page_estimate=((pl.col("field") == "fp4_tflops") & pl.col("source").str.ends_with(PAGE_ESTIMATE_SOURCE)).any(),
+    )
+    out = gpus.join(marks, left_on="name", right_on="gpu", how="left", maintain_order="left").with_columns(
+        pl.col("overlay_fields").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        pl.col("fp4_page_estimate").fill_null(False),
+    )
+    if rows.is_empty():
+        return out
+    values = rows.pivot(on="field", index="gpu", values="value").rename(lambda c: c if c == "gpu" else f"_{c}")
+    out = out.join(values, left_on="name", right_on="gpu", how="left", maintain_order="left")
+    replaced = [c.removeprefix("_") for c in values.columns if c != "gpu"]
+    return out.with_columns(
+        pl.when(pl.col("overlay_fields").list.contains(f)).then(pl.col(f"_{f}")).otherwise(pl.col(f)).alias(f)
+        for f in replaced
+    ).drop(f"_{f}" for f in replaced)
+
+
+def make_grid(
+    models: list[str],
+    gpus: list[str],
+    precisions: list[str | None] = (None,),
+    contexts: list[int] = (DEFAULT_CONTEXT_TOKENS,),
+    streams: list[int] = (DEFAULT_STREAMS,),
+) -> pl.DataFrame:
+    """Every combination of the given names and settings, as `estimate` takes it (precision None: the preset's rule).
+
+    Names and precisions come as Enums, whose codes let `estimate` pick catalogue rows without hashing names; a grid
+    with String columns works too, a little slower.
+    """
+    dims = [
+        pl.DataFrame({"model": list(models)}, schema={"model": pl.Enum(list(dict.fromkeys(models)))}),
+        pl.DataFrame({"gpu": list(gpus)}, schema={"gpu": pl.Enum(list(dict.fromkeys(gpus)))}),
+        pl.DataFrame({"precision": [p and normalise_precision(p) for p in precisions]}, schema={"precision": PRECISION}),
+        pl.DataFrame({"context_tokens": list(contexts)}, schema={"context_tokens": pl.Int64}),
+        pl.DataFrame({"streams": list(streams)}, schema={"streams": pl.Int64}),
+    ]
+    grid = dims[0]
+    for dim in dims[1:]:
+        grid = grid.join(dim, how="cross")
+    return grid.with_columns(tp=pl.lit(None, dtype=pl.Int64))
+
+
+def _checked_grid(grid: pl.DataFrame) -> pl.DataFrame:
+    """The grid with every column in its type and precisions canonical; settings out of range are refused."""
+    grid = grid.with_columns(pl.lit(None, dtype=t).alias(c) for c, t in GRID_SCHEMA.items() if c not in grid.columns)
+    if grid.schema["precision"] != PRECISION:
+        spellings = grid["precision"].drop_nulls().unique().to_list()
+        mapping = {s: normalise_precision(s) for s in spellings}
+        grid = grid.with_columns(pl.col("precision").replace_strict(mapping, default=None, return_dtype=PRECISION))
+    grid = grid.with_columns(
+        pl.col(c).cast(pl.Enum(grid[c].drop_nulls().unique().sort())) for c in NAME_COLUMNS
+        if not isinstance(grid.schema[c], pl.Enum)
+    ).select(*NAME_COLUMNS, *(pl.col(c).cast(t) for c, t in GRID_SCHEMA.items()))
+    lows = grid.select(pl.col("context_tokens", "streams", "tp").min()).row(0, named=True)
+    highs = grid.select(pl.col("context_tokens", "streams").max()).row(0, named=True)
+    for column, top in (("context_tokens", CONTEXT_TOKENS_MAX), ("streams", STREAMS_MAX)):
+        for value in (lows[column], highs[column]):
+            if value is not None and not 1 <= value <= top:
+                raise EstimatorError(f"{column} must be between 1 and {top}, not {value}")
+    if lows["tp"] is not None and lows["tp"] < 1:
+        raise EstimatorError(f"tp must be at least 1, not {lows['tp']}")
+    return grid
+
+
+def _attached(grid: pl.DataFrame, column: str, table: pl.DataFrame, what: str) -> list[pl.Expr]:
+    """A small per-name table's columns for every grid row, gathered by the name's Enum code (no hash join)."""
+    rows = pl.DataFrame({column: grid.schema[column].categories}).join(table, on=column, how="left", maintain_order="left")
+    unknown = rows.filter(pl.col(table.columns[1]).is_null())[column].to_list()
+    if unknown:
+        raise EstimatorError(f"unknown {what} {', '.join(unknown)}: not in the catalogue")
+    return [pl.lit(rows[c]).gather(pl.col(column).to_physical()).alias(c) for c in table.columns if c != column]
+
+
+def _pow2_at_least(n: pl.Expr) -> pl.Expr:
+    """The smallest power of two >= n, for whole n >= 1: 2 ** bit_length(n - 1)."""
+    return pl.lit(POWERS_OF_TWO).gather(64 - (n.cast(pl.Int64) - 1).bitwise_leading_zeros())
+
+
+def _field_doubts(text: pl.Expr, field: str) -> pl.Expr:
+    known = {w for words in UNCERTAIN_WORDS.values() for w in words} | {"all"}
+    words = "|".join(("all", *UNCERTAIN_WORDS[field]))
+    named = text.str.contains(rf"\b({words})\b")
+    unexplained = (text.str.len_chars() > 0) & ~text.str.contains(rf"\b({'|'.join(sorted(known))})\b")
+    return named | unexplained
+
+
+def _gpu_table(gpus: pl.DataFrame) -> pl.DataFrame:
+    """Per GPU: the spec fields, which of them are in doubt, and whether it lacks a scale-up fabric."""
+    if "overlay_fields" not in gpus.columns:
+        gpus = apply_overlay(gpus, NO_OVERLAY, "vendor")
+    text = pl.col("uncertain").fill_null("").str.to_lowercase()
+    doubts = {
+        f: pl.col("solved_from_page") | _field_doubts(text, f) | pl.col("overlay_fields").list.contains(f)
+        for f in SPEC_FIELDS
+    }
+    return gpus.select(
+        pl.col("name").alias("gpu"), *SPEC_FIELDS, "fp4_page_estimate", _pcie=pl.col("fabric") == "PCIe",
+        # Memory, bandwidth and (when known) TDP feed every row; which compute peak does depends on the row.
+        _doubt_spec=doubts["memory_gb"] | doubts["bandwidth_gbs"] | (doubts["tdp_w"] & pl.col("tdp_w").is_not_null()),
+        **{f"_doubt_{f}": doubts[f] for f in COMPUTE_FIELDS},
+    )
+
+
+def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
+    """Per model: sizes, the split into always-read and routed-expert weights, and whether used fields are in doubt."""
+    routed = (pl.col("arch") == "moe") & pl.col("experts").is_not_null() & pl.col("experts_per_token").is_not_null()
+    used = ["total_params_b", "active_params_b"]
+    used += ["active_params_in_b"] if params.prefill_active == "input" else []
+    used += ["experts", "experts_per_token"] if params.expert_coverage else []
+    used += ["kv_bytes_per_token"] if params.kv_memory_factor or params.kv_read_factor else []
+    used += ["attn_flops_per_ctx_token"] if params.attention_flops_factor or params.prefill_attention_factor else []
+    natives = {p: normalise_precision(p) for p in models["native_precision"].unique().to_list()}
+    return models.select(
+        pl.col("model_id").alias("model"), "total_params_b", "active_params_b", "kv_bytes_per_token",
+        "attn_flops_per_ctx_token",
+        _native=pl.col("native_precision").replace_strict(natives, return_dtype=PRECISION),
+        _prefill_params_b=pl.coalesce("active_params_in_b", "active_params_b")
+        if params.prefill_active == "input" else pl.col("active_params_b"),
+        # Expected expert coverage: a MoE without routing geometry is read as if every weight were an expert.
+        _route_p=pl.when(routed).then(pl.col("experts_per_token") / pl.col("experts"))
+        .when(pl.col("arch") == "moe").then(pl.col("active_params_b") / pl.col("total_params_b"))
+        .otherwise(0.0),
+        _doubt_model=pl.col("uncertain").fill_null("").str.contains(rf"\b({'|'.join(used)})\b"),
+        _routed=routed,
+        _moe=pl.col("arch") == "moe",
+    ).with_columns(
+        _dense_b=pl.when(pl.col("_routed"))
+        .then((pl.col("active_params_b") - pl.col("_route_p") * pl.col("total_params_b")) / (1 - pl.col("_route_p")))
+        .when(pl.col("_moe")).then(0.0)
+        .otherwise(pl.col("total_params_b")),
+    ).with_columns(
+        _expert_b=pl.col("total_params_b") - pl.col("_dense_b"),
+        _log_keep=(1 - pl.col("_route_p")).log(),
+    ).drop("_routed", "_moe")
+
+
+def _precision_expr(params: Params) -> pl.Expr:
+    """The precision each row runs at: the grid's, else the preset's rule."""
+    if params.precision_rule == "native":
+        rule = pl.col("_native")
+    else:
+        rule = pl.lit(params.ladder[-1], dtype=PRECISION)
+        for precision in reversed(params.ladder[:-1]):
+            need_gb = _fixed_gb(params, pl.lit(params.bytes_per_param[precision])) + params.gpu_overhead_gb * params.node_gpus
+            rule = pl.when(need_gb <= params.node_gpus * pl.col("memory_gb")).then(
+                pl.lit(precision, dtype=PRECISION)).otherwise(rule)
+    return pl.coalesce(pl.col("precision"), rule)
+
+
+def _kv_term(factor: float, expr: pl.Expr) -> pl.Expr:
+    # A zero factor means "not modelled": it must not turn a missing KV size into a missing result.
+    return pl.lit(0.0) if factor == 0 else factor * expr
+
+
+def _replica_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
+    """Memory a replica needs before its streams' KV cache and per-GPU overhead: weights and runtime."""
+    return pl.col("total_params_b") * bytes_per_param * params.weights_memory_factor + params.runtime_gb
+
+
+def _fixed_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
+    """Memory a replica needs apart from the per-GPU overhead: weights, runtime and the streams' KV cache."""
+    kv_gb = pl.col("streams") * pl.col("context_tokens") * pl.col("kv_bytes_per_token") * 1e-9
+    return _replica_gb(params, bytes_per_param) + _kv_term(params.kv_memory_factor, kv_gb)
+
+
+def _compute_columns(params: Params) -> dict[str, pl.Expr]:
+    """The tensor peak each row computes at (its precision's when the part has one, else BF16) and its doubt."""
+    peak, doubt = pl.col("bf16_tflops"), pl.col("_doubt_bf16_tflops")
+    if params.compute_at_precision:
+        for precision, column in PEAK_COLUMN.items():
+            has = (pl.col("precision") == precision) & pl.col(column).is_not_null()
+            peak = pl.when(has).then(pl.col(column)).otherwise(peak)
+            doubt = pl.when(has).then(pl.col(f"_doubt_{column}")).otherwise(doubt)
+    return {"compute_tflops": peak, "_doubt_compute": doubt}
+
+
+def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.Expr]:
+    """(memory time, compute time) of one decode step serving `streams` streams (None: one stream)."""
+    if not params.expert_coverage:
+        read_b = pl.col("active_params_b")
+    elif streams is None:
+        read_b = pl.col("_dense_b") + pl.col("_expert_b") * pl.col("_route_p")
+    else:
+        read_b = pl.col("_dense_b") + pl.col("_expert_b") * (1 - (streams * pl.col("_log_keep")).exp())
+    count = pl.lit(1.0) if streams is None else streams
+    t_mem = (read_b * pl.col("_bytes") + _kv_term(params.kv_read_factor, count * pl.col("_kv_stream_gb"))) / pl.col(
+        "_mem_gbs")
+    if not (params.decode_flops_per_param or params.attention_flops_factor):
+        return t_mem, pl.lit(0.0)  # no decode compute counted: a part without a compute figure still decodes
+    return t_mem, count * pl.col("_token_flops") / pl.col("_flops_per_s")
+
+
+def _combine(params: Params, t_mem: pl.Expr, t_cmp: pl.Expr) -> pl.Expr:
+    return t_mem + t_cmp if params.step_time == "sum" else pl.max_horizontal(t_mem, t_cmp)
+
+
+def _token_flops(params: Params) -> pl.Expr:
+    """Decode FLOPs per generated token per stream: weights and attention over the context, as the preset counts."""
+    flops = pl.lit(0.0)
+    if params.decode_flops_per_param:
+        flops = flops + params.decode_flops_per_param * pl.col("active_params_b") * 1e9
+    if params.attention_flops_factor:
+        context = (pl.col("context_tokens") - params.attention_context_offset).clip(lower_bound=0)
+        flops = flops + params.attention_flops_factor * context * pl.col("attn_flops_per_ctx_token")
+    return flops
+
+
+def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params) -> pl.DataFrame:
+    """One row per grid row: sizing, memory, decode and prefill throughput, power, and whether inputs are uncertain.
+
+    `gpus` should come through `apply_overlay` for the preset; `grid` has model, gpu, precision (None: the preset's
+    rule), context_tokens, streams and optionally tp (None: the smallest group that holds the model).
+    """
+    grid = _checked_grid(grid)
+    catalogue = [
+        *_attached(grid, "model", _model_table(models, params), "model"),
+        *_attached(grid, "gpu", _gpu_table(gpus), "GPU"),
+    ]
+    # Lazily on the streaming engine: about twice as fast here as eager, and column-wise work keeps the row order.
+    df = grid.lazy().with_columns(catalogue).with_columns(precision=_precision_expr(params)).with_columns(
+        _bytes=pl.lit(pl.Series([params.bytes_per_param[p] for p in PRECISIONS])).gather(
+            pl.col("precision").to_physical()),
+        _kv_stream_gb=pl.col("context_tokens") * pl.col("kv_bytes_per_token") * 1e-9,
+        **_compute_columns(params),
+    ).with_columns(_fixed_gb=_fixed_gb(params, pl.col("_bytes"))).with_columns(
+        tp=pl.coalesce(
+            pl.col("tp"),
+            _pow2_at_least(
+                pl.when(pl.col("memory_gb") > params.gpu_overhead_gb)
+                .then((pl.col("_fixed_gb") / (pl.col("memory_gb") - params.gpu_overhead_gb) - 1e-9).ceil())
+                .clip(lower_bound=params.min_tp)
+            ),
+        ),
+    )
+    fill_gb = pl.col("tp") * (pl.col("memory_gb") - params.gpu_overhead_gb - params.fill_reserve_gb) - _replica_gb(
+        params, pl.col("_bytes")
+    )
+    group = pl.col("tp") * (1 - params.tp_derate * pl.col("tp").log(2)).clip(lower_bound=params.tp_efficiency_floor)
+    penalty = pl.when(pl.col("_pcie") & (pl.col("tp") > 1)).then(params.pcie_penalty).otherwise(1.0)
+    prefill_flops = FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
+    if params.prefill_attention_factor:
+        prefill_flops = prefill_flops + params.prefill_attention_factor * pl.col("attn_flops_per_ctx_token") * pl.col(
+            "context_tokens") / 2
+    df = df.with_columns(
+        memory_used_gb=pl.col("_fixed_gb") + params.gpu_overhead_gb * pl.col("tp"),
+        max_streams=None if params.kv_memory_factor == 0
+        else (fill_gb / (params.kv_memory_factor * pl.col("_kv_stream_gb"))).floor().clip(lower_bound=0),
+        multi_node=pl.col("tp") > params.node_gpus,
+        power_kw=pl.col("tp") * pl.col("tdp_w") / 1000,
+        prefill_tok_s=params.prefill_mfu * pl.col("compute_tflops") * 1e12 * group / prefill_flops * penalty,
+        _penalty=penalty,
+        _mem_gbs=params.bandwidth_efficiency * pl.col("bandwidth_gbs") * group,
+        _flops_per_s=params.compute_efficiency * pl.col("compute_tflops") * 1e12 * group,
+        _token_flops=_token_flops(params),
+    )
+    t_mem, t_cmp = _step_seconds(params, pl.col("streams"))
+    df = df.with_columns(
+        _t_mem=t_mem,
+        _t_cmp=t_cmp,
+        single_stream_tok_s=1 / _combine(params, *_step_seconds(params, None)),
+    ).with_columns(
+        memory_used_pct=100 * pl.col("memory_used_gb") / (pl.col("tp") * pl.col("memory_gb")),
+        per_stream_tok_s=1 / pl.col("_t_mem"),
+        agg_tok_s=pl.min_horizontal(
+            pl.col("streams") / _combine(params, pl.col("_t_mem"), pl.col("_t_cmp")),
+            params.batch_gain_max * pl.col("single_stream_tok_s"),
+        ) * pl.col("_penalty"),
+        bound=pl.when(pl.col("_t_cmp") > pl.col("_t_mem")).then(pl.lit("compute"))
+        .when(pl.col("_t_cmp").is_not_null() & pl.col("_t_mem").is_not_null()).then(pl.lit("memory")),
+        uncertain=pl.col("_doubt_spec") | pl.col("_doubt_compute") | pl.col("_doubt_model"),
+        fp4_estimated=pl.lit(params.compute_at_precision) & (pl.col("precision") == "int4")
+        & (pl.col("fp4_tflops").is_null() | pl.col("fp4_page_estimate")),
+        method=pl.lit(params.name),
+        estimator_version=pl.lit(ESTIMATOR_VERSION),
+    )
+    return df.with_columns(
+        *(pl.lit(grid.schema[c].categories).gather(pl.col(c).to_physical()).alias(c) for c in (*NAME_COLUMNS, "precision")),
+        max_streams=pl.col("max_streams").cast(pl.Int64),
+    ).select(OUTPUT_COLUMNS).collect(engine="streaming")
+
+
+def curve(
+    models: pl.DataFrame,
+    gpus: pl.DataFrame,
+    model: str,
+    gpu: str,
+    precision: str | None,
+    context_tokens: int,
+    params: Params,
+    points: int = 24,
+) -> pl.DataFrame:
+    """Throughput against concurrent streams for one replica (sized for one stream), from 1 stream to where memory
+    fills (or STREAMS_MAX when the method does not model KV memory): it climbs while bandwidth binds and bends
+    where compute does."""
+    base = estimate(models, gpus, make_grid([model], [gpu], [precision], [context_tokens], [1]), params)
+    tp, fills = base["tp"][0], base["max_streams"][0]
+    top = STREAMS_MAX if fills is None else min(fills, STREAMS_MAX)
+    streams = sorted({1, top} | {round(top ** (i / (points - 1))) for i in range(points)}) if tp and top else []
+    grid = make_grid([model], [gpu], base["precision"].to_list(), [context_tokens], streams)
+    return estimate(models, gpus, grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64)), params).select(
+        "streams", "tp", "agg_tok_s", "per_stream_tok_s", "bound", "memory_used_pct", "max_streams"
+    )
+
+
+def memory_fills_at(
+    models: pl.DataFrame, gpus: pl.DataFrame, model: str, gpu_names: list[str], precision: str | None,
+    context_tokens: int, params: Params,
+) -> pl.DataFrame:
+    """Page 001's "memory fills at N users": per GPU, the replica sized for one stream and the streams it holds."""
+    grid = make_grid([model], gpu_names, [precision], [context_tokens], [1])
+    return estimate(models, gpus, grid, params).select("gpu", "tp", "max_streams")
+
+
+def usd_per_mtok(usd_per_hr: pl.Expr, tok_s: pl.Expr) -> pl.Expr:
+    """Dollars per million tokens from an hourly price and the tokens per second it buys."""
+    return usd_per_hr * 1e6 / (tok_s * 3600)
+
+
+def with_costs(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
+    """Adds usd_per_hr (one replica of tp GPUs) and usd_per_mtok, from per-GPU prices (gpu, usd_per_gpu_hr)."""
+    return estimates.join(
+        prices.select("gpu", "usd_per_gpu_hr"), on="gpu", how="left", maintain_order="left"
+    ).with_columns(usd_per_hr=pl.col("tp") * pl.col("usd_per_gpu_hr")).with_columns(
+        usd_per_mtok=usd_per_mtok(pl.col("usd_per_hr"), pl.col("agg_tok_s"))
+    )
+
+
+def bare_minimum(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
+    """Page 001's "bare minimum" card: among priced parts, the fewest GPUs, then the most tokens/s (one row)."""
+    priced = with_costs(estimates, prices).filter(pl.col("usd_per_mtok").is_not_null())
+    return priced.filter(pl.col("tp") == pl.col("tp").min()).sort("agg_tok_s", descending=True).head(1)
+
+
+def _fleet(df: pl.DataFrame, replicas: pl.Expr) -> pl.DataFrame:
+    """Replicas of each row's estimate: tokens/s, $/hr and $/M of the whole fleet."""
+    return df.with_columns(replicas=replicas.cast(pl.Int64)).with_columns(
+        agg_tok_s=pl.col("replicas") * pl.col("agg_tok_s"),
+        usd_per_hr=pl.col("replicas") * pl.col("tp") * pl.col("usd_per_gpu_hr"),
+    ).with_columns(usd_per_mtok=usd_per_mtok(pl.col("usd_per_hr"), pl.col("agg_tok_s")))
+
+
+def fleet_whatif(estimates: pl.DataFrame, fleets: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
+    """Page 001's fleet what-if for fleets (gpu, gpu_count): replicas of the estimate's TP, idle GPUs, tokens/s,
+    $/hr (replicas priced), power (every GPU at TDP) and $/M."""
+    df = fleets.select("gpu", "gpu_count").join(
+        with_costs(estimates, prices).select("gpu", "tp", "agg_tok_s", "power_kw", "usd_per_gpu_hr"),
+        on="gpu", how="left", maintain_order="left",
+    )
+    return _fleet(df, pl.col("gpu_count") // pl.col("tp")).with_columns(
+        idle_gpus=pl.col("gpu_count") % pl.col("tp"),
+        power_kw=pl.col("gpu_count") * pl.col("power_kw") / pl.col("tp"),
+    ).select("gpu", "gpu_count", "tp", "replicas", "idle_gpus", "agg_tok_s", "usd_per_hr", "power_kw", "usd_per_mtok")
+
+
+def size_for_target(estimates: pl.DataFrame, target_tok_s: float, prices: pl.DataFrame) -> pl.DataFrame:
+    """Page 001's "size for a tokens/s target": per GPU, replicas = ceil(target / aggregate), their GPUs and price."""
+    df = with_costs(estimates, prices).select("gpu", "tp", "agg_tok_s", "usd_per_gpu_hr")
+    return _fleet(df, (target_tok_s / pl.col("agg_tok_s")).ceil()).with_columns(
+        gpu_count=pl.col("replicas") * pl.col("tp")
+    ).select("gpu", "tp", "replicas", "gpu_count", "agg_tok_s", "usd_per_hr", "usd_per_mtok")

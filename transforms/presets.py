@@ -1,0 +1,219 @@
+"""Every constant of the roofline estimator, named and documented once, and the two presets built from them.
+
+`ceiling` reproduces page 000 (a single-stream bandwidth ceiling with rules of thumb for batching and prefill),
+`calculator` reproduces page 001 (a roofline over concurrent streams with memory, bandwidth and compute terms).
+Each preset's page-specific GPU spec values live in warehouse/reference/gpu_overlays.csv, never here.
+"""
+
+import difflib
+from dataclasses import dataclass, field, fields, replace
+
+# Canonical precisions; "int4" is the 4-bit class both pages call INT4/FP4.
+PRECISIONS = ("bf16", "fp8", "int8", "int4")
+PRECISION_ALIASES = {"fp16": "bf16", "fp16/bf16": "bf16", "fp4": "int4", "int4/fp4": "int4", "mxfp4": "int4"}
+# The tensor peak a precision runs at when the part has one (else the BF16 peak is used).
+PEAK_COLUMN = {"bf16": "bf16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops", "int4": "fp4_tflops"}
+
+
+class ParamError(ValueError):
+    """An unknown parameter name or a value of the wrong kind; the message names it."""
+
+
+def normalise_precision(name: str) -> str:
+    """Map a user or catalogue spelling (FP16, FP4, int4/fp4, ...) to a canonical precision."""
+    key = name.strip().lower()
+    key = PRECISION_ALIASES.get(key, key)
+    if key not in PRECISIONS:
+        raise ParamError(f"unknown precision {name!r}: use one of {', '.join(PRECISIONS)} (or fp16, fp4)")
+    return key
+
+
+def _doc(text: str):
+    return field(metadata={"doc": text})
+
+
+@dataclass(frozen=True)
+class Params:
+    """The estimator's constants; a preset is one complete set, `with_overrides` changes some by name."""
+
+    name: str = _doc("method name stored with every estimate (gains the overrides when any are set)")
+    # Precision
+    precision_rule: str = _doc("what no --precision means: 'suggested' (page 000's rule) or 'native' (the model's)")
+    precision_ladder: str = _doc("precisions the suggested rule tries, highest first")
+    bytes_bf16: float = _doc("bytes per parameter at BF16/FP16")
+    bytes_fp8: float = _doc("bytes per parameter at FP8")
+    bytes_int8: float = _doc("bytes per parameter at INT8")
+    bytes_int4: float = _doc("bytes per parameter at INT4/FP4 (page 001: 4.5 bits, values plus group scales)")
+    # Memory and sizing
+    weights_memory_factor: float = _doc("memory needed per byte of weights (page 000's k, which also covers KV)")
+    runtime_gb: float = _doc("fixed memory per replica beyond the weights (activations, buffers)")
+    gpu_overhead_gb: float = _doc("memory each GPU of a replica loses to its runtime context")
+    kv_memory_factor: float = _doc("memory held per byte of KV cache (0: KV not modelled, no memory-full point)")
+    fill_reserve_gb: float = _doc("extra headroom per GPU kept free when computing where memory fills")
+    min_tp: int = _doc("smallest GPU group sized (page 000 always prices a whole 8-GPU node)")
+    node_gpus: int = _doc("GPUs in one node: the suggested rule's limit; wider groups are multi-node")
+    # Decode: memory time per step
+    bandwidth_efficiency: float = _doc("fraction of peak memory bandwidth reached")
+    tp_derate: float = _doc("tensor-parallel efficiency lost per doubling of the group: 1 - derate*log2(tp)")
+    tp_efficiency_floor: float = _doc("tensor-parallel efficiency never drops below this (very wide groups)")
+    kv_read_factor: float = _doc("KV bytes read per step per byte cached (0: ignore KV reads)")
+    expert_coverage: bool = _doc("MoE reads the expected expert coverage 1-(1-k/E)^B at B streams (else active only)")
+    # Decode: compute time per step
+    decode_flops_per_param: float = _doc("FLOPs per active parameter per generated token in decode (2 physically)")
+    attention_flops_factor: float = _doc("multiplies the model's attention FLOPs per token of context")
+    attention_context_offset: int = _doc("tokens of context not attended to in decode (page 001: 128)")
+    compute_efficiency: float = _doc("fraction of the tensor peak reached in decode")
+    compute_at_precision: bool = _doc("use the precision's own tensor peak when the part has one (else BF16)")
+    step_time: str = _doc("how memory and compute time combine per step: 'sum' or 'max'")
+    batch_gain_max: float = _doc("batching multiplies single-stream decode by at most this (inf: the roofline decides)")
+    pcie_penalty: float = _doc("throughput factor for multi-GPU groups on parts without a scale-up fabric")
+    # Prefill
+    prefill_mfu: float = _doc("fraction of the tensor peak reached in prefill")
+    prefill_active: str = _doc("parameters prefill FLOPs count: 'input' active or 'output' active (page 000)")
+    prefill_attention_factor: float = _doc("multiplies attention FLOPs in prefill (average context: half the prompt)")
+    # Display
+    display: str = _doc("label style: 'integer' (page 000) or 'compact' (page 001: x.yk, integer, one decimal)")
+    rounding: str = _doc("how displayed numbers round ties: 'half_even' (both pages) or 'half_up'")
+
+    def __post_init__(self) -> None:
+        choices = {
+            "precision_rule": ("suggested", "native"),
+            "step_time": ("sum", "max"),
+            "prefill_active": ("input", "output"),
+            "display": ("integer", "compact"),
+            "rounding": ("half_even", "half_up"),
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ParamError(f"{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
+        for precision in self.ladder:
+            normalise_precision(precision)
+        if self.min_tp < 1 or self.node_gpus < 1:
+            raise ParamError("min_tp and node_gpus must be at least 1")
+
+    @property
+    def ladder(self) -> tuple[str, ...]:
+        return tuple(normalise_precision(p) for p in self.precision_ladder.split(","))
+
+    @property
+    def bytes_per_param(self) -> dict[str, float]:
+        return {p: getattr(self, f"bytes_{p}") for p in PRECISIONS}
+
+
+CEILING = Params(
+    name="ceiling",
+    precision_rule="suggested",
+    precision_ladder="bf16,int8,int4",
+    bytes_bf16=2.0,
+    bytes_fp8=1.0,
+    bytes_int8=1.0,
+    bytes_int4=0.5,
+    weights_memory_factor=1.5,  # page 000 implies k in (1.391, 1.855]
+    runtime_gb=0.0,
+    gpu_overhead_gb=0.0,
+    kv_memory_factor=0.0,
+    fill_reserve_gb=0.0,
+    min_tp=8,
+    node_gpus=8,
+    bandwidth_efficiency=1.0,
+    tp_derate=0.0,
+    tp_efficiency_floor=0.1,
+    kv_read_factor=0.0,
+    expert_coverage=False,
+    decode_flops_per_param=0.0,  # neither page counts weight FLOPs in decode
+    attention_flops_factor=0.0,
+    attention_context_offset=0,
+    compute_efficiency=1.0,
+    compute_at_precision=False,
+    step_time="sum",
+    batch_gain_max=1.7,
+    pcie_penalty=0.6,
+    prefill_mfu=0.13,  # 4.0625 tok/s per BF16 TFLOPS on 16B output-active parameters
+    prefill_active="output",
+    prefill_attention_factor=0.0,
+    display="integer",
+    rounding="half_even",
+)
+
+# Page 001's calculator differs from page 000's ceiling in these values only.
+CALCULATOR = replace(
+    CEILING,
+    name="calculator",
+    precision_rule="native",
+    bytes_int4=0.5625,
+    weights_memory_factor=1.0,
+    runtime_gb=5.563,  # A = 169.217 GB for 163.654 GB of V4-Flash weights
+    gpu_overhead_gb=0.8829,
+    kv_memory_factor=1.0351,  # 8591.5 B held per 8300 B of KV
+    fill_reserve_gb=0.2373,
+    min_tp=1,
+    bandwidth_efficiency=0.75,
+    tp_derate=0.05,
+    kv_read_factor=1.0,
+    expert_coverage=True,
+    attention_flops_factor=1.0,
+    attention_context_offset=128,
+    compute_at_precision=True,
+    batch_gain_max=float("inf"),
+    pcie_penalty=1.0,
+    prefill_active="input",  # prefill_mfu stays page 000's 0.13: page 001 shows no prefill
+    prefill_attention_factor=1.0,
+    display="compact",
+)
+
+PRESETS: dict[str, Params] = {p.name: p for p in (CEILING, CALCULATOR)}
+# Grid defaults when the caller gives none: page 001's settings (page 000 does not depend on them).
+DEFAULT_CONTEXT_TOKENS = 32768
+DEFAULT_STREAMS = 32
+
+
+def preset(name: str) -> Params:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ParamError(f"unknown method {name!r}: use one of {', '.join(PRESETS)}") from None
+
+
+def parameter_docs() -> list[tuple[str, str]]:
+    """(name, description) for every overridable parameter, in declaration order."""
+    return [(f.name, f.metadata["doc"]) for f in fields(Params) if f.name != "name"]
+
+
+def _convert(name: str, text: str, kind: type):
+    if kind is bool:
+        if text.lower() in ("true", "yes", "1"):
+            return True
+        if text.lower() in ("false", "no", "0"):
+            return False
+        raise ParamError(f"{name} takes true or false, not {text!r}")
+    try:
+        return kind(text)
+    except ValueError:
+        raise ParamError(f"{name} takes {'a whole number' if kind is int else 'a number'}, not {text!r}") from None
+
+
+def with_overrides(params: Params, overrides: dict[str, str]) -> Params:
+    """Params with some constants replaced by name (values as text, e.g. from --set NAME=VALUE)."""
+    if not overrides:
+        return params
+    kinds = {f.name: type(getattr(params, f.name)) for f in fields(Params) if f.name != "name"}
+    changes = {}
+    for name, text in overrides.items():
+        if name not in kinds:
+            close = difflib.get_close_matches(name, list(kinds), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(kinds)}"
+            raise ParamError(f"unknown parameter {name!r}{hint}")
+        changes[name] = _convert(name, text.strip(), kinds[name])
+    label = ",".join(f"{k}={v}" for k, v in sorted(changes.items()))
+    return replace(params, name=f"{params.name}[{label}]", **changes)
+
+
+def parse_assignments(items: list[str]) -> dict[str, str]:
+    """NAME=VALUE strings to a dict; a malformed item raises ParamError naming it."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ParamError(f"--set takes NAME=VALUE, not {item!r}")
+        out[name.strip()] = value
+    return out

@@ -1,0 +1,40 @@
+"""The `estimates` table: a grid from transforms.estimator, stored per (method, estimator_version)."""
+
+import duckdb
+import polars as pl
+
+from warehouse import config
+
+COLUMNS = (
+    "model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version", "tp", "multi_node",
+    "memory_used_gb", "memory_used_pct", "max_streams", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
+    "prefill_tok_s", "bound", "power_kw", "uncertain", "computed_at",
+)
+
+
+def replace_estimates(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> int:
+    """Store a grid, replacing every row of the same (method, estimator_version), in one transaction; idempotent.
+
+    Returns the rows stored. `computed_at` is now (config.utc_now) unless the frame carries it.
+    """
+    if "computed_at" not in df.columns:
+        df = df.with_columns(computed_at=pl.lit(config.utc_now(), dtype=pl.Datetime("us")))
+    frame = df.select(COLUMNS)
+    keys = frame.select("method", "estimator_version").unique()
+    con.execute("begin transaction")
+    try:
+        con.register("estimate_keys", keys)
+        con.register("estimate_frame", frame)
+        con.execute(
+            "delete from estimates e using estimate_keys k "
+            "where e.method = k.method and e.estimator_version = k.estimator_version"
+        )
+        con.execute("insert into estimates by name select * from estimate_frame")
+        con.execute("commit")
+    except Exception:
+        con.execute("rollback")
+        raise
+    finally:
+        con.unregister("estimate_keys")
+        con.unregister("estimate_frame")
+    return frame.height
