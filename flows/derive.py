@@ -6,7 +6,8 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from transforms import aggregate, costs, estimator, fx, presets, quality
+from transforms import aggregate, costs, estimator, fx, presets
+from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
 
 EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent")
@@ -20,7 +21,7 @@ class DerivePlan:
     contexts: tuple[int, ...] = (4096, 32768)
     streams: tuple[int, ...] = (1, 32)
     ownership: costs.OwnershipParams = field(default_factory=costs.OwnershipParams)
-    quality: quality.QualityRules = field(default_factory=quality.QualityRules)
+    quality: gates.QualityRules = field(default_factory=gates.QualityRules)
 
 
 def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
@@ -50,21 +51,21 @@ def hardware_usd(hardware_prices: pl.DataFrame, rates: pl.DataFrame, day: date) 
     )
 
 
-def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules: quality.QualityRules):
+def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules: gates.QualityRules):
     """The day's quality gates: the offers kept, the price-sanity quarantine and the verdict."""
-    kept, quarantined = quality.price_outliers(offers, rules, config.utc_now())
+    kept, quarantined = gates.price_outliers(offers, rules, config.utc_now())
     today = offers.group_by(pl.col("provider").alias("source")).agg(pl.len().alias("listings"))
     reasons = [
-        *quality.volume_flags(today, queries.listing_history(con), day, rules),
-        *quality.unknown_share_flags(offers, rules),
-        *quality.quarantined_share_flags(quarantined.height, offers.height, rules),
+        *gates.volume_flags(today, queries.listing_history(con), day, rules),
+        *gates.unknown_share_flags(offers, rules),
+        *gates.quarantined_share_flags(quarantined.height, offers.height, rules),
     ]
-    return kept, quarantined, quality.verdict(reasons)
+    return kept, quarantined, gates.verdict(reasons)
 
 
 def derive_date(
     con: duckdb.DuckDBPyConnection, day: date, plan: DerivePlan | None = None
-) -> tuple[dict[str, int], quality.Verdict]:
+) -> tuple[dict[str, int], gates.Verdict]:
     """Recompute and replace the date's derived tables (and the estimates); return row counts and the verdict."""
     plan = plan or DerivePlan()
     cats = catalogues(con)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from transforms.aggregate import NODE_GPUS
+from transforms.estimator import usd_per_mtok
 
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12
 PRICE_COLUMNS = ["offer_ids", "price_observed_at", "native_currency", "fx_rate", "fx_date", "fx_source"]
@@ -83,11 +84,6 @@ def _fixed_multi_listing(priced: pl.DataFrame, targets: pl.DataFrame) -> pl.Data
         )
         .with_columns(pl.lit(MULTI_LISTING).alias("replica_pricing"))
     )
-
-
-def usd_per_mtok(usd_per_hr: pl.Expr, tok_s: pl.Expr) -> pl.Expr:
-    """Dollars per million tokens from an hourly price and a sustained token rate."""
-    return usd_per_hr * 1e6 / (tok_s * 3600.0)
 
 
 def cost_per_mtok(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
