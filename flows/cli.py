@@ -6,9 +6,9 @@ from typing import Annotated
 import duckdb
 import polars as pl
 import typer
-from rich.console import Console
 
-from flows import cli_sources
+from flows import cli_estimate, cli_pipeline, cli_sources
+from flows.cli_common import FormatOption, fail, open_read_only
 from flows.output import Format, render
 from warehouse import catalog, config, db
 
@@ -17,22 +17,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
-
-FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
-
-
-def fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-    return typer.Exit(code)
-
-
-def open_read_only() -> duckdb.DuckDBPyConnection:
-    try:
-        return db.connect(read_only=True)
-    except (db.WarehouseError, duckdb.Error) as exc:
-        raise fail(str(exc)) from None
 
 
 @app.command()
@@ -108,9 +93,6 @@ def gpus(
     render(df, fmt)
 
 
-from flows import cli_estimate  # noqa: E402  (defined beside the app it joins)
-
-app.command()(cli_estimate.estimate)
 
 
 @app.command()
@@ -125,10 +107,12 @@ def models(fmt: FormatOption = Format.table) -> None:
     )
 
 
-from flows import cli_pipeline  # noqa: E402  (commands defined beside the app they join)
-
+app.command()(cli_estimate.estimate)
 app.command()(cli_pipeline.status)
 app.command("export")(cli_pipeline.export_cmd)
+app.command()(cli_pipeline.nightly)
+app.command()(cli_pipeline.rebuild)
+app.command()(cli_pipeline.serve)
 app.command()(cli_sources.fetch)
 app.command()(cli_sources.replay)
 

@@ -7,7 +7,7 @@ import duckdb
 import polars as pl
 import typer
 
-from flows.cli import fail, open_read_only
+from flows.cli_common import fail, open_read_only
 from flows.output import Format, render
 from transforms import display, estimator, presets
 

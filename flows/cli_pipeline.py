@@ -7,7 +7,7 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from flows.cli import FormatOption, fail, open_read_only
+from flows.cli_common import FormatOption, fail, open_read_only
 from flows.output import Format, render
 from warehouse import config, export, queries
 
@@ -64,3 +64,68 @@ def export_cmd(
     finally:
         con.close()
     render(pl.DataFrame({"file": [str(p) for p in written], "bytes": [p.stat().st_size for p in written]}))
+
+
+def _parse_day(text: str | None, option: str) -> date | None:
+    try:
+        return date.fromisoformat(text) if text else None
+    except ValueError:
+        raise fail(f"{option} {text!r} is not YYYY-MM-DD") from None
+
+
+def nightly(
+    source: Annotated[list[str] | None, typer.Option("--source", "-s", help="Only this source (repeatable).")] = None,
+    day: Annotated[str | None, typer.Option("--date", help="Snapshot date YYYY-MM-DD; default today (UTC).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Export format: parquet, csv or none.")] = "parquet",
+) -> None:
+    """Run the nightly flow once now: fetch, load, derive, export. Exit 1 unless every source was ok."""
+    from flows.nightly import nightly as nightly_flow
+
+    state = nightly_flow(sources=source, snapshot_date=_parse_day(day, "--date"),
+                         export_format="" if fmt == "none" else fmt, trigger="cli", return_state=True)
+    summary = state.result(raise_on_failure=False)
+    if not isinstance(summary, dict):
+        raise fail(f"the run failed: {state.message or summary}")
+    rows = [{"source": s, "status": st, "error": summary["errors"].get(s)} for s, st in summary["sources"].items()]
+    render(pl.DataFrame(rows), title=f"Run {summary['run_id']} for {summary['snapshot_date']}: {summary['status']}, "
+                                     f"quality {summary['quality']}")
+    render(pl.DataFrame({"table": list(summary["derived"]), "rows": list(summary["derived"].values())}))
+    if summary["status"] != "ok":
+        raise typer.Exit(1)
+
+
+def rebuild(
+    start: Annotated[str, typer.Option("--from", help="First date YYYY-MM-DD.")],
+    end: Annotated[str | None, typer.Option("--to", help="Last date; default --from.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Export format: parquet, csv or none.")] = "parquet",
+) -> None:
+    """Recompute the derived tables for a date range from the raw archive, without network."""
+    from flows.nightly import rebuild as rebuild_flow
+
+    first, last = _parse_day(start, "--from"), _parse_day(end, "--to")
+    done = rebuild_flow(start=first, end=last, export_format="" if fmt == "none" else fmt)
+    render(pl.DataFrame([{"date": d, **counts} for d, counts in done.items()]), title="Rebuilt")
+
+
+def serve(
+    cron: Annotated[str, typer.Option(help="When to run, as cron.")] = "0 2 * * *",
+    timezone: Annotated[str, typer.Option(help="Time zone of the cron expression.")] = "UTC",
+    port: Annotated[int, typer.Option(help="Port of the local Prefect server started when PREFECT_API_URL is unset.")] = 4200,
+) -> None:
+    """Serve the nightly flow on a schedule (starts a local Prefect server when none is configured)."""
+    import os
+
+    from flows import prefect_env
+
+    server = None
+    if not os.environ.get("PREFECT_API_URL"):  # the ephemeral server has no scheduler: runs would never start
+        typer.echo(f"starting a local Prefect server on 127.0.0.1:{port} ...", err=True)
+        server = prefect_env.start_local_server(port)
+    from flows.nightly import serve_nightly
+
+    try:
+        serve_nightly(cron, timezone)
+    finally:
+        if server:
+            server.terminate()
+            server.wait(timeout=30)

@@ -14,6 +14,7 @@ prefect_env.configure()
 
 from prefect import flow, get_run_logger, task  # noqa: E402  (after the offline settings)
 from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect.schedules import Cron  # noqa: E402
 from prefect.states import Completed, Failed  # noqa: E402
 
 from flows import fetching  # noqa: E402
@@ -126,3 +127,13 @@ def rebuild(start: date, end: date | None = None, export_format: str = "parquet"
         logger.info("rebuilt %s from %d archived fetches", day, len(run_dirs))
         day += timedelta(days=1)
     return done
+
+
+def nightly_schedule(cron: str = "0 2 * * *", timezone: str = "UTC") -> Cron:
+    return Cron(cron, timezone=timezone)
+
+
+def serve_nightly(cron: str, timezone: str) -> None:
+    """Serve the nightly flow on its schedule until interrupted (needs a Prefect server with a scheduler)."""
+    nightly.serve(name="nightly", schedule=nightly_schedule(cron, timezone), tags=["gpuledger"],
+                  description="Snapshot the sources, derive the dated $/M-token tables, export them.")

@@ -41,9 +41,14 @@ def render(df: pl.DataFrame, fmt: Format = Format.table, *, title: str | None = 
         if caption:
             out.write(f"\n{caption}\n")
     else:
-        table = Table(title=title, caption=caption, caption_justify="left")
+        console = Console(width=max(160, Console().width))
+        if title:
+            console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
+        table = Table()
         for name, dtype in df.schema.items():
             table.add_column(name, justify="right" if dtype.is_numeric() else "left", overflow="fold")
         for row in df.iter_rows():
             table.add_row(*(_cell(v) for v in row))
-        Console(width=max(160, Console().width)).print(table)
+        console.print(table)
+        if caption:
+            console.print(caption, highlight=False, soft_wrap=True)

@@ -20,6 +20,7 @@ OFFLINE_DEFAULTS = {
 def configure() -> None:
     """Prefect's state under $GPULEDGER_HOME/prefect, telemetry off; explicit user settings win."""
     os.environ.setdefault("PREFECT_HOME", str(config.home() / "prefect"))
+    os.makedirs(os.environ["PREFECT_HOME"], exist_ok=True)  # Prefect makes the folder, not its parents
     for name, value in OFFLINE_DEFAULTS.items():
         os.environ.setdefault(name, value)
 
