@@ -13,7 +13,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
-.PHONY: run test lint bench clean
+.PHONY: run demo test lint bench clean
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -21,7 +21,10 @@ $(STAMP): pyproject.toml uv.lock
 	@touch $@
 
 run: $(STAMP)
-	$(BIN)/gpuledger init
+	$(BIN)/gpuledger nightly
+
+demo: $(STAMP)
+	$(BIN)/python -m flows.demo
 
 test: $(STAMP)
 	$(BIN)/pytest -q

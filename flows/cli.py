@@ -7,7 +7,7 @@ import duckdb
 import polars as pl
 import typer
 
-from flows import cli_estimate, cli_pipeline, cli_sources
+from flows import cli_estimate, cli_pipeline, cli_sources, cli_table
 from flows.cli_common import FormatOption, fail, open_read_only
 from flows.output import Format, render
 from warehouse import catalog, config, db
@@ -108,6 +108,7 @@ def models(fmt: FormatOption = Format.table) -> None:
 
 
 app.command()(cli_estimate.estimate)
+app.command()(cli_table.table)
 app.command()(cli_pipeline.status)
 app.command("export")(cli_pipeline.export_cmd)
 app.command()(cli_pipeline.nightly)

@@ -1,8 +1,10 @@
 """What every command shares: the error channel, the read-only warehouse connection, the format option."""
 
+import difflib
 from typing import Annotated
 
 import duckdb
+import polars as pl
 import typer
 from rich.console import Console
 
@@ -24,3 +26,25 @@ def open_read_only() -> duckdb.DuckDBPyConnection:
         return db.connect(read_only=True)
     except (db.WarehouseError, duckdb.Error) as exc:
         raise fail(str(exc)) from None
+
+
+def resolve_name(name: str, names: dict[str, str], what: str) -> str:
+    """The canonical name for a user's spelling (any case, or a unique prefix; GPUs also by a page's label)."""
+    key = name.strip().lower()
+    if key in names:
+        return names[key]
+    prefixed = {canonical for spelling, canonical in names.items() if spelling.startswith(key)}
+    if len(prefixed) == 1:
+        return prefixed.pop()
+    similar = [names[c] for c in difflib.get_close_matches(key, list(names), n=4, cutoff=0.5)]
+    close = list(dict.fromkeys([*sorted(prefixed), *similar]))  # prefix matches, then the most similar first
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise fail(f"unknown {what} {name!r}{hint}")
+
+
+def gpu_names(gpus: pl.DataFrame) -> dict[str, str]:
+    """Every spelling a user may type for a GPU (canonical name, either page's label), lower-cased."""
+    names = {}
+    for label in ("label_001", "label_000", "name"):  # canonical names win over labels
+        names |= {k.lower(): v for k, v in zip(gpus[label], gpus["name"], strict=True) if k}
+    return names

@@ -1,13 +1,12 @@
 """`gpuledger estimate`: roofline estimates for one model on every (or the named) GPU, or one GPU's curve."""
 
-import difflib
 from typing import Annotated
 
 import duckdb
 import polars as pl
 import typer
 
-from flows.cli_common import fail, open_read_only
+from flows.cli_common import fail, gpu_names, open_read_only, resolve_name
 from flows.output import Format, render
 from transforms import display, estimator, presets
 
@@ -28,27 +27,6 @@ def _read_catalogues() -> dict[str, pl.DataFrame]:
         raise fail(str(exc)) from None
     finally:
         con.close()
-
-
-def _resolve(name: str, names: dict[str, str], what: str) -> str:
-    """The canonical name for a user's spelling (any case, or a unique prefix; GPUs also by a page's label)."""
-    key = name.strip().lower()
-    if key in names:
-        return names[key]
-    prefixed = {canonical for spelling, canonical in names.items() if spelling.startswith(key)}
-    if len(prefixed) == 1:
-        return prefixed.pop()
-    similar = [names[c] for c in difflib.get_close_matches(key, list(names), n=4, cutoff=0.5)]
-    close = list(dict.fromkeys([*sorted(prefixed), *similar]))  # prefix matches, then the most similar first
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise fail(f"unknown {what} {name!r}{hint}")
-
-
-def _gpu_names(gpus: pl.DataFrame) -> dict[str, str]:
-    names = {}
-    for label in ("label_001", "label_000", "name"):  # canonical names win over labels
-        names |= {k.lower(): v for k, v in zip(gpus[label], gpus["name"], strict=True) if k}
-    return names
 
 
 def _rounded(df: pl.DataFrame) -> pl.DataFrame:
@@ -84,21 +62,21 @@ def estimate(
     if model is None:
         raise fail("--model is required (see `gpuledger models`)")
     frames = _read_catalogues()
-    model_id = _resolve(model, {m.lower(): m for m in frames["models"]["model_id"]}, "model")
-    gpu_names = [_resolve(g, _gpu_names(frames["gpus"]), "GPU") for g in gpu or []]
+    model_id = resolve_name(model, {m.lower(): m for m in frames["models"]["model_id"]}, "model")
+    chosen_gpus = [resolve_name(g, gpu_names(frames["gpus"]), "GPU") for g in gpu or []]
     gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], method)
     try:
         if show_curve:
-            if len(gpu_names) != 1:
+            if len(chosen_gpus) != 1:
                 raise fail("--curve needs exactly one --gpu")
-            out = estimator.curve(frames["models"], gpus, model_id, gpu_names[0], chosen_precision, context, params)
-            render(_rounded(out), fmt, title=f"{model_id} on {gpu_names[0]}: tokens/s as streams grow ({params.name})")
+            out = estimator.curve(frames["models"], gpus, model_id, chosen_gpus[0], chosen_precision, context, params)
+            render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}: tokens/s as streams grow ({params.name})")
             return
-        grid = estimator.make_grid([model_id], gpu_names or gpus["name"].to_list(), [chosen_precision], [context], [streams])
+        grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [context], [streams])
         out = estimator.estimate(frames["models"], gpus, grid, params)
     except estimator.EstimatorError as exc:
         raise fail(str(exc)) from None
-    if not gpu_names:
+    if not chosen_gpus:
         out = out.sort("agg_tok_s", descending=True, nulls_last=True)
     out = out.select(*LEAD_COLUMNS, *TAIL_COLUMNS)
     if fmt in (Format.table, Format.markdown):

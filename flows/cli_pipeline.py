@@ -9,7 +9,7 @@ import typer
 
 from flows.cli_common import FormatOption, fail, open_read_only
 from flows.output import Format, render
-from warehouse import config, export, queries
+from warehouse import config, derived, export, queries
 
 STALE_HOURS = 36.0
 COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates", "daily_prices", "rental_ranges",
@@ -25,12 +25,17 @@ def status(
     try:
         recent = queries.recent_runs(con, runs)
         freshness = queries.source_freshness(con, config.utc_now(), STALE_HOURS)
+        days = queries.published_days(con, derived.BY_DATE)
         counts = queries.row_counts(con, COUNTED)
     finally:
         con.close()
     render(recent, fmt, title="Recent runs")
     render(freshness, fmt, title=f"Sources (stale when the last success is over {STALE_HOURS:g} h old)")
-    render(counts, fmt, title="Rows")
+    render(days, fmt, title="Published days: quality and derived rows per date")
+    render(counts, fmt, title="Rows in every table")
+    suspect = days.filter(pl.col("quality") == "suspect")["snapshot_date"].to_list()
+    if suspect:
+        typer.echo(f"suspect days (see quality_reasons in runs): {', '.join(map(str, suspect))}", err=True)
     stale = freshness.filter(pl.col("stale"))["source"].to_list()
     if stale:
         typer.echo(f"stale sources: {', '.join(stale)}", err=True)

@@ -41,7 +41,7 @@ def render(df: pl.DataFrame, fmt: Format = Format.table, *, title: str | None = 
         if caption:
             out.write(f"\n{caption}\n")
     else:
-        console = Console(width=max(160, Console().width))
+        console = Console(width=max(200, Console().width))
         if title:
             console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
         table = Table()

@@ -74,3 +74,19 @@ def source_freshness(con: duckdb.DuckDBPyConnection, now, stale_hours: float) ->
 def row_counts(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> pl.DataFrame:
     counts = [(t, con.execute(f"select count(*) from {t}").fetchall()[0][0]) for t in tables]
     return pl.DataFrame(counts, schema=["table", "rows"], orient="row")
+
+
+def published_days(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], limit: int = 7) -> pl.DataFrame:
+    """The latest published dates: their quality and each derived table's rows on that date."""
+    counts = " ".join(
+        f", (select count(*) from {t} where snapshot_date = d.snapshot_date) as {t}" for t in tables
+    )
+    return con.sql(
+        f"""
+        select d.snapshot_date, arg_max(r.quality, r.started_at) as quality, count(r.run_id) as runs {counts}
+        from (select distinct snapshot_date from runs where status != 'failed'
+              order by snapshot_date desc limit $limit) d
+        join runs r using (snapshot_date) group by d.snapshot_date order by d.snapshot_date desc
+        """,
+        params={"limit": limit},
+    ).pl()

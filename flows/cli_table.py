@@ -1,0 +1,256 @@
+"""`gpuledger table`: page 000's estimate cards and page 001's calculator, priced with a date's live listings."""
+
+import re
+from dataclasses import dataclass
+from datetime import date
+from enum import StrEnum
+from typing import Annotated
+
+import duckdb
+import polars as pl
+import typer
+
+from flows.cli_common import FormatOption, fail, gpu_names, open_read_only, resolve_name
+from flows.derive import hardware_usd
+from flows.output import Format, render
+from transforms import costs, display, estimator, fx, presets, tables
+from warehouse import queries
+
+SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
+HEADERS = {
+    "rank": "#", "gpu": "GPU", "tp": "TP", "memory_used_pct": "memory", "agg_tok_s": "tok/s",
+    "per_stream_tok_s": "per stream tok/s", "max_streams": "fills at (streams)", "replica_usd_per_hr": "per hour",
+    "usd_per_mtok": "per M tokens", "usd_per_hr": "per hour", "power_kw": "power", "price_kind": "price",
+    "replica_pricing": "replica priced as", "gpu_count": "GPUs", "idle_gpus": "idle", "usd_per_gpu_hr": "per GPU-hour",
+}
+PRICING_NOTE = ("tp_single_gpu_listings: TP single-GPU listings on separate hosts (page 001's way; optimistic, "
+                "they cannot form one tensor-parallel group), shown only where no host holds TP GPUs")
+
+
+class Style(StrEnum):
+    estimate = "estimate"
+    calculator = "calculator"
+
+
+@dataclass
+class Day:
+    """What one date's tables are built from."""
+
+    day: date
+    models: pl.DataFrame
+    gpus: pl.DataFrame
+    overlays: pl.DataFrame
+    hardware: pl.DataFrame
+    fx_rates: pl.DataFrame
+    offers: pl.DataFrame
+    ranges: pl.DataFrame
+    quality: str | None
+
+
+def _load(con: duckdb.DuckDBPyConnection, day: date | None) -> Day:
+    if day is None:
+        day = con.execute("select max(snapshot_date) from runs where status in ('ok', 'partial')").fetchall()[0][0]
+        if day is None:
+            raise fail("no published day yet: run `gpuledger nightly` (or `make demo`) first")
+    quality = con.execute("select arg_max(quality, started_at) from runs where snapshot_date = ? and status != 'failed'",
+                          [day]).fetchall()[0][0]
+    return Day(
+        day, queries.table(con, "models"), queries.table(con, "gpus"), queries.table(con, "gpu_overlays"),
+        queries.table(con, "hardware_prices"), queries.table(con, "fx_rates"), queries.offers_for_date(con, day),
+        con.sql("select * from rental_ranges where snapshot_date = ?", params=[day]).pl(), quality,
+    )
+
+
+def _currency(data: Day, code: str) -> tuple[float, str]:
+    """Units of the currency per USD at the day's rate (or the latest before), and where it came from."""
+    code = code.upper()
+    if code == "USD":
+        return 1.0, ""
+    probe = fx.attach_usd_rate(pl.DataFrame({"c": [code], "d": [data.day]}), data.fx_rates, "c", "d").row(0, named=True)
+    if probe["fx_rate"] is None:
+        raise fail(f"no {code} rate on or before {data.day}: run `gpuledger fetch --source fx`")
+    return probe["fx_rate"], f"{code} at {probe['fx_rate']:.4f} per USD ({probe['fx_source']}, {probe['fx_date']})"
+
+
+def _convert(df: pl.DataFrame, rate: float, code: str) -> pl.DataFrame:
+    """Money columns from USD into the currency; their names say which (usd_per_mtok -> eur_per_mtok)."""
+    if code.upper() == "USD":
+        return df
+    money = [c for c in df.columns if "usd" in c]
+    return df.with_columns(pl.col(money) * rate).rename({c: c.replace("usd", code.lower()) for c in money})
+
+
+def _money(code: str, value: float | None, decimals: int = 2) -> str:
+    if value is None:
+        return display.MISSING
+    symbol = SYMBOLS.get(code.upper(), f"{code.upper()} ")
+    return f"{symbol}{value:,.{decimals}f}"
+
+
+def _span(code: str, low, high, decimals: int = 0) -> str:
+    if low is None:
+        return "n/a"
+    one = _money(code, low, decimals)
+    return one if high is None or round(high, decimals) == round(low, decimals) else f"{one}–{_money(code, high, decimals)}"
+
+
+def _parse_fleet(text: str, names: dict[str, str]) -> tuple[str, int]:
+    match = re.fullmatch(r"\s*([\d,_]+)\s*[x×]\s*(.+?)\s*", text)
+    if not match:
+        raise fail(f"--fleet {text!r}: write it as COUNTxGPU, e.g. '1000xH200 SXM'")
+    return resolve_name(match[2], names, "GPU"), int(match[1].replace(",", "").replace("_", ""))
+
+
+def _estimate(data: Day, method: str, grid: pl.DataFrame) -> pl.DataFrame:
+    gpus = estimator.apply_overlay(data.gpus, data.overlays, method)
+    try:
+        return estimator.estimate(data.models, gpus, grid, presets.preset(method))
+    except (estimator.EstimatorError, presets.ParamError) as exc:
+        raise fail(str(exc)) from None
+
+
+def _estimate_style(data: Day, model: str, wanted: list[str], precision, context, streams, code, rate):
+    priced = set(data.ranges["gpu"].to_list())
+    names = wanted or [g for g, label in zip(data.gpus["name"], data.gpus["label_000"], strict=True)
+                       if label or g in priced]
+    est = _estimate(data, "ceiling", estimator.make_grid([model], names, [precision], [context], [streams]))
+    view = tables.estimate_view(est, data.gpus, data.ranges, hardware_usd(data.hardware, data.fx_rates, data.day))
+    view = _convert(view, rate, code)
+    m = code.lower()
+    labelled = view.with_columns(
+        pl.struct(f"list_{m}_low", f"list_{m}_high").map_elements(
+            lambda r: _span(code, r[f"list_{m}_low"], r[f"list_{m}_high"]), return_dtype=pl.String).alias("list_price"),
+        pl.struct(f"market_{m}_low", f"market_{m}_high").map_elements(
+            lambda r: _span(code, r[f"market_{m}_low"], r[f"market_{m}_high"]), return_dtype=pl.String
+        ).alias("market_price"),
+        pl.struct("gpus", f"rental_min_{m}_per_hr", f"rental_max_{m}_per_hr", "rental_date")
+        .map_elements(lambda r: _rental_label(code, r, m), return_dtype=pl.String).alias("cloud_rental_live"),
+        pl.col(f"{m}_per_mtok").map_elements(lambda v: _money(code, v), return_dtype=pl.String).alias("per_mtok"),
+        *(pl.col(c).map_elements(display.integer_label, return_dtype=pl.String)
+          for c in ("decode_tok_s", "batched_out_tok_s", "batched_in_tok_s")),
+        pl.col("precision").replace_strict(display.PAGE_000_PRECISION, default=pl.col("precision")),
+    ).select(
+        pl.col("gpu").alias("GPU"), pl.col("memory_gb").alias("GB"), pl.col("bandwidth_gbs").alias("GB/s"),
+        "precision", pl.col("gpus").alias("GPUs"), pl.col("decode_tok_s").alias("decode tok/s"),
+        pl.col("batched_out_tok_s").alias("out tok/s"), pl.col("batched_in_tok_s").alias("in tok/s"),
+        pl.col("list_price").alias("list price"), pl.col("market_price").alias("market price"),
+        pl.col("cloud_rental_live").alias("cloud rental (live)"), pl.col("rental_providers").alias("rented from"),
+        pl.col("per_mtok").alias("per M tokens"),
+        pl.when(pl.col("uncertain")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("uncertain spec"),
+    )
+    return view, labelled
+
+
+def _rental_label(code: str, r: dict, m: str) -> str:
+    if r[f"rental_min_{m}_per_hr"] is None:
+        return display.MISSING
+    span = _span(code, r[f"rental_min_{m}_per_hr"], r[f"rental_max_{m}_per_hr"], 2)
+    return f"×{r['gpus']}: {span}/hr ({r['rental_date']})"
+
+
+def _calculator_style(data: Day, model: str, wanted, precision, context, streams, price_kind, code, rate,
+                      fleets: list[tuple[str, int]], target_tok_s: float | None):
+    names = wanted or data.gpus["name"].to_list()
+    est = _estimate(data, "calculator", estimator.make_grid([model], names, [precision], [context], [streams]))
+    one = _estimate(data, "calculator", estimator.make_grid([model], names, [precision], [4096], [1]))
+    tps = pl.concat([est["tp"], one["tp"]]).drop_nulls().unique().to_list()
+    replicas = tables.cheapest_replicas(costs.replica_prices(data.offers, tps), price_kind)
+    table = tables.calculator_view(est, data.gpus, replicas)
+    cards = tables.calculator_cards(table, one, data.gpus, replicas)
+    per_gpu = tables.priced(est, replicas).select("gpu", "usd_per_gpu_hr").drop_nulls()
+    extras = {}
+    if fleets:
+        fleet_frame = pl.DataFrame(fleets, schema={"gpu": pl.String, "gpu_count": pl.Int64}, orient="row")
+        extras["Fleet what-if"] = estimator.fleet_whatif(est, fleet_frame, per_gpu)
+    if target_tok_s:
+        fits = est.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node"))
+        sized = estimator.size_for_target(fits, target_tok_s, per_gpu)
+        extras[f"Size for {target_tok_s:,.0f} tok/s"] = sized.sort(pl.col("usd_per_hr").is_null(), "usd_per_hr")
+    return {name: _convert(frame, rate, code) for name, frame in
+            {"table": table, "Cards": cards, **extras}.items()}
+
+
+def _labelled_calculator(frames: dict[str, pl.DataFrame], code: str) -> dict[str, pl.DataFrame]:
+    """Page 001's display: x.yk tokens/s with ~ for estimated FP4, money with its symbol, whole percents."""
+    out = {}
+    for name, frame in frames.items():
+        exprs = []
+        for column in frame.columns:
+            if column.endswith("tok_s"):
+                approx = pl.col("fp4_estimated") if "fp4_estimated" in frame.columns else pl.lit(False)
+                exprs.append(pl.struct(column, approx.alias("_a")).map_elements(
+                    lambda r, c=column: display.compact_label(r[c], approx=bool(r["_a"])), return_dtype=pl.String
+                ).alias(column))
+            elif code.lower() in column:
+                exprs.append(pl.col(column).map_elements(lambda v: _money(code, v), return_dtype=pl.String))
+            elif column == "memory_used_pct":
+                exprs.append(pl.col(column).map_elements(display.pct_label, return_dtype=pl.String))
+            elif column == "power_kw":
+                exprs.append(pl.col(column).map_elements(display.kw_label, return_dtype=pl.String))
+        shown = frame.with_columns(exprs).drop("fp4_estimated", "offer_ids", "price_observed_at", strict=False)
+        if "uncertain" in shown.columns:
+            shown = shown.with_columns(pl.when(pl.col("uncertain")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("uncertain"))
+        out[name] = shown.rename(lambda c: HEADERS.get(c.replace(code.lower(), "usd"), c))
+    return out
+
+
+def table(
+    model: Annotated[str, typer.Option(help="Model id (see `gpuledger models`).")],
+    style: Annotated[Style, typer.Option(help="estimate: page 000's cards; calculator: page 001's table.")] = Style.calculator,
+    day: Annotated[str | None, typer.Option("--date", help="Prices of this date (YYYY-MM-DD); default the latest.")] = None,
+    gpu: Annotated[list[str] | None, typer.Option(help="Only these GPUs (repeatable); names or page labels.")] = None,
+    precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8, int4; default: estimate's suggested rule, calculator int4.")] = None,
+    context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
+    streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
+    price_kind: Annotated[str, typer.Option(help="on_demand, interruptible, reserved, ...")] = "on_demand",
+    fleet: Annotated[list[str] | None, typer.Option(help="Fleet what-if, e.g. '1000xH200 SXM' (calculator; repeatable).")] = None,
+    target_tok_s: Annotated[float | None, typer.Option(help="Size every GPU for this many tokens/s (calculator).")] = None,
+    currency: Annotated[str, typer.Option(help="Show money in this currency, at the date's rate.")] = "USD",
+    fmt: FormatOption = Format.table,
+) -> None:
+    """A dated cost table for one model: page 000's estimate cards or page 001's calculator, with live prices."""
+    try:
+        when = date.fromisoformat(day) if day else None
+    except ValueError:
+        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
+    con = open_read_only()
+    try:
+        data = _load(con, when)
+    finally:
+        con.close()
+    model_id = resolve_name(model, {m.lower(): m for m in data.models["model_id"]}, "model")
+    names = gpu_names(data.gpus)
+    wanted = [resolve_name(g, names, "GPU") for g in gpu or []]
+    rate, fx_note = _currency(data, currency)
+    providers = ", ".join(sorted(data.offers["provider"].unique().to_list())) or "no listings"
+    header = (f"{model_id}, {style.value} view; live prices of {data.day} ({providers}); "
+              f"quality {data.quality or 'unknown'}")
+    if style is Style.estimate:
+        raw, labelled = _estimate_style(data, model_id, wanted, precision, context, streams, currency, rate)
+        notes = [n for n in (fx_note, f"hardware prices converted from CNY at the rate of {data.day} or the latest before it",
+                             f"estimator: ceiling {estimator.ESTIMATOR_VERSION} (page 000's method)") if n]
+        _emit({"table": raw}, {"table": labelled}, fmt, header, notes)
+        return
+    frames = _calculator_style(data, model_id, wanted, precision or "int4", context, streams, price_kind, currency,
+                               rate, [_parse_fleet(f, names) for f in fleet or []], target_tok_s)
+    settings = f"{(precision or 'int4').upper()}, {context:,} tokens, {streams} streams, {price_kind} prices"
+    notes = [n for n in (fx_note, PRICING_NOTE, f"estimator: calculator {estimator.ESTIMATOR_VERSION} (page 001's method)") if n]
+    _emit(frames, _labelled_calculator(frames, currency), fmt, f"{header}; {settings}", notes)
+
+
+def _emit(raw: dict[str, pl.DataFrame], labelled: dict[str, pl.DataFrame], fmt: Format, header: str,
+          notes: list[str]) -> None:
+    """Machine formats get the raw numbers (csv: the main table only); table and markdown get the page's labels."""
+    if fmt is Format.csv:
+        render(raw["table"], fmt)
+        return
+    if fmt is Format.json:
+        import json
+        import sys
+
+        sys.stdout.write(json.dumps({"title": header, "notes": notes} | {k: v.to_dicts() for k, v in raw.items()},
+                                    default=str, indent=1) + "\n")
+        return
+    for name, frame in labelled.items():
+        render(frame, fmt, title=header if name == "table" else name,
+               caption="\n".join(notes) if name == "table" else None)

@@ -1,0 +1,119 @@
+"""The published views: page 000's estimate cards and page 001's calculator, as frames with live prices."""
+
+import polars as pl
+
+from transforms import estimator
+from transforms.costs import MULTI_LISTING, ONE_LISTING, SINGLE_GPU_LISTINGS
+
+# A replica priced on one host (or whole nodes) is real; TP single-GPU listings only stand in when nothing else is.
+PRICING_PREFERENCE = {ONE_LISTING: 0, MULTI_LISTING: 0, SINGLE_GPU_LISTINGS: 1}
+
+
+def cheapest_replicas(prices: pl.DataFrame, price_kind: str = "on_demand") -> pl.DataFrame:
+    """Per gpu and tp: the cheapest replica price of the kind, preferring replicas on one host."""
+    return (
+        prices.filter(pl.col("price_kind") == price_kind)
+        .with_columns(pl.col("replica_pricing").replace_strict(PRICING_PREFERENCE, return_dtype=pl.Int8).alias("_pref"))
+        .sort("_pref", "replica_usd_per_hr", "provider")
+        .group_by("gpu", "tp")
+        .first()
+        .with_columns((pl.col("replica_usd_per_hr") / pl.col("tp")).alias("usd_per_gpu_hr"))
+        .drop("_pref")
+    )
+
+
+def priced(estimates: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
+    """Estimates with the cheapest replica of their own GPU and TP: $/hr, $/M, provider and listings."""
+    joined = estimates.join(
+        replicas.select("gpu", "tp", "usd_per_gpu_hr", "replica_usd_per_hr", "provider", "price_kind",
+                        "replica_pricing", "offer_ids", "price_observed_at"),
+        on=["gpu", "tp"], how="left", maintain_order="left",
+    )
+    return joined.with_columns(
+        estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok")
+    )
+
+
+def rental_for_n(ranges: pl.DataFrame, price_kind: str = "on_demand") -> pl.DataFrame:
+    """Per gpu and N GPUs, over providers: the cheapest and dearest $/hr, the providers and the listings."""
+    return (
+        ranges.filter(pl.col("price_kind") == price_kind)
+        .group_by("gpu", "n_gpus", "snapshot_date")
+        .agg(
+            pl.col("min_usd_per_hr").min().alias("rental_min_usd_per_hr"),
+            pl.col("max_usd_per_hr").max().alias("rental_max_usd_per_hr"),
+            pl.col("provider").unique().sort().str.join(",").alias("rental_providers"),
+            pl.col("listings").sum().alias("rental_listings"),
+        )
+        .rename({"n_gpus": "tp", "snapshot_date": "rental_date"})
+    )
+
+
+def _hardware_columns(hardware: pl.DataFrame) -> pl.DataFrame:
+    wide = hardware.select("gpu", "price_kind", "usd_low", "usd_high", "gpu_count").pivot(
+        on="price_kind", index="gpu", values=["usd_low", "usd_high", "gpu_count"]
+    )
+    names = {f"{v}_{k}": f"{k}_{v}" for v in ("usd_low", "usd_high", "gpu_count") for k in ("list", "market")}
+    wide = wide.rename({c: n for c, n in names.items() if c in wide.columns})
+    return wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(n) for n in names.values() if n not in wide.columns)
+
+
+def estimate_view(
+    estimates: pl.DataFrame, gpus: pl.DataFrame, ranges: pl.DataFrame, hardware: pl.DataFrame
+) -> pl.DataFrame:
+    """Page 000's cards as one table: one row per GPU with its suggested sizing, prices and rental range."""
+    rental = rental_for_n(ranges)
+    view = (
+        estimates.join(gpus.select(pl.col("name").alias("gpu"), "label_000", "memory_gb", "bandwidth_gbs", "vendor"),
+                       on="gpu", how="left")
+        .join(rental, on=["gpu", "tp"], how="left")
+        .join(_hardware_columns(hardware), on="gpu", how="left")
+        .with_columns(
+            estimator.usd_per_mtok(pl.col("rental_min_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok")
+        )
+    )
+    return view.select(
+        "gpu", "label_000", "vendor", "memory_gb", "bandwidth_gbs", "precision", pl.col("tp").alias("gpus"),
+        "multi_node", pl.col("single_stream_tok_s").alias("decode_tok_s"),
+        pl.col("agg_tok_s").alias("batched_out_tok_s"), pl.col("prefill_tok_s").alias("batched_in_tok_s"),
+        "list_usd_low", "list_usd_high", "market_usd_low", "market_usd_high",
+        "rental_min_usd_per_hr", "rental_max_usd_per_hr", "rental_providers", "rental_listings", "rental_date",
+        "usd_per_mtok", "uncertain", "method", "estimator_version",
+    ).sort(pl.col("rental_min_usd_per_hr").is_null(), "usd_per_mtok", pl.col("batched_out_tok_s"), descending=[False, False, True])
+
+
+def calculator_view(estimates: pl.DataFrame, gpus: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
+    """Page 001's table: every part the model fits on (one node), priced parts first by $/M, then by tokens/s."""
+    fits = estimates.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node"))
+    table = priced(fits, replicas).join(gpus.select(pl.col("name").alias("gpu"), "vendor"), on="gpu", how="left")
+    ordered = table.sort(pl.col("usd_per_mtok").is_null(), "usd_per_mtok", pl.col("agg_tok_s"),
+                         descending=[False, False, True], nulls_last=True)
+    return ordered.with_row_index("rank", offset=1).select(
+        "rank", "gpu", "vendor", "tp", "memory_used_pct", "agg_tok_s", "per_stream_tok_s", "max_streams",
+        "replica_usd_per_hr", "usd_per_mtok", "power_kw", "provider", "price_kind", "replica_pricing", "offer_ids",
+        "price_observed_at", "fp4_estimated", "uncertain",
+    )
+
+
+def calculator_cards(
+    table: pl.DataFrame, one_stream: pl.DataFrame, gpus: pl.DataFrame, replicas: pl.DataFrame
+) -> pl.DataFrame:
+    """Page 001's cards: bare minimum and cheapest per hour (one stream, short context), cheapest per M tokens,
+    and each vendor's best value and fewest GPUs, as rows card, gpu, tp, tok/s, $/hr, $/M, memory %."""
+    columns = ["gpu", "tp", "agg_tok_s", "replica_usd_per_hr", "usd_per_mtok", "memory_used_pct", "provider"]
+    small = priced(one_stream.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node")), replicas)
+    small_priced = small.filter(pl.col("usd_per_mtok").is_not_null())
+    table_priced = table.filter(pl.col("usd_per_mtok").is_not_null())
+    cards = [
+        ("bare minimum (1 stream)", small_priced.sort("tp", pl.col("agg_tok_s"), descending=[False, True]).head(1)),
+        ("cheapest per hour (1 stream)", small_priced.sort("replica_usd_per_hr").head(1)),
+        ("cheapest per M tokens", table_priced.sort("usd_per_mtok").head(1)),
+    ]
+    for vendor in sorted(table["vendor"].drop_nulls().unique().to_list()):
+        rows = table.filter(pl.col("vendor") == vendor)
+        cards.append((f"{vendor}: best value", rows.filter(pl.col("usd_per_mtok").is_not_null()).sort("usd_per_mtok").head(1)))
+        cards.append((f"{vendor}: fewest GPUs", rows.sort("tp", pl.col("agg_tok_s"), descending=[False, True]).head(1)))
+    frames = [frame.select(columns).with_columns(pl.lit(card).alias("card")) for card, frame in cards if frame.height]
+    if not frames:
+        return pl.DataFrame(schema={"card": pl.String, **{c: table.schema.get(c, pl.String) for c in columns}})
+    return pl.concat(frames, how="vertical_relaxed").select("card", *columns)
