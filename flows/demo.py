@@ -18,6 +18,7 @@ FAST = {f"GPULEDGER_{source.upper()}_MIN_INTERVAL_S": "0" for source in ("fx", "
 
 
 def main() -> int:
+    import flows.nightly  # noqa: F401  (Prefect sets its log handlers up on the real stderr, not the runner's)
     from flows.replay import ReplayServer
 
     with ReplayServer(RECORDINGS) as server:

@@ -1,0 +1,119 @@
+"""`gpuledger table`, `export` and `status` on a warehouse holding one replayed day (no Prefect needed)."""
+
+import json
+import shutil
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.derive import derive_date
+from flows.fetching import fetch_and_load
+from tests.pipeline_support import serve_fixtures
+from tests.sources_support import SNAPSHOT
+from warehouse import catalog, config, db
+
+runner = CliRunner()
+
+
+def gpuledger(*args: str, code: int = 0):
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def published_home(tmp_path_factory):
+    """One replayed day fetched, loaded and derived once per module, as the nightly flow would leave it."""
+    home = tmp_path_factory.mktemp("published")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPULEDGER_HOME", str(home))
+        with serve_fixtures(mp), db.connect() as con:
+            catalog.load_catalogs(con)
+            fetch_and_load(con, None, "run-1", config.utc_today())
+            derive_date(con, SNAPSHOT)
+    return home
+
+
+@pytest.fixture
+def published(published_home, gpuledger_home, monkeypatch):
+    """A private copy of the published day, with the clock at the recordings' moment."""
+    shutil.copytree(published_home, gpuledger_home)
+    monkeypatch.setenv("GPULEDGER_NOW", "2026-11-27T22:00:00")
+
+
+@pytest.mark.usefixtures("published")
+def test_the_estimate_view_shows_page_000s_cards_with_dated_rental_ranges():
+    out = gpuledger("table", "--model", "deepseek-v4.1-flash", "--style", "estimate", "--gpu", "H200 SXM", "-f", "markdown")
+    assert "live prices of 2026-11-27" in out
+    assert "×8: $17.52–$31.12/hr (2026-11-27)" in out  # vast 8-GPU listings $17.52 and $21.52, RunPod 8 × $3.89
+    assert "INT8" in out and "2,400" in out and "4,080" in out and "32,142" in out  # page 000's H200 figures
+
+
+@pytest.mark.usefixtures("published")
+def test_the_estimate_view_as_csv_carries_raw_numbers_dates_and_method():
+    rows = pl.read_csv(gpuledger("table", "--model", "deepseek-v4.1-flash", "--style", "estimate", "-f", "csv")
+                       .encode())
+    h200 = rows.filter(pl.col("gpu") == "H200 SXM").row(0, named=True)
+    assert (h200["gpus"], h200["rental_min_usd_per_hr"], h200["rental_date"]) == (8, 17.52, "2026-11-27")
+    assert h200["usd_per_mtok"] == pytest.approx(17.52 * 1e6 / (4080 * 3600))
+    assert h200["method"] == "ceiling" and h200["estimator_version"]
+    # hardware quoted in CNY, converted at the fixture day's ECB rate (7.4440 / 1.1171 CNY per USD)
+    assert h200["market_usd_low"] == pytest.approx(1_500_000 / (7.4440 / 1.1171), rel=1e-6)
+
+
+@pytest.mark.usefixtures("published")
+def test_the_calculator_view_prices_every_rentable_part_and_its_cards():
+    data = json.loads(gpuledger("table", "--model", "deepseek-v4-flash", "--fleet", "1000xH200 SXM",
+                                "--target-tok-s", "1000", "-f", "json"))
+    priced = [r for r in data["table"] if r["usd_per_mtok"] is not None]
+    assert len(priced) >= 15
+    assert [r["usd_per_mtok"] for r in priced] == sorted(r["usd_per_mtok"] for r in priced)
+    cheapest = priced[0]
+    assert cheapest["usd_per_mtok"] == pytest.approx(cheapest["replica_usd_per_hr"] * 1e6 / (cheapest["agg_tok_s"] * 3600))
+    fleet = data["Fleet what-if"][0]
+    assert (fleet["gpu"], fleet["replicas"], fleet["idle_gpus"], round(fleet["agg_tok_s"], -3)) == ("H200 SXM", 500, 0, 411_000)
+    assert {c["card"] for c in data["Cards"]} >= {"bare minimum (1 stream)", "cheapest per M tokens", "NVIDIA: best value"}
+    assert all(r["replicas"] * r["agg_tok_s"] / r["replicas"] > 0 for r in data["Size for 1,000 tok/s"])
+
+
+@pytest.mark.usefixtures("published")
+def test_the_currency_option_converts_at_the_dates_rate():
+    usd = pl.read_csv(gpuledger("table", "--model", "deepseek-v4-flash", "-f", "csv").encode())
+    eur = pl.read_csv(gpuledger("table", "--model", "deepseek-v4-flash", "-f", "csv", "--currency", "EUR").encode())
+    assert "eur_per_mtok" in eur.columns and "usd_per_mtok" not in eur.columns
+    first = usd.filter(pl.col("usd_per_mtok").is_not_null()).row(0, named=True)
+    converted = eur.filter(pl.col("gpu") == first["gpu"]).row(0, named=True)
+    assert converted["eur_per_mtok"] == pytest.approx(first["usd_per_mtok"] / 1.1171)
+
+
+@pytest.mark.usefixtures("published")
+def test_markdown_output_for_documents():
+    out = gpuledger("table", "--model", "deepseek-v4-flash", "--gpu", "B200", "-f", "markdown")
+    assert out.startswith("### deepseek-v4-flash, calculator view") and "| B200 SXM |" in out
+
+
+@pytest.mark.usefixtures("published")
+@pytest.mark.parametrize("args, message", [
+    (["--model", "deepseek-v4-flsh"], "did you mean deepseek-v4-flash"),
+    (["--model", "deepseek-v4-flash", "--gpu", "H20O SXM"], "unknown GPU 'H20O SXM'; did you mean"),
+    (["--model", "deepseek-v4-flash", "--fleet", "lots of H200"], "write it as COUNTxGPU"),
+    (["--model", "deepseek-v4-flash", "--currency", "XYZ"], "no XYZ rate"),
+    (["--model", "deepseek-v4-flash", "--date", "2026-13-01"], "is not YYYY-MM-DD"),
+])
+def test_bad_options_name_what_is_wrong(args, message):
+    assert message in gpuledger("table", *args, code=1)
+
+
+def test_a_table_before_any_run_says_what_to_do():
+    gpuledger("init")
+    assert "run `gpuledger nightly`" in gpuledger("table", "--model", "deepseek-v4-flash", code=1)
+
+
+@pytest.mark.usefixtures("published")
+def test_export_writes_the_dates_partitions_and_status_reports_the_day():
+    out = gpuledger("export", "--date", "2026-11-27", "--table", "cost_per_mtok", "--format", "csv")
+    assert "cost_per_mtok/date=2026-11-27/data.csv" in out
+    status = gpuledger("status", "-f", "json")
+    assert '"snapshot_date": "2026-11-27"' in status and '"stale": false' in status

@@ -1,0 +1,101 @@
+"""The nightly and rebuild flows under Prefect's test harness, against the replay server."""
+
+from datetime import date
+
+import duckdb
+import pytest
+from prefect.testing.utilities import prefect_test_harness
+
+from flows.nightly import nightly, nightly_schedule, rebuild
+from tests.pipeline_support import serve_fixtures
+from tests.sources_support import SNAPSHOT
+from warehouse import config, db
+
+DERIVED = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def harness():
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def counts(day: date = SNAPSHOT) -> dict[str, int]:
+    with db.connect(read_only=True) as con:
+        return {t: con.execute(f"select count(*) from {t} where snapshot_date = ?", [day]).fetchall()[0][0]
+                for t in DERIVED}
+
+
+def exported_rows(table: str) -> int:
+    pattern = config.exports_dir() / table / "*" / "*.parquet"
+    return duckdb.sql(f"select count(*) from read_parquet('{pattern}', hive_partitioning=true)").fetchall()[0][0]
+
+
+def test_a_nightly_run_publishes_the_day_and_a_rerun_replaces_it(monkeypatch):
+    with serve_fixtures(monkeypatch):
+        first = nightly(trigger="test")
+        after_first = counts()
+        second = nightly(trigger="test")
+    assert (first["status"], first["quality"], first["snapshot_date"]) == ("ok", "ok", "2026-11-27")
+    assert set(first["sources"].values()) == {"ok"}
+    assert all(after_first[t] > 0 for t in DERIVED)
+    assert counts() == after_first  # a rerun replaces the date's derived rows, never adds to them
+    assert second["run_id"] != first["run_id"]
+    with db.connect(read_only=True) as con:
+        assert con.execute("select count(*), count(distinct run_id) from runs where status = 'ok'").fetchall() == [(2, 2)]
+        stored = con.execute("select count(*) from cost_per_mtok").fetchall()[0][0]
+    assert exported_rows("cost_per_mtok") == stored
+    assert exported_rows("offers") == after_offers_of_latest_runs()
+
+
+def after_offers_of_latest_runs() -> int:
+    with db.connect(read_only=True) as con:
+        return con.execute("select count(*) from offers where snapshot_date = ?", [SNAPSHOT]).fetchall()[0][0]
+
+
+def test_one_failing_source_leaves_a_partial_run_that_still_publishes(monkeypatch):
+    with serve_fixtures(monkeypatch, **{"__api__v0__bundles__": "500*"}):
+        state = nightly(trigger="test", return_state=True)
+    summary = state.result()
+    assert state.is_completed() and state.name == "Partial"
+    assert "vastai" in state.message and "HTTP 500" in state.message
+    assert summary["status"] == "partial" and summary["sources"]["vastai"] == "failed"
+    with db.connect(read_only=True) as con:
+        fetch = con.execute("select status, http_status, error from fetches where source = 'vastai'").fetchall()
+        providers = {p for (p,) in con.execute("select distinct provider from cost_per_mtok").fetchall()}
+        vast_offers = con.execute("select count(*) from offers where provider = 'vastai'").fetchall()[0][0]
+    assert fetch[0][0] == "failed" and fetch[0][1] == 500 and "/api/v0/bundles/" in fetch[0][2]
+    assert providers == {"runpod", "verda"} and vast_offers == 0
+
+
+def test_rebuild_recomputes_a_day_from_the_archive_without_network(monkeypatch):
+    with serve_fixtures(monkeypatch):
+        nightly(trigger="test")
+    published = counts()
+    with db.connect() as con:
+        for table in DERIVED:
+            con.execute(f"delete from {table}")
+        con.execute("delete from offers")
+    for name in ("GPULEDGER_VASTAI_URL", "GPULEDGER_RUNPOD_URL", "GPULEDGER_VERDA_URL", "GPULEDGER_ECB_URL"):
+        monkeypatch.setenv(name, "http://203.0.113.1")  # any request would now hit the network guard
+    done = rebuild(start=SNAPSHOT)
+    assert done["2026-11-27"]["quality"] == "ok"
+    assert counts() == published
+
+
+def test_the_schedule_is_nightly_at_two_utc_unless_configured():
+    schedule = nightly_schedule()
+    assert (schedule.cron, schedule.timezone) == ("0 2 * * *", "UTC")
+    assert nightly_schedule("30 4 * * *", "Europe/Berlin").timezone == "Europe/Berlin"
+
+
+def test_the_nightly_command_prints_each_source_and_exits_non_zero_on_a_failure(monkeypatch):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    with serve_fixtures(monkeypatch, **{"__graphql": "500*"}):
+        result = CliRunner().invoke(app, ["nightly", "--format", "csv"])
+    assert result.exit_code == 1
+    assert "partial" in result.output and "runpod" in result.output and "HTTP 500" in result.output
+    assert list((config.exports_dir() / "cost_per_mtok").glob("date=2026-11-27/data.csv"))
