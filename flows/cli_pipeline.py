@@ -9,7 +9,8 @@ import typer
 
 from flows.cli_common import FormatOption, fail, open_read_only
 from flows.output import Format, render
-from warehouse import config, derived, export, queries
+from warehouse import config, db, derived, export, queries
+from warehouse.lock import WriterBusy
 
 STALE_HOURS = 36.0
 COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates", "daily_prices", "rental_ranges",
@@ -82,15 +83,27 @@ def nightly(
     source: Annotated[list[str] | None, typer.Option("--source", "-s", help="Only this source (repeatable).")] = None,
     day: Annotated[str | None, typer.Option("--date", help="Snapshot date YYYY-MM-DD; default today (UTC).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Export format: parquet, csv or none.")] = "parquet",
+    no_prefect: Annotated[bool, typer.Option("--no-prefect", help="The same steps without Prefect (cron, containers).")] = False,
 ) -> None:
-    """Run the nightly flow once now: fetch, load, derive, export. Exit 1 unless every source was ok."""
-    from flows.nightly import nightly as nightly_flow
+    """Run the nightly job once now: fetch, load, derive, export. Exit 1 unless every source was ok."""
+    from dataclasses import asdict
 
-    state = nightly_flow(sources=source, snapshot_date=_parse_day(day, "--date"),
-                         export_format="" if fmt == "none" else fmt, trigger="cli", return_state=True)
-    summary = state.result(raise_on_failure=False)
-    if not isinstance(summary, dict):
-        raise fail(f"the run failed: {state.message or summary}")
+    from flows import pipeline
+
+    export_format, snapshot = ("" if fmt == "none" else fmt), _parse_day(day, "--date")
+    try:
+        if no_prefect:
+            summary = asdict(pipeline.run(source, snapshot, export_format, trigger="cli"))
+        else:
+            from flows.nightly import nightly as nightly_flow
+
+            state = nightly_flow(sources=source, snapshot_date=snapshot, export_format=export_format, trigger="cli",
+                                 return_state=True)
+            summary = state.result(raise_on_failure=False)
+            if not isinstance(summary, dict):
+                raise fail(f"the run failed: {state.message or summary}")
+    except (ValueError, db.WarehouseError, WriterBusy) as exc:
+        raise fail(str(exc)) from None
     rows = [{"source": s, "status": st, "error": summary["errors"].get(s)} for s, st in summary["sources"].items()]
     render(pl.DataFrame(rows), title=f"Run {summary['run_id']} for {summary['snapshot_date']}: {summary['status']}, "
                                      f"quality {summary['quality']}")
@@ -103,12 +116,22 @@ def rebuild(
     start: Annotated[str, typer.Option("--from", help="First date YYYY-MM-DD.")],
     end: Annotated[str | None, typer.Option("--to", help="Last date; default --from.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Export format: parquet, csv or none.")] = "parquet",
+    no_prefect: Annotated[bool, typer.Option("--no-prefect", help="The same steps without Prefect.")] = False,
 ) -> None:
     """Recompute the derived tables for a date range from the raw archive, without network."""
-    from flows.nightly import rebuild as rebuild_flow
+    from flows import pipeline
 
     first, last = _parse_day(start, "--from"), _parse_day(end, "--to")
-    done = rebuild_flow(start=first, end=last, export_format="" if fmt == "none" else fmt)
+    export_format = "" if fmt == "none" else fmt
+    try:
+        if no_prefect:
+            done = pipeline.rebuild(first, last, export_format)
+        else:
+            from flows.nightly import rebuild as rebuild_flow
+
+            done = rebuild_flow(start=first, end=last, export_format=export_format)
+    except (db.WarehouseError, WriterBusy) as exc:
+        raise fail(str(exc)) from None
     render(pl.DataFrame([{"date": d, **counts} for d, counts in done.items()]), title="Rebuilt")
 
 

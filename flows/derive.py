@@ -71,7 +71,8 @@ def derive_date(
     cats = catalogues(con)
     offers, quarantined, verdict = gate(con, day, queries.offers_for_date(con, day), plan.quality)
     grid = estimate_grid(cats, plan)
-    estimates.replace_estimates(con, grid)
+    if not estimates.stored_and_current(con, grid):  # estimates do not depend on the date
+        estimates.replace_estimates(con, grid)
     prices = costs.replica_prices(offers, grid["tp"].drop_nulls().unique().to_list())
     cost = costs.cost_per_mtok(grid, prices)
     hardware = hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), day)

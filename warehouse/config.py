@@ -23,6 +23,11 @@ def exports_dir() -> Path:
     return Path(os.environ.get("GPULEDGER_EXPORTS", "exports")).absolute()
 
 
+def lock_wait_s() -> float:
+    """$GPULEDGER_LOCK_WAIT_S (default 30): how long a command waits for another process to free the warehouse."""
+    return float(os.environ.get("GPULEDGER_LOCK_WAIT_S", "30"))
+
+
 def utc_now() -> datetime:
     """Naive UTC, the convention of every TIMESTAMP column; $GPULEDGER_NOW (ISO 8601) pins it for replays."""
     pinned = os.environ.get("GPULEDGER_NOW")

@@ -1,6 +1,7 @@
 """The DuckDB warehouse: connections and numbered migrations recorded in `schema_migrations`."""
 
 import re
+import time
 from functools import cache
 from pathlib import Path
 
@@ -78,13 +79,35 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path | str = "warehouse") -> l
     return done
 
 
-def connect(path: Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse; a writable connection creates and migrates it, a read-only one only checks it."""
+def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect, waiting up to wait_s while another process holds a conflicting lock on the file."""
+    deadline, pause = time.monotonic() + wait_s, 0.1
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only, config={} if read_only else STORAGE)
+        except duckdb.IOException as exc:
+            if "Conflicting lock" not in str(exc) and "Could not set lock" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise WarehouseError(
+                    f"the warehouse is in use by another process and stayed locked for {wait_s:g} s ({exc}). "
+                    "A gpuledger run holds it only while it writes; try again in a moment"
+                ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+
+def connect(path: Path | None = None, *, read_only: bool = False, wait_s: float | None = None) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse; a writable connection creates and migrates it, a read-only one only checks it.
+
+    While another process holds the file, wait up to wait_s (default $GPULEDGER_LOCK_WAIT_S, else 30 s).
+    """
     path = path or config.db_path()
+    wait_s = config.lock_wait_s() if wait_s is None else wait_s
     if read_only:
         if not path.exists():
             raise WarehouseError(f"no warehouse at {path}: run `gpuledger init` first")
-        con = duckdb.connect(str(path), read_only=True)
+        con = _open(path, True, wait_s)
         applied = applied_versions(con)
         _refuse_newer(applied, path)
         if {v for v, _, _ in migrations()} - applied:
@@ -92,7 +115,7 @@ def connect(path: Path | None = None, *, read_only: bool = False) -> duckdb.Duck
             raise WarehouseError(f"{path} has an older schema: run `gpuledger init` to upgrade it")
         return con
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path), config=STORAGE)
+    con = _open(path, False, wait_s)
     try:
         migrate(con, path)
     except Exception:

@@ -6,6 +6,23 @@ import duckdb
 import polars as pl
 
 BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent")
+# Each derived table's key, checked before a replacement (the tables carry no index: see migration 0006).
+KEYS = {
+    "daily_prices": ("snapshot_date", "provider", "gpu", "gpu_count", "price_kind", "tier"),
+    "rental_ranges": ("snapshot_date", "gpu", "n_gpus", "provider", "price_kind"),
+    "cost_per_mtok": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider",
+                      "price_kind", "replica_pricing", "method"),
+    "own_vs_rent": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "method", "price_kind"),
+    "estimates": ("model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version"),
+}
+
+
+def check_keys(table: str, frame: pl.DataFrame) -> None:
+    """Refuse a frame whose rows repeat the table's key, naming the first repeated key."""
+    keys = list(KEYS[table])
+    repeated = frame.filter(pl.struct(keys).is_duplicated())
+    if repeated.height:
+        raise ValueError(f"{table}: {repeated.height} rows repeat a key, e.g. {repeated.select(keys).row(0)}")
 
 
 def replace_for_date(
@@ -20,6 +37,8 @@ def replace_for_date(
         other_days = frame.filter(pl.col("snapshot_date") != day).height if frame.height else 0
         if other_days:
             raise ValueError(f"{table}: {other_days} rows are not dated {day}")
+        if table in KEYS:
+            check_keys(table, frame)
     con.execute("begin transaction")
     try:
         for table, frame in frames.items():

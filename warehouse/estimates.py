@@ -4,6 +4,7 @@ import duckdb
 import polars as pl
 
 from warehouse import config
+from warehouse.derived import check_keys
 
 COLUMNS = (
     "model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version", "tp", "multi_node",
@@ -20,6 +21,7 @@ def replace_estimates(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> int:
     if "computed_at" not in df.columns:
         df = df.with_columns(computed_at=pl.lit(config.utc_now(), dtype=pl.Datetime("us")))
     frame = df.select(COLUMNS)
+    check_keys("estimates", frame)
     keys = frame.select("method", "estimator_version").unique()
     con.execute("begin transaction")
     try:
@@ -38,3 +40,14 @@ def replace_estimates(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> int:
         con.unregister("estimate_keys")
         con.unregister("estimate_frame")
     return frame.height
+
+
+def stored_and_current(con: duckdb.DuckDBPyConnection, grid: pl.DataFrame) -> bool:
+    """The grid's estimates are already stored, computed after the catalogues were last loaded."""
+    methods = grid["method"].unique().to_list()
+    version = grid["estimator_version"][0]
+    stored, computed = con.execute(
+        f"select count(*), min(computed_at) from estimates where estimator_version = ? "
+        f"and method in ({', '.join('?' * len(methods))})", [version, *methods]).fetchall()[0]
+    loaded = con.execute("select max(loaded_at) from catalog_versions").fetchall()[0][0]
+    return stored == grid.height and computed is not None and (loaded is None or computed >= loaded)

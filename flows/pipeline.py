@@ -1,0 +1,132 @@
+"""One run of the pipeline and one rebuild, with no orchestrator: the Prefect flows wrap exactly these.
+
+The warehouse is opened only while writing, so readers get in between; the writer lock is held for the
+whole run, so two runs never interleave. Progress goes to the `gpuledger.pipeline` logger, phase by phase.
+"""
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+from flows import fetching
+from flows.derive import EXPORTED, DerivePlan, derive_date
+from scrapers import sources as source_registry
+from warehouse import archive, catalog, config, db, export, load
+from warehouse.lock import writer_lock
+
+log = logging.getLogger("gpuledger.pipeline")
+LOCK_WAIT_S = 900.0  # a second run waits this long for the first, then gives up with a clear message
+WAREHOUSE_WAIT_S = 600.0  # how long a run waits for readers to release the warehouse file before failing
+
+FetchAll = Callable[[list[str], str, date], dict[str, fetching.FetchResult]]
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    snapshot_date: str
+    status: str  # ok | partial | failed
+    quality: str
+    sources: dict[str, str]
+    errors: dict[str, str]
+    derived: dict[str, int]
+    exported: list[str]
+
+
+def fetch_concurrently(names: list[str], run_id: str, day: date) -> dict[str, fetching.FetchResult]:
+    """Every source in its own thread (each has its own client and event loop)."""
+    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="fetch") as pool:
+        futures = {name: pool.submit(fetching.fetch_source, name, run_id, day) for name in names}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def source_names(sources: list[str] | None) -> list[str]:
+    """The requested sources in registry order (FX first, so other sources can convert with its rates)."""
+    names = [n for n in source_registry.SOURCES if sources is None or n in sources]
+    unknown = set(sources or ()) - set(names)
+    if unknown:
+        raise ValueError(f"unknown source(s) {', '.join(sorted(unknown))}; known: {', '.join(source_registry.SOURCES)}")
+    return names
+
+
+def _close_interrupted_runs(con) -> None:
+    """Runs left `running` by a process that died: holding the writer lock proves nobody runs them now."""
+    for (run_id,) in con.execute("select run_id from runs where status = 'running'").fetchall():
+        load.finish_run(con, run_id, error="interrupted: the process running it stopped before it finished")
+
+
+def publish(con, day: date, export_format: str):
+    """Derive the day's tables behind the quality gates, then export them."""
+    log.info("phase derive %s", day)
+    counts, verdict = derive_date(con, day, DerivePlan())
+    log.info("phase export %s", day)
+    files = export.export_date(con, day, config.exports_dir(), EXPORTED, export_format) if export_format else []
+    return counts, verdict, [str(f) for f in files]
+
+
+def run(
+    sources: list[str] | None = None,
+    snapshot_date: date | None = None,
+    export_format: str = "parquet",
+    trigger: str = "cli",
+    fetch_all: FetchAll = fetch_concurrently,
+) -> RunSummary:
+    """Fetch every source concurrently, load each in its own transaction, derive the day's tables, export."""
+    names = source_names(sources)
+    day = snapshot_date or config.utc_today()
+    run_id = fetching.new_run_id()
+    with writer_lock(f"run {run_id}", wait_s=LOCK_WAIT_S):
+        with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
+            _close_interrupted_runs(con)
+            catalog.load_catalogs(con)
+            load.start_run(con, run_id, day, trigger, names)
+        log.info("phase fetch %s", run_id)
+        results = fetch_all(names, run_id, day)
+        with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
+            try:
+                rows = []
+                for name in names:
+                    log.info("phase load %s", name)
+                    rows.append(fetching.load_source(con, results[name]))
+                counts, verdict, files = publish(con, day, export_format)
+            except BaseException as exc:
+                load.finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
+                raise
+            status = load.finish_run(con, run_id, quality=verdict.quality, quality_reasons=verdict.text)
+    log.info("phase done %s: %s", run_id, status)
+    return RunSummary(run_id, day.isoformat(), status, verdict.quality, {r.source: r.status for r in rows},
+                      {r.source: r.error for r in rows if r.status != "ok"}, counts, files)
+
+
+def rebuild(start: date, end: date | None = None, export_format: str = "parquet") -> dict[str, dict]:
+    """Re-parse the raw archive for each date from start to end and recompute its tables; no network."""
+    done = {}
+    day = start
+    while day <= (end or start):
+        run_dirs = sorted(Path(p) for p in config.raw_dir().glob(f"*/{day.isoformat()}/*") if p.is_dir())
+        with writer_lock(f"rebuild {day}", wait_s=LOCK_WAIT_S), db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
+            catalog.load_catalogs(con)
+            known = {r for (r,) in con.execute("select run_id from runs").fetchall()}
+            by_run: dict[str, list[Path]] = {}
+            for run_dir in run_dirs:  # a fetch killed before its summary was written never loaded: skipped
+                if (run_dir / archive.SUMMARY).exists():
+                    by_run.setdefault(run_dir.name, []).append(run_dir)
+            for run_id, dirs in sorted(by_run.items()):
+                if run_id not in known:  # a warehouse rebuilt from the archive alone gets its runs back
+                    load.start_run(con, run_id, day, "rebuild", [d.parts[-3] for d in dirs])
+                for run_dir in dirs:
+                    fetching.load_source(con, run_dir)
+                if run_id not in known:
+                    load.finish_run(con, run_id)
+            counts, verdict, _ = publish(con, day, export_format)
+            latest = con.execute("select arg_max(run_id, started_at) from runs where snapshot_date = ?", [day]).fetchall()
+            if latest[0][0]:
+                con.execute("update runs set quality = ?, quality_reasons = ? where run_id = ?",
+                            [verdict.quality, verdict.text, latest[0][0]])
+        done[day.isoformat()] = counts | {"quality": verdict.quality, "archived_fetches": len(run_dirs)}
+        log.info("rebuilt %s from %d archived fetches", day, len(run_dirs))
+        day += timedelta(days=1)
+    return done
