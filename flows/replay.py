@@ -223,6 +223,7 @@ class ReplayServer:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     server_version = "gpuledger-replay"
 
     def log_message(self, format, *args):  # noqa: A002 (the stdlib's signature)

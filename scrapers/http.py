@@ -5,6 +5,7 @@ parameters, redacted JSON keys, no request headers), so the caller can archive i
 """
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -78,12 +79,19 @@ def redact_json(body: bytes, keys: Iterable[str]) -> tuple[bytes, bool]:
     return (json.dumps(data).encode(), True) if changed else (body, False)
 
 
+@functools.cache
+def _ssl_context():
+    # Loading the CA bundle takes tens of milliseconds; one context serves every client of the process.
+    return httpx.create_ssl_context()
+
+
 def make_client(http: HttpSettings, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
     """An AsyncClient with explicit timeouts and the project's User-Agent."""
     return httpx.AsyncClient(
         timeout=httpx.Timeout(http.read_timeout_s, connect=http.connect_timeout_s),
         headers={"User-Agent": user_agent()},
         transport=transport,
+        verify=_ssl_context(),
         follow_redirects=True,
     )
 
