@@ -114,7 +114,7 @@ def _objects(node) -> Iterator[dict]:
 
 
 def _record_lists(node) -> Iterator[list]:
-    if isinstance(node, list) and node and all(isinstance(x, dict) for x in node):
+    if isinstance(node, list) and all(isinstance(x, dict) for x in node):  # [] too: a search may find nothing
         yield node
         return
     for child in node.values() if isinstance(node, dict) else node if isinstance(node, list) else ():
@@ -135,6 +135,9 @@ def _edit_json(kind: str, field: str, data) -> None:
     holders = [o for o in _objects(data) if field in o]
     if kind == "string":
         holders = [o for o in holders if isinstance(o[field], int | float) and not isinstance(o[field], bool)]
+    lists = list(_record_lists(data))
+    if not holders and lists and not any(lists):
+        return  # only empty record arrays (a search that found nothing): nothing to edit, nothing mistyped
     if not holders:
         raise ValueError(f"{kind}:{field}: no record has {'a numeric ' if kind == 'string' else ''}field {field!r}")
     if kind == "missing":
