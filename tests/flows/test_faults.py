@@ -75,6 +75,11 @@ def test_invalid_html_and_type_need_no_records():
     assert edit("trickle", body, "text/xml") == (body, "text/xml")  # transport faults leave the payload alone
 
 
+@pytest.mark.parametrize("item", ["empty", "dup", "rename:dph_base", "null:dph_base"])
+def test_a_search_that_found_nothing_is_served_as_it_is(item):
+    assert json.loads(edit(item, b'{"offers": []}', "application/json")[0]) == {"offers": []}
+
+
 @pytest.mark.parametrize(("item", "name", "problem"), [
     ("missing:dph_bsae", "vastai_bundles.json", "no record has field 'dph_bsae'"),
     ("string:gpu_name", "vastai_bundles.json", "no record has a numeric field 'gpu_name'"),
