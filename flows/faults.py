@@ -19,7 +19,8 @@ Records: in JSON, the objects of the outermost arrays of objects (vast `offers`,
 `dataCenters`, Verda's bare arrays); a field edit reaches every object holding the field at any depth, so
 Frankfurter's `rates` map is edited too. In XML, the childless elements with attributes (ECB's rate Cubes), their
 attributes being the fields: XML has no null ("null:F" empties the attribute) and no numbers ("string:F" does
-not apply). An edit that would change nothing raises ValueError, so a mistyped field never passes for a fault.
+not apply). An edit that would change nothing raises ValueError, so a mistyped field never passes for a fault;
+only a body whose record arrays are all empty (a search that found nothing) is served as it is.
 """
 
 import json
