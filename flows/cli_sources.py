@@ -9,9 +9,10 @@ import polars as pl
 import typer
 from rich.console import Console
 
+from flows.faults import parse_faults
 from flows.fetching import fetch_and_load, new_run_id
 from flows.output import render
-from flows.replay import ReplayServer, parse_faults
+from flows.replay import ReplayServer
 from scrapers import sources
 from warehouse import config, db
 
@@ -51,11 +52,13 @@ def replay(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 8787,
     latency: Annotated[float, typer.Option(help="Seconds to wait before every response.")] = 0.0,
     retry_after: Annotated[str, typer.Option(help="Retry-After sent with injected 429/503 ('none': no header).")] = "1",
-    hang: Annotated[float, typer.Option(help="Seconds a 'timeout' fault holds the request before closing it.")] = 60.0,
+    hang: Annotated[float, typer.Option(
+        help="Seconds a 'timeout' fault holds the request before closing it, and a 'trickle' takes.")] = 60.0,
     fault: Annotated[list[str] | None, typer.Option(
         help="PATH=SPEC, repeatable. SPEC: comma-separated items used one per request: an HTTP status, ok, "
-             "timeout or truncate; a trailing * repeats the last for ever. E.g. /api/v0/bundles/=429,429,200 "
-             "or /graphql=500*")] = None,
+             "timeout, drop, truncate, trickle, huge, invalid, html, empty, dup, missing:F, null:F, rename:F, "
+             "string:F or type:CT (see flows/faults.py); a trailing * repeats the last for ever. "
+             "E.g. /api/v0/bundles/=429,429,200 or /graphql=500* or /v1/instance-types=rename:price_per_hour*")] = None,
 ) -> None:
     """Serve recorded responses on 127.0.0.1 at the providers' real paths, with optional faults, until Ctrl-C."""
     try:

@@ -10,10 +10,8 @@ It serves one of two directory layouts:
 The vast.ai search path applies the request's filters (eq, neq, gt, gte, lt, lte, in, notin on fields the
 offers carry), `order` and `limit` to the recorded offers, so query splitting and full searches can be tested.
 
-Faults, per path: a comma-separated sequence consumed one item per request, then normal service. An item is
-an HTTP status (200 or "ok": the recording), "timeout" (hang for hang_s, past the client's timeout, then
-close) or "truncate" (announce the whole body, send half, close). A trailing "*" repeats the last item for
-ever: "429,429,200" is two 429s then success; "500*" is a permanent 500. 429 and 503 carry Retry-After.
+Faults, per path, are the plans of flows/faults.py: HTTP statuses, transport faults (timeout, drop, truncate,
+trickle, huge) and payload edits (invalid, html, empty, dup, missing:F, null:F, rename:F, string:F, type:CT).
 """
 
 import json
@@ -25,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from flows import faults
 from warehouse import archive
 
 log = logging.getLogger("gpuledger.replay")
@@ -62,32 +61,6 @@ class Logged:
     authorized: bool
     at: float  # time.monotonic()
     served: str = ""  # the status or fault served
-
-
-class FaultPlan:
-    """A sequence of fault items for one path, consumed one per request."""
-
-    def __init__(self, spec: str):
-        self.forever = spec.strip().endswith("*")
-        self.items = [self._item(i) for i in spec.strip().rstrip("*").split(",") if i.strip()]
-        if not self.items:
-            raise ValueError(f"empty fault spec {spec!r}")
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _item(text: str) -> str:
-        item = text.strip().lower()
-        if item in ("ok", "200", "timeout", "truncate"):
-            return "ok" if item == "200" else item
-        if item.isdigit() and 100 <= int(item) <= 599:
-            return item
-        raise ValueError(f"fault item {text!r}: use an HTTP status, ok, timeout or truncate")
-
-    def next(self) -> str:
-        with self._lock:
-            if len(self.items) > 1 or not self.forever:
-                return self.items.pop(0) if self.items else "ok"
-            return self.items[0]
 
 
 def _matches(value, condition: dict) -> bool:
@@ -145,7 +118,7 @@ class ReplayServer:
         self.routes, self.manifest = load_routes(self.directory)
         self.latency_s, self.retry_after, self.hang_s = latency_s, retry_after, hang_s
         self.log: list[Logged] = []
-        self._faults: dict[str, FaultPlan] = {}
+        self._faults: dict[str, faults.FaultPlan] = {}
         for path, spec in (faults or {}).items():
             self.set_fault(path, spec)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
@@ -173,7 +146,7 @@ class ReplayServer:
         return env
 
     def set_fault(self, path: str, spec: str) -> None:
-        self._faults[path] = FaultPlan(spec)
+        self._faults[path] = faults.FaultPlan(spec)
 
     def clear_faults(self) -> None:
         self._faults.clear()
@@ -223,6 +196,7 @@ class ReplayServer:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
     server_version = "gpuledger-replay"
 
     def log_message(self, format, *args):  # noqa: A002 (the stdlib's signature)
@@ -235,18 +209,35 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve()
 
     def _send(self, status: int, body: bytes, content_type: str = "application/json", headers: dict | None = None,
-              *, truncate: bool = False) -> None:
+              *, mode: str = "") -> None:
+        """Answer; mode is "" (whole body), or the transport fault truncate, trickle or huge (then close)."""
         self.send_response(status)
         self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        if mode == "huge":
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(len(body)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
-        if truncate:
+        if mode:
             self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
-        self.wfile.write(body[: len(body) // 2] if truncate else body)
-        if truncate:
-            self.wfile.flush()
+        try:
+            if mode == "truncate":
+                self.wfile.write(body[: len(body) // 2])
+            elif mode == "trickle":
+                step = -(-len(body) // faults.TRICKLE_PIECES)
+                for start in range(0, len(body), step):
+                    time.sleep(self.server.replay.hang_s / faults.TRICKLE_PIECES)
+                    self.wfile.write(body[start:start + step])
+            elif mode == "huge":
+                for chunk in faults.padded(body):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.write(b"0\r\n\r\n")
+            else:
+                self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up: its deadline or its size cap
             self.close_connection = True
 
     def _serve(self):
@@ -259,11 +250,12 @@ class _Handler(BaseHTTPRequestHandler):
         if replay.latency_s:
             time.sleep(replay.latency_s)
         fault = entry.served = replay.fault(parts.path)
-        if fault == "timeout":
-            time.sleep(replay.hang_s)
+        if fault in ("timeout", "drop"):
+            if fault == "timeout":
+                time.sleep(replay.hang_s)
             self.close_connection = True
             return
-        if fault not in ("ok", "truncate"):
+        if fault.isdigit():
             status = int(fault)
             headers = {"Retry-After": replay.retry_after} if status in (429, 503) and replay.retry_after else {}
             self._send(status, json.dumps({"error": f"injected {status}"}).encode(), headers=headers)
@@ -277,17 +269,11 @@ class _Handler(BaseHTTPRequestHandler):
             entry.served = "401"
             self._send(401, json.dumps({"code": "unauthorized_request", "message": "missing bearer token"}).encode())
             return
-        self._send(route.status, replay.payload(route, parts.path, body), route.content_type,
-                   truncate=fault == "truncate")
-
-
-def parse_faults(items: list[str]) -> dict[str, str]:
-    """["/path=429,429,200", ...] -> {"/path": "429,429,200"}; ValueError names a malformed item."""
-    faults = {}
-    for item in items:
-        path, eq, spec = item.partition("=")
-        if not eq or not path.startswith("/"):
-            raise ValueError(f"fault {item!r}: expected PATH=SPEC, e.g. /api/v0/bundles/=429,429,200")
-        FaultPlan(spec)
-        faults[path] = spec
-    return faults
+        try:
+            payload, content_type = faults.edit(fault, replay.payload(route, parts.path, body), route.content_type)
+        except ValueError as exc:  # a fault that cannot apply to this recording: say so loudly, never serve it clean
+            log.error("%s %s: %s", self.command, parts.path, exc)
+            entry.served = "500"
+            self._send(500, json.dumps({"error": f"fault {fault!r} cannot apply: {exc}"}).encode())
+            return
+        self._send(route.status, payload, content_type, mode=fault if fault in faults.TRANSPORT else "")

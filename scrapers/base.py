@@ -2,6 +2,7 @@
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -56,7 +57,8 @@ class RawResponse:
         try:
             return json.loads(self.body)
         except ValueError as exc:
-            raise SchemaError(self.source, self.path, f"body is not JSON ({exc})") from None
+            served = self.headers.get("content-type", "no content type")
+            raise SchemaError(self.source, self.path, f"body is not JSON ({exc}; served as {served})") from None
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,20 @@ class Source(Protocol):
     async def fetch(self, client, settings) -> list[RawResponse]: ...
 
     def parse(self, responses: list[RawResponse]) -> ParseResult: ...
+
+
+def check_records(source: str, path: str, records: list, container: str | None, required: Iterable[str]) -> None:
+    """Fail the source on an empty result, or on a required field that no record carries (renamed or removed).
+
+    A market never has nothing to sell, so an empty result is an error, not an empty success. A field missing
+    from one record is that record's problem (quarantined); missing from every record, it is the API's.
+    """
+    if not records:
+        raise SchemaError(source, path, "empty result: no records", field=container)
+    objects = [r for r in records if isinstance(r, dict)]
+    for name in required:
+        if objects and all(name not in r for r in objects):
+            raise SchemaError(source, path, f"absent from all {len(objects)} records (renamed or removed?)", field=name)
 
 
 def number(value: Any, field: str, *, allow_none: bool = True) -> float | None:

@@ -21,6 +21,7 @@ from scrapers.base import (
     Rejection,
     SchemaError,
     SourceError,
+    check_records,
     number,
 )
 from warehouse import config
@@ -62,6 +63,7 @@ def bundled_history() -> RawResponse:
 
 def parse(responses: list[RawResponse]) -> ParseResult:
     result = ParseResult()
+    seen = set()
     for raw in responses:
         try:
             rates = rates_of(raw)
@@ -72,10 +74,14 @@ def parse(responses: list[RawResponse]) -> ParseResult:
             result.record_count += 1
             if rejection:
                 result.rejected.append(rejection)
-            else:
+            elif (rate.date, rate.base, rate.quote, rate.source) not in seen:
+                seen.add((rate.date, rate.base, rate.quote, rate.source))
                 result.fx_rates.append(rate)
     if not result.fx_rates:
         raise SourceError(f"{NAME}: no usable rates from ECB, Frankfurter or the bundled history")
+    duplicates = result.record_count - len(result.rejected) - len(result.fx_rates)
+    if duplicates:
+        result.notes.append(f"{duplicates} duplicate rate(s) (same date, base, quote and source) kept once")
     return result
 
 
@@ -121,8 +127,7 @@ def _ecb(raw: RawResponse) -> list[tuple]:
         raise SchemaError(NAME, raw.path, "no dated Cube in the eurofxref namespace", field="Cube/Cube@time")
     when = _date(raw, day.get("time"), "Cube@time")
     cubes = day.findall("e:Cube", ECB_NS)
-    if not cubes:
-        raise SchemaError(NAME, raw.path, "no rates", field="Cube/Cube/Cube")
+    check_records(NAME, raw.path, [cube.attrib for cube in cubes], "Cube/Cube/Cube", ("currency", "rate"))
     return [_rate(raw, when, "EUR", c.get("currency"), c.get("rate"), "ecb") for c in cubes]
 
 

@@ -5,6 +5,7 @@ parameters, redacted JSON keys, no request headers), so the caller can archive i
 """
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -78,12 +79,19 @@ def redact_json(body: bytes, keys: Iterable[str]) -> tuple[bytes, bool]:
     return (json.dumps(data).encode(), True) if changed else (body, False)
 
 
+@functools.cache
+def _ssl_context():
+    # Loading the CA bundle takes tens of milliseconds; one context serves every client of the process.
+    return httpx.create_ssl_context()
+
+
 def make_client(http: HttpSettings, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
     """An AsyncClient with explicit timeouts and the project's User-Agent."""
     return httpx.AsyncClient(
         timeout=httpx.Timeout(http.read_timeout_s, connect=http.connect_timeout_s),
         headers={"User-Agent": user_agent()},
         transport=transport,
+        verify=_ssl_context(),
         follow_redirects=True,
     )
 
@@ -107,6 +115,10 @@ class _Retryable(Exception):
     def __init__(self, raw: RawResponse, wait_s: float | None):
         super().__init__(f"HTTP {raw.status}")
         self.raw, self.wait_s = raw, wait_s
+
+
+class DeadlineExceeded(httpx.TimeoutException):
+    """The whole response did not arrive within HttpSettings.deadline_s (a slow trickle); retried like a timeout."""
 
 
 def _is_retryable(exc: BaseException) -> bool:
@@ -249,12 +261,16 @@ class SourceClient:
         self.requests += 1
         self._last_start = self._clock()
         fetched_at = config.utc_now()
-        async with self._client.stream(method, url, params=params, json=json_body, headers=headers) as resp:
-            self.last_status = resp.status_code
-            body = await self._read_capped(resp, f"{self.source}: {method} {resp.request.url.path}")
-            request_body = resp.request.content.decode("utf-8", "replace") if resp.request.content else None
-            kept = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
-            final_url = str(resp.request.url)
+        try:
+            async with asyncio.timeout(self.http.deadline_s), \
+                    self._client.stream(method, url, params=params, json=json_body, headers=headers) as resp:
+                self.last_status = resp.status_code
+                body = await self._read_capped(resp, f"{self.source}: {method} {resp.request.url.path}")
+                request_body = resp.request.content.decode("utf-8", "replace") if resp.request.content else None
+                kept = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
+                final_url = str(resp.request.url)
+        except TimeoutError:  # asyncio.timeout's; httpx reports its own timeouts as httpx.TimeoutException
+            raise DeadlineExceeded(f"response not complete within {self.http.deadline_s:g} s") from None
         # Bodies are archived untouched except for redact_keys (the OAuth token exchange): replacing credential
         # values by substring could corrupt prices, and providers do not echo credentials in catalogue bodies.
         stored, redacted = redact_json(body, redact_keys)

@@ -2,8 +2,8 @@
 
 Prices are per GPU-hour, so each listing is one GPU (`gpu_count` 1) with `max_gpu_count` the most one pod
 takes. One listing per GPU type and cloud (`offer_id` "<type id>:secure|community", the same for both APIs).
-A price that is null gives no listing; a price of 0 on a cloud the type is not offered in is "not offered"
-(REST v2 writes 0.0 there); a price of 0 on a cloud it is offered in goes to quarantine. Savings-plan prices
+A null or 0 price on a cloud the type is not offered in means "not offered" (REST v2 writes 0.0 there); on a
+cloud it is offered in, a null or 0 price goes to quarantine. Savings-plan prices
 (`oneMonthPrice`, ...) are secure-cloud per-GPU-hour prices. GraphQL is announced to retire in early 2027:
 with RUNPOD_API_KEY set, the REST v2 catalogue is used (GPULEDGER_RUNPOD_API=graphql|rest overrides).
 """
@@ -16,6 +16,7 @@ from scrapers.base import (
     Rejection,
     SchemaError,
     SourceError,
+    check_records,
     integer,
     number,
     positive,
@@ -36,6 +37,8 @@ QUERY = """query GpuTypes($lowestPriceInput: GpuLowestPriceInput) {
   }
 }"""
 VARIABLES = {"lowestPriceInput": {"gpuCount": 1}}
+GRAPHQL_REQUIRED = ("id", "displayName", "secureCloud", "communityCloud", "securePrice", "communityPrice")
+REST_REQUIRED = ("id", "name", "price")
 SAVINGS = (("savings_1w", "oneWeekPrice"), ("savings_1m", "oneMonthPrice"), ("savings_3m", "threeMonthPrice"),
            ("savings_6m", "sixMonthPrice"))
 # (tier, offered flag, on-demand price, spot price, max GPUs) in the GraphQL schema
@@ -87,6 +90,7 @@ def _records(raw: RawResponse, key: str) -> list:
     data = raw.json()
     if not isinstance(data, dict) or not isinstance(data.get(key), list):
         raise SchemaError(NAME, raw.path, "missing or not a list", field=key)
+    check_records(NAME, raw.path, data[key], key, REST_REQUIRED)
     return data[key]
 
 
@@ -101,12 +105,13 @@ def _graphql_records(raw: RawResponse) -> list:
     types = data["data"].get("gpuTypes")
     if not isinstance(types, list):
         raise SchemaError(NAME, raw.path, "missing or not a list", field="data.gpuTypes")
+    check_records(NAME, raw.path, types, "data.gpuTypes", GRAPHQL_REQUIRED)
     return types
 
 
 def _priced(offered: bool, price: float | None) -> bool:
-    """Null: no listing. Zero where not offered: not offered. Anything else is listed (zero is quarantined)."""
-    return price is not None and (offered or price > 0)
+    """Where offered, always listed (a null or zero price is quarantined); elsewhere only a positive price."""
+    return offered or positive(price)
 
 
 def _listing(record: dict, raw: RawResponse, tier: str, **fields) -> Listing:

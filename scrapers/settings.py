@@ -13,6 +13,8 @@ class HttpSettings:
     backoff_s: float = 1.0  # first wait before a retry; doubles each time, with as much jitter again
     backoff_max_s: float = 60.0
     retry_after_max_s: float = 120.0  # a longer Retry-After fails the request instead of stalling the night
+    # One attempt, from sending to the last body byte: the read timeout alone lets a slow trickle run for ever.
+    deadline_s: float = 120.0
     max_bytes: int = 64 * 2**20
 
 
@@ -73,6 +75,8 @@ def from_env(env: Mapping[str, str] | None = None) -> Settings:
         read_timeout_s=float(env.get("GPULEDGER_HTTP_TIMEOUT_S", base.http.read_timeout_s)),
         attempts=int(env.get("GPULEDGER_HTTP_ATTEMPTS", base.http.attempts)),
         backoff_s=float(env.get("GPULEDGER_HTTP_BACKOFF_S", base.http.backoff_s)),
+        deadline_s=float(env.get("GPULEDGER_HTTP_DEADLINE_S", base.http.deadline_s)),
+        max_bytes=int(env.get("GPULEDGER_HTTP_MAX_BYTES", base.http.max_bytes)),
     )
     pacing = {
         name: replace(p, min_interval_s=float(env[f"GPULEDGER_{name.upper()}_MIN_INTERVAL_S"]))

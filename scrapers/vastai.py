@@ -18,6 +18,7 @@ from scrapers.base import (
     RecordError,
     Rejection,
     SchemaError,
+    check_records,
     integer,
     number,
     positive,
@@ -36,6 +37,7 @@ EXTRA_KEYS = (
     "cuda_max_good", "compute_cap", "duration",
 )
 _COUNTRY = re.compile(r"[A-Z]{2}")
+REQUIRED = ("id", "gpu_name", "num_gpus", "dph_base")
 
 
 def bucket_queries(limit: int) -> list[dict]:
@@ -98,9 +100,10 @@ def truncation(queries: list[tuple[dict, int]]) -> list[str]:
 
 def parse(responses: list[RawResponse]) -> ParseResult:
     result = ParseResult()
-    queries = []
+    queries, every_offer = [], []
     for raw in responses:
         offers = offers_of(raw)
+        every_offer += offers
         queries.append((json.loads(raw.request_body) if raw.request_body else {}, len(offers)))
         for record in offers:
             result.record_count += 1
@@ -109,6 +112,7 @@ def parse(responses: list[RawResponse]) -> ParseResult:
             except RecordError as exc:
                 offer_id = record.get("id") if isinstance(record, dict) else None
                 result.rejected.append(Rejection(None if offer_id is None else str(offer_id), exc.field, exc.reason, record))
+    check_records(NAME, PATH, every_offer, "offers", REQUIRED)  # one search may be empty, not all of them
     result.notes = truncation(queries)
     result.truncated = bool(result.notes)
     return result

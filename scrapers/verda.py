@@ -28,6 +28,7 @@ from scrapers.base import (
     RecordError,
     Rejection,
     SchemaError,
+    check_records,
     integer,
     number,
     positive,
@@ -79,6 +80,7 @@ def parse(responses: list[RawResponse]) -> ParseResult:
     records = types.json()
     if not isinstance(records, list):
         raise SchemaError(NAME, types.path, "expected a bare array of instance types")
+    check_records(NAME, types.path, records, None, ("instance_type", "gpu", "price_per_hour"))
     result = ParseResult()
     cpu_only = 0
     for record in records:

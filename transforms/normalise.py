@@ -1,7 +1,7 @@
 """Typed rows from a source's parse -> `offers`, `quarantine` and `unmapped_gpus` rows: pure polars, no IO."""
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import date, datetime
 
 import polars as pl
@@ -44,14 +44,19 @@ def _json(value) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, default=str)
 
 
+def _shallow(item) -> dict:
+    # dataclasses.asdict deep-copies every nested record, which dominated the load of a large payload
+    return {f.name: getattr(item, f.name) for f in fields(item)}
+
+
 def listings_frame(listings: list[Listing]) -> pl.DataFrame:
     """Listings as a frame; extras and the raw record become JSON text."""
-    rows = [asdict(item) | {"extras": _json(item.extras), "record": _json(item.record)} for item in listings]
+    rows = [_shallow(item) | {"extras": _json(item.extras), "record": _json(item.record)} for item in listings]
     return pl.DataFrame(rows, schema=LISTING_SCHEMA, orient="row")
 
 
 def rejections_frame(rejections: list[Rejection]) -> pl.DataFrame:
-    rows = [asdict(item) | {"record": _json(item.record)} for item in rejections]
+    rows = [_shallow(item) | {"record": _json(item.record)} for item in rejections]
     return pl.DataFrame(rows, schema=REJECTION_SCHEMA, orient="row")
 
 

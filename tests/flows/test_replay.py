@@ -6,7 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.replay import FaultPlan, ReplayServer, parse_faults, vastai_search
+from flows.faults import FaultPlan, parse_faults
+from flows.replay import ReplayServer, vastai_search
 from tests.sources_support import FIXTURES, fixture, fixture_json, raw
 from warehouse import archive
 
@@ -66,6 +67,44 @@ def test_a_timeout_hangs_past_the_clients_timeout(server):
     with pytest.raises(httpx.ReadTimeout):
         httpx.get(server.url + "/v1/latest", timeout=0.2)
     assert time.monotonic() - started < 1.0
+
+
+def test_a_dropped_connection_gets_no_answer_then_service_resumes(server):
+    server.set_fault("/v1/latest", "drop")
+    with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
+        httpx.get(server.url + "/v1/latest")
+    assert httpx.get(server.url + "/v1/latest").status_code == 200
+
+
+def test_a_trickle_sends_the_whole_body_in_pieces_over_hang_s():
+    with ReplayServer(FIXTURES, hang_s=0.4, faults={"/v1/latest": "trickle"}) as server:
+        started, pieces = time.monotonic(), []
+        with httpx.stream("GET", server.url + "/v1/latest") as response:
+            pieces = list(response.iter_raw())
+    assert time.monotonic() - started >= 0.4 and len(pieces) > 5
+    assert b"".join(pieces) == fixture("frankfurter_latest.json")
+
+
+def test_a_huge_body_is_streamed_without_a_length_so_only_a_size_cap_stops_it(server):
+    server.set_fault("/v1/latest", "huge")
+    received = 0
+    with httpx.stream("GET", server.url + "/v1/latest") as response:
+        assert "content-length" not in response.headers and response.headers["transfer-encoding"] == "chunked"
+        for chunk in response.iter_raw():
+            received += len(chunk)
+            if received > 4 * 2**20:
+                break
+    assert received > 4 * 2**20
+    assert httpx.get(server.url + "/v1/latest").json() == fixture_json("frankfurter_latest.json")
+
+
+def test_payload_faults_are_served_with_the_recordings_status_and_a_fault_that_cannot_apply_is_a_500(server):
+    server.set_fault("/graphql", "empty")
+    assert httpx.post(server.url + "/graphql", json={}).json()["data"]["gpuTypes"] == []
+    server.set_fault("/v1/latest", "missing:nope")
+    refused = httpx.get(server.url + "/v1/latest")
+    assert refused.status_code == 500 and "fault 'missing:nope' cannot apply" in refused.text
+    assert [r.served for r in server.log] == ["empty", "500"]
 
 
 def test_latency_and_no_retry_after_when_asked():

@@ -1,3 +1,6 @@
+import asyncio
+import time
+
 import httpx
 import pytest
 
@@ -11,7 +14,7 @@ from scrapers.http import (
     retry_after_s,
     user_agent,
 )
-from scrapers.settings import HttpSettings, Pacing
+from scrapers.settings import HttpSettings, Pacing, from_env
 from tests.sources_support import FAST_HTTP, fast_settings
 
 pytestmark = pytest.mark.anyio
@@ -121,6 +124,26 @@ async def test_bodies_over_the_size_cap_are_refused():
     async with client_for(script, http=HttpSettings(max_bytes=1000)) as client:
         with pytest.raises(SourceError, match="exceeds the 1000-byte cap"):
             await client.request("GET", "http://replay.test/big")
+
+
+async def test_a_slow_trickle_is_cut_at_the_deadline_although_every_read_is_quick():
+    async def trickle():
+        for _ in range(20):
+            await asyncio.sleep(0.02)
+            yield b" "
+
+    started = time.monotonic()
+    async with client_for(lambda request: httpx.Response(200, content=trickle()), sleeps=[],
+                          http=HttpSettings(attempts=2, deadline_s=0.1)) as client:
+        with pytest.raises(SourceError, match=r"test: GET /x: DeadlineExceeded after 2 attempts: .* within 0.1 s"):
+            await client.request("GET", "http://replay.test/x")
+    assert client.requests == 2 and time.monotonic() - started < 0.35  # the whole trickle would take 0.8 s
+
+
+def test_the_deadline_and_the_size_cap_are_settings():
+    http = from_env({"GPULEDGER_HTTP_DEADLINE_S": "7.5", "GPULEDGER_HTTP_MAX_BYTES": "1024"}).http
+    assert (http.deadline_s, http.max_bytes) == (7.5, 1024)
+    assert (from_env({}).http.deadline_s, from_env({}).http.max_bytes) == (120.0, 64 * 2**20)
 
 
 async def test_requests_are_paced_and_budgeted():

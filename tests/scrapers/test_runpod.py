@@ -60,9 +60,10 @@ def test_the_mig_slice_is_its_own_listing():
     assert mig["secure", "on_demand"].gpu_memory_gb == 24
 
 
-def test_a_zero_price_on_an_offered_cloud_is_listed_for_quarantine():
-    body = json.dumps({"data": {"gpuTypes": [dict(TYPES[2], communityPrice=0)]}})
-    assert listings_of(graphql(body), TYPES[2]["id"])["community", "on_demand"].native_per_hr == 0
+@pytest.mark.parametrize("price", [0, None])
+def test_a_zero_or_null_price_on_an_offered_cloud_is_listed_for_quarantine(price):
+    body = json.dumps({"data": {"gpuTypes": [dict(TYPES[2], communityPrice=price)]}})
+    assert listings_of(graphql(body), TYPES[2]["id"])["community", "on_demand"].native_per_hr == price
 
 
 def test_graphql_errors_and_changed_shapes_fail_loudly():

@@ -1,0 +1,93 @@
+import json
+from xml.etree import ElementTree
+
+import pytest
+
+from flows.faults import HTML_PAGE, FaultPlan, edit
+from tests.sources_support import fixture, fixture_json
+
+ECB = {"e": "http://www.ecb.int/vocabulary/2002-08-01/eurofxref"}
+RATE_CUBES = "e:Cube/e:Cube/e:Cube"
+
+
+def edited_json(item: str, name: str):
+    body, content_type = edit(item, fixture(name), "application/json")
+    assert content_type == "application/json"
+    return json.loads(body)
+
+
+def edited_ecb(item: str) -> list[dict]:
+    body, _ = edit(item, fixture("ecb_eurofxref_daily.xml"), "text/xml")
+    root = ElementTree.fromstring(body)
+    assert root.find("e:Cube/e:Cube[@time]", ECB) is not None  # the dated Cube is no record: it stays
+    return [dict(cube.attrib) for cube in root.findall(RATE_CUBES, ECB)]
+
+
+def test_items_keep_the_case_of_fields_and_unknown_items_are_refused():
+    plan = FaultPlan("missing:securePrice, TYPE:text/plain ,huge*")
+    assert [plan.next() for _ in range(4)] == ["missing:securePrice", "type:text/plain", "huge", "huge"]
+    for spec in ("missing", "rename:", "type:", "sometimes", "drop:x"):
+        with pytest.raises(ValueError, match="use an HTTP status"):
+            FaultPlan(spec)
+
+
+VAST = fixture_json("vastai_bundles.json")["offers"]
+RUNPOD = fixture_json("runpod_gputypes.json")["data"]
+VERDA = fixture_json("verda_instance_types.json")
+
+
+@pytest.mark.parametrize(("item", "name", "expected"), [
+    ("empty", "vastai_bundles.json", lambda d: d == {"offers": []}),
+    ("empty", "runpod_gputypes.json",
+     lambda d: d["data"] == {"countryCodes": RUNPOD["countryCodes"], "dataCenters": [], "gpuTypes": []}),
+    ("empty", "verda_instance_types.json", lambda d: d == []),
+    ("dup", "vastai_bundles.json", lambda d: d["offers"] == VAST + VAST),
+    ("missing:dph_base", "vastai_bundles.json",
+     lambda d: "dph_base" not in d["offers"][0] and d["offers"][1:] == VAST[1:]),
+    ("null:securePrice", "runpod_gputypes.json",
+     lambda d: d["data"]["gpuTypes"][0]["securePrice"] is None and d["data"]["gpuTypes"][1:] == RUNPOD["gpuTypes"][1:]),
+    ("rename:price_per_hour", "verda_instance_types.json",
+     lambda d: [t.get("price_per_hour_renamed") for t in d] == [t["price_per_hour"] for t in VERDA]
+     and not any("price_per_hour" in t for t in d)),
+    ("string:number_of_gpus", "verda_instance_types.json",
+     lambda d: [t["gpu"]["number_of_gpus"] for t in d] == [str(t["gpu"]["number_of_gpus"]) for t in VERDA]),
+    ("string:EUR", "frankfurter_latest.json", lambda d: d["rates"]["EUR"] == "0.89518"),
+])
+def test_json_records_are_edited(item, name, expected):
+    assert expected(edited_json(item, name))
+
+
+def test_ecb_rate_cubes_are_the_xml_records():
+    original = edited_ecb("type:text/xml")
+    assert len(original) == 29 and original[0] == {"currency": "USD", "rate": "1.1171"}
+    assert edited_ecb("empty") == []
+    assert edited_ecb("dup") == [cube for cube in original for _ in range(2)]
+    assert edited_ecb("missing:rate") == [{"currency": "USD"}, *original[1:]]
+    assert edited_ecb("null:rate") == [{"currency": "USD", "rate": ""}, *original[1:]]
+    assert edited_ecb("rename:currency") == [{"currency_renamed": c["currency"], "rate": c["rate"]} for c in original]
+
+
+def test_invalid_html_and_type_need_no_records():
+    body = fixture("ecb_eurofxref_daily.xml")
+    assert edit("invalid", body, "text/xml") == (body[: len(body) // 2], "text/xml")
+    assert edit("html", body, "text/xml") == (HTML_PAGE, "text/html; charset=utf-8")
+    assert edit("type:application/json", body, "text/xml") == (body, "application/json")
+    assert edit("trickle", body, "text/xml") == (body, "text/xml")  # transport faults leave the payload alone
+
+
+@pytest.mark.parametrize("item", ["empty", "dup", "rename:dph_base", "null:dph_base"])
+def test_a_search_that_found_nothing_is_served_as_it_is(item):
+    assert json.loads(edit(item, b'{"offers": []}', "application/json")[0]) == {"offers": []}
+
+
+@pytest.mark.parametrize(("item", "name", "problem"), [
+    ("missing:dph_bsae", "vastai_bundles.json", "no record has field 'dph_bsae'"),
+    ("string:gpu_name", "vastai_bundles.json", "no record has a numeric field 'gpu_name'"),
+    ("empty", "frankfurter_latest.json", "no array of records"),
+    ("string:rate", "ecb_eurofxref_daily.xml", "does not apply to XML"),
+    ("null:ratio", "ecb_eurofxref_daily.xml", "no XML record with attribute 'ratio'"),
+    ("empty", "verda_pricing_page.html", "no XML record"),
+])
+def test_an_edit_that_would_change_nothing_is_refused(item, name, problem):
+    with pytest.raises(ValueError, match=problem):
+        edit(item, fixture(name), "application/json")

