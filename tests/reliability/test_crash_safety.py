@@ -1,7 +1,6 @@
 """SIGKILL the pipeline at many points of fetch, archive, load, derive and export; every rerun must heal."""
 
-import gzip
-import json
+import contextlib
 import os
 import signal
 import subprocess
@@ -47,10 +46,8 @@ class Runner:
             seen.append(line)
             if kill_at and line.startswith(f"phase {kill_at[0]}"):
                 time.sleep(kill_at[1])
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
 
     def close(self) -> None:
         self.proc.stdin.close()
