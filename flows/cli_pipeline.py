@@ -102,7 +102,7 @@ def nightly(
             summary = state.result(raise_on_failure=False)
             if not isinstance(summary, dict):
                 raise fail(f"the run failed: {state.message or summary}")
-    except (ValueError, db.WarehouseError, WriterBusy) as exc:
+    except (ValueError, db.WarehouseError, WriterBusy) as exc:  # SettingsError is a ValueError
         raise fail(str(exc)) from None
     rows = [{"source": s, "status": st, "error": summary["errors"].get(s)} for s, st in summary["sources"].items()]
     render(pl.DataFrame(rows), title=f"Run {summary['run_id']} for {summary['snapshot_date']}: {summary['status']}, "

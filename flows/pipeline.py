@@ -5,6 +5,7 @@ whole run, so two runs never interleave. Progress goes to the `gpuledger.pipelin
 """
 
 import logging
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -13,13 +14,18 @@ from pathlib import Path
 
 from flows import fetching
 from flows.derive import EXPORTED, DerivePlan, derive_date
+from scrapers import settings as source_settings
 from scrapers import sources as source_registry
 from warehouse import archive, catalog, config, db, export, load
 from warehouse.lock import writer_lock
 
 log = logging.getLogger("gpuledger.pipeline")
-LOCK_WAIT_S = 900.0  # a second run waits this long for the first, then gives up with a clear message
 WAREHOUSE_WAIT_S = 600.0  # how long a run waits for readers to release the warehouse file before failing
+
+
+def run_lock_wait_s() -> float:
+    """$GPULEDGER_RUN_WAIT_S (default 900): how long a run waits for another run to finish before giving up."""
+    return float(os.environ.get("GPULEDGER_RUN_WAIT_S", "900"))
 
 FetchAll = Callable[[list[str], str, date], dict[str, fetching.FetchResult]]
 
@@ -76,9 +82,10 @@ def run(
 ) -> RunSummary:
     """Fetch every source concurrently, load each in its own transaction, derive the day's tables, export."""
     names = source_names(sources)
+    source_settings.from_env()  # a bad setting or secrets file fails the run now, not in every source
     day = snapshot_date or config.utc_today()
     run_id = fetching.new_run_id()
-    with writer_lock(f"run {run_id}", wait_s=LOCK_WAIT_S):
+    with writer_lock(f"run {run_id}", wait_s=run_lock_wait_s()):
         with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
             _close_interrupted_runs(con)
             catalog.load_catalogs(con)
@@ -107,7 +114,7 @@ def rebuild(start: date, end: date | None = None, export_format: str = "parquet"
     day = start
     while day <= (end or start):
         run_dirs = sorted(Path(p) for p in config.raw_dir().glob(f"*/{day.isoformat()}/*") if p.is_dir())
-        with writer_lock(f"rebuild {day}", wait_s=LOCK_WAIT_S), db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
+        with writer_lock(f"rebuild {day}", wait_s=run_lock_wait_s()), db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
             catalog.load_catalogs(con)
             known = {r for (r,) in con.execute("select run_id from runs").fetchall()}
             by_run: dict[str, list[Path]] = {}

@@ -1,8 +1,45 @@
 """Source settings, read from the environment in one place so the same code runs live and against a replay."""
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+# Credentials are read from the environment or a secrets file only the owner can read, nowhere else.
+SECRET_NAMES = ("RUNPOD_API_KEY", "VERDA_CLIENT_ID", "VERDA_CLIENT_SECRET", "DATACRUNCH_CLIENT_ID",
+                "DATACRUNCH_CLIENT_SECRET")
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used as given; the message says how to fix them (never a secret's value)."""
+
+
+def secrets_file(env: Mapping[str, str]) -> Path:
+    """$GPULEDGER_SECRETS_FILE, else secrets.env in $GPULEDGER_HOME."""
+    explicit = env.get("GPULEDGER_SECRETS_FILE")
+    return Path(explicit) if explicit else Path(env.get("GPULEDGER_HOME", "data")) / "secrets.env"
+
+
+def read_secrets(path: Path) -> dict[str, str]:
+    """NAME=value lines of the known credential names; refused unless the file is the owner's alone."""
+    if not path.exists():
+        return {}
+    info = path.stat()
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO) or info.st_uid != os.getuid():
+        raise SettingsError(f"secrets file {path} must belong to this user and be readable by it alone "
+                            f"(mode {stat.S_IMODE(info.st_mode):04o}): chmod 600 {path}")
+    found = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        name, sep, value = text.removeprefix("export ").partition("=")
+        if not sep or name.strip() not in SECRET_NAMES:
+            raise SettingsError(f"secrets file {path}:{number}: expected NAME=value with NAME one of "
+                                f"{', '.join(SECRET_NAMES)}")
+        found[name.strip()] = value.strip().strip("'\"")
+    return found
 
 
 @dataclass(frozen=True)
@@ -67,8 +104,12 @@ def _first(env: Mapping[str, str], *names: str) -> str | None:
 
 
 def from_env(env: Mapping[str, str] | None = None) -> Settings:
-    """Settings from GPULEDGER_* (URLs, limits, HTTP knobs) and the providers' own credential variables."""
+    """Settings from GPULEDGER_* (URLs, limits, HTTP knobs) and the providers' own credential variables.
+
+    Credentials come from the environment, else from the secrets file (see read_secrets).
+    """
     env = os.environ if env is None else env
+    env = read_secrets(secrets_file(env)) | {k: v for k, v in env.items() if v}
     base = Settings()
     http = HttpSettings(
         connect_timeout_s=float(env.get("GPULEDGER_HTTP_CONNECT_TIMEOUT_S", base.http.connect_timeout_s)),
