@@ -6,6 +6,7 @@ from datetime import date
 import duckdb
 import polars as pl
 
+from scrapers.sources import PROVIDERS
 from transforms import aggregate, costs, estimator, fx, presets
 from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
@@ -56,6 +57,7 @@ def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules:
     kept, quarantined = gates.price_outliers(offers, rules, config.utc_now())
     today = offers.group_by(pl.col("provider").alias("source")).agg(pl.len().alias("listings"))
     reasons = [
+        *gates.missing_provider_flags(offers, PROVIDERS, day),
         *gates.volume_flags(today, queries.listing_history(con), day, rules),
         *gates.unknown_share_flags(offers, rules),
         *gates.quarantined_share_flags(quarantined.height, offers.height, rules),

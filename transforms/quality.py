@@ -93,6 +93,12 @@ def unknown_share_flags(offers: pl.DataFrame, rules: QualityRules) -> list[str]:
     ]
 
 
+def missing_provider_flags(offers: pl.DataFrame, providers: tuple[str, ...], day: date) -> list[str]:
+    """Providers with no listing on the day: their fetch failed, so the day's tables lack their market."""
+    present = set(offers["provider"].unique().to_list())
+    return [f"{p}: no successful fetch on {day}" for p in providers if p not in present]
+
+
 def quarantined_share_flags(quarantined: int, listings: int, rules: QualityRules) -> list[str]:
     """A few outliers are the market; many mean a feed or a parser went wrong."""
     if listings and quarantined / listings > rules.max_quarantined_share:

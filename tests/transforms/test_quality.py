@@ -76,3 +76,8 @@ def test_quarantine_rows_fit_the_table():
         con.register("q", quarantine)
         con.execute("insert into quarantine by name select * from q")
         assert con.execute("select stage, provider from quarantine").fetchall() == [("quality", "vastai")]
+
+
+def test_a_provider_without_listings_is_named():
+    assert quality.missing_provider_flags(offers(dict(usd_per_gpu_hr=1.0)), ("vastai", "runpod"), DAY) == [
+        "runpod: no successful fetch on 2026-11-27"]
