@@ -11,6 +11,7 @@ from flows import cli_estimate, cli_pipeline, cli_sources, cli_table
 from flows.cli_common import FormatOption, fail, open_read_only
 from flows.output import Format, render
 from warehouse import catalog, config, db
+from warehouse.lock import WriterBusy, writer_lock
 
 app = typer.Typer(
     help="gpuledger: nightly GPU rental prices, roofline estimates and dated $/M-token tables in DuckDB.",
@@ -26,10 +27,10 @@ def init(
 ) -> None:
     """Create or migrate the warehouse and (re)load the reference catalogues."""
     try:
-        with db.connect() as con:
+        with writer_lock("init", wait_s=config.lock_wait_s()), db.connect() as con:
             status = catalog.load_catalogs(con, force=force)
             counts = {name: con.execute(f"select count(*) from {name}").fetchall()[0][0] for name in status}
-    except (db.WarehouseError, catalog.CatalogError, duckdb.Error) as exc:
+    except (db.WarehouseError, catalog.CatalogError, duckdb.Error, WriterBusy) as exc:
         raise fail(str(exc)) from None
     render(
         pl.DataFrame({"catalog": list(status), "status": list(status.values()), "rows": list(counts.values())}),

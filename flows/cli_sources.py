@@ -14,7 +14,9 @@ from flows.fetching import fetch_and_load, new_run_id
 from flows.output import render
 from flows.replay import ReplayServer
 from scrapers import sources
+from flows.pipeline import run_lock_wait_s
 from warehouse import config, db
+from warehouse.lock import WriterBusy, writer_lock
 
 err = Console(stderr=True)
 
@@ -30,10 +32,10 @@ def fetch(
         raise typer.Exit(2)
     run_id = new_run_id()
     try:
-        with db.connect() as con:
+        with writer_lock(f"fetch {run_id}", wait_s=run_lock_wait_s()), db.connect() as con:
             rows = fetch_and_load(con, source or None, run_id, config.utc_today())
             status = con.execute("select status from runs where run_id = ?", [run_id]).fetchall()[0][0]
-    except (db.WarehouseError, duckdb.Error) as exc:
+    except (db.WarehouseError, duckdb.Error, WriterBusy) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from None
     table = pl.DataFrame([{

@@ -2,6 +2,7 @@
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ os.environ["GPULEDGER_NETGUARD"] = "1"
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(NETGUARD), os.environ.get("PYTHONPATH")]))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
+# One Prefect home for the session, outside the repository; a test that needs its own sets it explicitly.
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="gpuledger-prefect-")
 
 
 @pytest.fixture(autouse=True)

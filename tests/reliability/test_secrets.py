@@ -48,7 +48,8 @@ def test_no_secret_reaches_a_file_a_log_the_warehouse_or_the_output(monkeypatch,
     with serve_fixtures(monkeypatch, **{"__v1__locations": "500*"}):  # a failure, so errors get written too
         monkeypatch.delenv("VERDA_CLIENT_SECRET")
         env = dict(os.environ) | FAST_ENV | {"RUNPOD_API_KEY": SENTINELS["RUNPOD_API_KEY"],
-                                             "VERDA_CLIENT_ID": SENTINELS["VERDA_CLIENT_ID"]}
+                                             "VERDA_CLIENT_ID": SENTINELS["VERDA_CLIENT_ID"],
+                                             "PREFECT_HOME": str(home / "prefect")}  # searched with the rest
         runs = [gpuledger("nightly", env=env), gpuledger("fetch", env=env),
                 gpuledger("export", "--format", "csv", env=env), gpuledger("status", env=env),
                 gpuledger("table", "--model", "deepseek-v4-flash", "-f", "json", env=env)]
