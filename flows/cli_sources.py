@@ -12,9 +12,9 @@ from rich.console import Console
 from flows.faults import parse_faults
 from flows.fetching import fetch_and_load, new_run_id
 from flows.output import render
+from flows.pipeline import run_lock_wait_s
 from flows.replay import ReplayServer
 from scrapers import sources
-from flows.pipeline import run_lock_wait_s
 from warehouse import config, db
 from warehouse.lock import WriterBusy, writer_lock
 
