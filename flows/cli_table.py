@@ -156,7 +156,7 @@ def _calculator_style(data: Day, model: str, wanted, precision, context, streams
     tps = pl.concat([est["tp"], one["tp"]]).drop_nulls().unique().to_list()
     replicas = tables.cheapest_replicas(costs.replica_prices(data.offers, tps), price_kind)
     table = tables.calculator_view(est, data.gpus, replicas)
-    cards = tables.calculator_cards(table, one, data.gpus, replicas)
+    cards = tables.calculator_cards(table, one, replicas)
     per_gpu = tables.priced(est, replicas).select("gpu", "usd_per_gpu_hr").drop_nulls()
     extras = {}
     if fleets:

@@ -1,4 +1,4 @@
-"""Helpers for pipeline tests: point every source at a replay of the fixtures, fast and with credentials."""
+"""Point every source at a replay of the fixtures, fast and with credentials: the start of every end-to-end test."""
 
 from pathlib import Path
 
@@ -6,12 +6,15 @@ from flows.replay import ReplayServer
 from tests.sources_support import FAST_ENV, FIXTURES
 
 CREDENTIALS = {"VERDA_CLIENT_ID": "pipeline-test-client", "VERDA_CLIENT_SECRET": "pipeline-test-secret"}
+CREDENTIAL_NAMES = ("RUNPOD_API_KEY", "VERDA_CLIENT_ID", "VERDA_CLIENT_SECRET")
 
 
-def serve_fixtures(monkeypatch, directory: Path = FIXTURES, **faults: str) -> ReplayServer:
-    """A started replay server with the environment pointing at it; faults as path=spec keyword pairs."""
-    server = ReplayServer(directory, hang_s=1.0, faults={p.replace("__", "/"): s for p, s in faults.items()}).start()
-    for name, value in (server.env() | FAST_ENV | CREDENTIALS).items():
+def serve_fixtures(monkeypatch, directory: Path = FIXTURES, *, credentials: dict[str, str] = CREDENTIALS,
+                   **server_options) -> ReplayServer:
+    """A started replay server (faults={path: spec} and other ReplayServer options), the environment on it."""
+    server = ReplayServer(directory, **{"hang_s": 1.0} | server_options).start()
+    for name in CREDENTIAL_NAMES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in (server.env() | FAST_ENV | credentials).items():
         monkeypatch.setenv(name, value)
-    monkeypatch.delenv("RUNPOD_API_KEY", raising=False)
     return server

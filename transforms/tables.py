@@ -95,9 +95,7 @@ def calculator_view(estimates: pl.DataFrame, gpus: pl.DataFrame, replicas: pl.Da
     )
 
 
-def calculator_cards(
-    table: pl.DataFrame, one_stream: pl.DataFrame, gpus: pl.DataFrame, replicas: pl.DataFrame
-) -> pl.DataFrame:
+def calculator_cards(table: pl.DataFrame, one_stream: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
     """Page 001's cards: bare minimum and cheapest per hour (one stream, short context), cheapest per M tokens,
     and each vendor's best value and fewest GPUs, as rows card, gpu, tp, tok/s, $/hr, $/M, memory %."""
     columns = ["gpu", "tp", "agg_tok_s", "replica_usd_per_hr", "usd_per_mtok", "memory_used_pct", "provider"]

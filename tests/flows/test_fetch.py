@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.fetching import fetch_and_load, fetch_source, load_source
 from flows.replay import ReplayServer
-from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
+from tests.pipeline_support import serve_fixtures
+from tests.sources_support import FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
 from warehouse import config, db
 
 SENTINELS = {"RUNPOD_API_KEY": "rp-sentinel-key-7f3a9c", "VERDA_CLIENT_ID": "verda-sentinel-id-5b2e",
@@ -28,16 +29,9 @@ def replay(monkeypatch):
     servers = []
 
     def start(directory: Path = FIXTURES, credentials=True, **kwargs) -> ReplayServer:
-        server = ReplayServer(directory, hang_s=1.0, **kwargs).start()
-        servers.append(server)
-        for name, value in (server.env() | FAST_ENV).items():
-            monkeypatch.setenv(name, value)
-        for name in SENTINELS:
-            monkeypatch.delenv(name, raising=False)
-        if credentials:
-            monkeypatch.setenv("VERDA_CLIENT_ID", SENTINELS["VERDA_CLIENT_ID"])
-            monkeypatch.setenv("VERDA_CLIENT_SECRET", SENTINELS["VERDA_CLIENT_SECRET"])
-        return server
+        chosen = {n: SENTINELS[n] for n in ("VERDA_CLIENT_ID", "VERDA_CLIENT_SECRET")} if credentials else {}
+        servers.append(serve_fixtures(monkeypatch, directory, credentials=chosen, **kwargs))
+        return servers[-1]
 
     yield start
     for server in servers:

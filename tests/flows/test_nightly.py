@@ -54,7 +54,7 @@ def after_offers_of_latest_runs() -> int:
 
 
 def test_one_failing_source_leaves_a_partial_run_that_still_publishes(monkeypatch):
-    with serve_fixtures(monkeypatch, **{"__api__v0__bundles__": "500*"}):
+    with serve_fixtures(monkeypatch, faults={"/api/v0/bundles/": "500*"}):
         state = nightly(trigger="test", return_state=True)
     summary = state.result()
     assert state.is_completed() and state.name == "Partial"
@@ -94,7 +94,7 @@ def test_the_nightly_command_prints_each_source_and_exits_non_zero_on_a_failure(
 
     from flows.cli import app
 
-    with serve_fixtures(monkeypatch, **{"__graphql": "500*"}):
+    with serve_fixtures(monkeypatch, faults={"/graphql": "500*"}):
         result = CliRunner().invoke(app, ["nightly", "--format", "csv"])
     assert result.exit_code == 1
     assert "partial" in result.output and "runpod" in result.output and "HTTP 500" in result.output

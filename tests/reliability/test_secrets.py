@@ -45,7 +45,7 @@ def test_no_secret_reaches_a_file_a_log_the_warehouse_or_the_output(monkeypatch,
     secrets_file = home / "secrets.env"
     secrets_file.write_text(f"VERDA_CLIENT_SECRET={SENTINELS['VERDA_CLIENT_SECRET']}\n")
     secrets_file.chmod(0o600)
-    with serve_fixtures(monkeypatch, **{"__v1__locations": "500*"}):  # a failure, so errors get written too
+    with serve_fixtures(monkeypatch, faults={"/v1/locations": "500*"}):  # a failure, so errors get written too
         monkeypatch.delenv("VERDA_CLIENT_SECRET")
         env = dict(os.environ) | FAST_ENV | {"RUNPOD_API_KEY": SENTINELS["RUNPOD_API_KEY"],
                                              "VERDA_CLIENT_ID": SENTINELS["VERDA_CLIENT_ID"],

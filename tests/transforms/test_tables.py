@@ -1,0 +1,49 @@
+import polars as pl
+import pytest
+
+from tests.transforms.offers_factory import DAY, offers
+from transforms import tables
+from transforms.costs import ONE_LISTING, SINGLE_GPU_LISTINGS, replica_prices
+
+
+def estimates(*rows: dict) -> pl.DataFrame:
+    base = dict(model="m", precision="int4", context_tokens=32768, streams=32, method="calculator",
+                estimator_version="1", multi_node=False, memory_used_pct=50.0, per_stream_tok_s=10.0, max_streams=64,
+                power_kw=1.0, fp4_estimated=False, uncertain=False, single_stream_tok_s=50.0, prefill_tok_s=1000.0)
+    return pl.DataFrame([base | r for r in rows], schema_overrides={"tp": pl.Int64})
+
+
+GPUS = pl.DataFrame({"name": ["H200 SXM", "B200 SXM"], "vendor": ["NVIDIA", "NVIDIA"], "label_000": ["H200 141GB", None],
+                     "memory_gb": [141.0, 180.0], "bandwidth_gbs": [4800.0, 8000.0]})
+
+
+def test_a_replica_on_one_host_is_preferred_to_cheaper_single_gpu_listings():
+    prices = replica_prices(offers(dict(offer_id="node", gpu_count=8, usd_per_gpu_hr=2.0),
+                                   dict(offer_id="single", gpu_count=1, usd_per_gpu_hr=1.0)), tps=[2])
+    chosen = tables.cheapest_replicas(prices).row(0, named=True)
+    assert (chosen["replica_pricing"], chosen["replica_usd_per_hr"], chosen["usd_per_gpu_hr"]) == (ONE_LISTING, 4.0, 2.0)
+    alone = tables.cheapest_replicas(replica_prices(offers(dict(gpu_count=1, usd_per_gpu_hr=1.0)), tps=[2]))
+    assert alone["replica_pricing"].to_list() == [SINGLE_GPU_LISTINGS]
+
+
+def test_the_calculator_view_ranks_priced_parts_by_cost_then_the_rest_by_speed():
+    est = estimates(dict(gpu="H200 SXM", tp=2, agg_tok_s=800.0), dict(gpu="B200 SXM", tp=1, agg_tok_s=1500.0))
+    replicas = tables.cheapest_replicas(replica_prices(offers(dict(gpu_count=2, usd_per_gpu_hr=2.0)), tps=[1, 2]))
+    view = tables.calculator_view(est, GPUS, replicas)
+    assert view["gpu"].to_list() == ["H200 SXM", "B200 SXM"] and view["rank"].to_list() == [1, 2]
+    assert view["usd_per_mtok"][0] == pytest.approx(4.0 * 1e6 / (800 * 3600)) and view["usd_per_mtok"][1] is None
+
+
+def test_the_estimate_view_joins_rentals_of_its_own_group_size_and_converted_hardware():
+    est = estimates(dict(gpu="H200 SXM", tp=8, agg_tok_s=4080.0))
+    ranges = pl.DataFrame([dict(snapshot_date=DAY, gpu="H200 SXM", n_gpus=n, provider=p, price_kind="on_demand",
+                                min_usd_per_hr=lo, max_usd_per_hr=hi, listings=1)
+                           for n, p, lo, hi in ((8, "vastai", 17.52, 21.52), (8, "verda", 27.12, 27.12),
+                                                (1, "vastai", 2.0, 2.0))])
+    hardware = pl.DataFrame([dict(gpu="H200 SXM", price_kind="market", gpu_count=8, usd_low=225_000.0,
+                                  usd_high=234_000.0)])
+    row = tables.estimate_view(est, GPUS, ranges, hardware).row(0, named=True)
+    assert (row["rental_min_usd_per_hr"], row["rental_max_usd_per_hr"], row["rental_providers"]) == (
+        17.52, 27.12, "vastai,verda")
+    assert row["market_usd_low"] == 225_000.0 and row["list_usd_low"] is None
+    assert row["usd_per_mtok"] == pytest.approx(17.52 * 1e6 / (4080 * 3600))
