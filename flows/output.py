@@ -41,7 +41,8 @@ def render(df: pl.DataFrame, fmt: Format = Format.table, *, title: str | None = 
         if caption:
             out.write(f"\n{caption}\n")
     else:
-        console = Console(width=max(200, Console().width))
+        probe = Console()
+        console = probe if probe.is_terminal else Console(width=1000)  # a pipe or a file: never wrap cells
         if title:
             console.print(f"[bold]{title}[/bold]", highlight=False, soft_wrap=True)
         table = Table()
