@@ -1,4 +1,4 @@
-"""Pipeline commands: status and export (nightly, rebuild and serve join them as the flows land)."""
+"""Pipeline commands: nightly, rebuild, serve, export and status."""
 
 from datetime import date, timedelta
 from pathlib import Path
@@ -58,10 +58,7 @@ def export_cmd(
     """Write tables to exports/<table>/date=YYYY-MM-DD/ (hive layout), atomically, replacing the partition."""
     con = open_read_only()
     try:
-        try:
-            end = date.fromisoformat(day) if day else _latest_published(con)
-        except ValueError:
-            raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
+        end = _parse_day(day, "--date") or _latest_published(con)
         written: list[Path] = []
         for offset in range(days):
             written += export.export_date(con, end - timedelta(days=offset), config.exports_dir(), tables, fmt)

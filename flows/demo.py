@@ -1,7 +1,7 @@
 """`make demo`: the nightly flow against the replay server on the bundled recordings, then both tables.
 
-The run is dated with the recordings' day (the replay pins GPULEDGER_NOW), marked trigger `demo`, and goes
-into the usual warehouse and exports, so every command (and `duckdb` on the exports) can be tried on it.
+The run is dated with the recordings' day (the replay pins GPULEDGER_NOW) and goes into the usual warehouse
+and exports, so every command (and `duckdb` on the exports) can be tried on it afterwards.
 """
 
 import os
