@@ -142,23 +142,34 @@ def load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult | Path) -> 
                                                 fetched.notes)))
 
 
-def fetch_and_load(con: duckdb.DuckDBPyConnection, names: list[str] | None, run_id: str, snapshot_date: date, *,
-                   trigger: str = "cli", settings: Settings | None = None) -> list[FetchRow]:
-    """One whole run: start it, fetch the sources concurrently, load each as it arrives (FX first), finish it."""
+def source_names(names: list[str] | None) -> list[str]:
+    """The requested sources in registry order (FX first, so the others can convert with its rates)."""
     wanted = [n for n in sources.SOURCES if names is None or n in names]
     unknown = set(names or ()) - set(wanted)
     if unknown:
-        raise KeyError(f"unknown source(s) {', '.join(sorted(unknown))}; known: {', '.join(sources.SOURCES)}")
+        raise ValueError(f"unknown source(s) {', '.join(sorted(unknown))}; known: {', '.join(sources.SOURCES)}")
+    return wanted
+
+
+def fetch_concurrently(names: list[str], run_id: str, snapshot_date: date,
+                       settings: Settings | None = None) -> dict[str, FetchResult]:
+    """Every source in its own thread (each has its own client and event loop); failures come back as results."""
     settings = settings or from_env()
+    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="fetch") as pool:
+        futures = {n: pool.submit(fetch_source, n, run_id, snapshot_date, settings) for n in names}
+        return {n: future.result() for n, future in futures.items()}
+
+
+def fetch_and_load(con: duckdb.DuckDBPyConnection, names: list[str] | None, run_id: str, snapshot_date: date, *,
+                   trigger: str = "cli", settings: Settings | None = None) -> list[FetchRow]:
+    """One run without deriving: start it, fetch the sources concurrently, load each (FX first), finish it."""
+    wanted = source_names(names)
     start_run(con, run_id, snapshot_date, trigger, wanted)
-    results = []
     try:
-        with ThreadPoolExecutor(max_workers=len(wanted), thread_name_prefix="fetch") as pool:
-            futures = {n: pool.submit(fetch_source, n, run_id, snapshot_date, settings) for n in wanted}
-            for name in wanted:
-                results.append(load_source(con, futures[name].result()))
+        results = fetch_concurrently(wanted, run_id, snapshot_date, settings)
+        rows = [load_source(con, results[name]) for name in wanted]
     except BaseException as exc:
         finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
         raise
     finish_run(con, run_id)
-    return results
+    return rows

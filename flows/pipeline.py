@@ -7,7 +7,6 @@ whole run, so two runs never interleave. Progress goes to the `gpuledger.pipelin
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -15,7 +14,6 @@ from pathlib import Path
 from flows import fetching
 from flows.derive import EXPORTED, DerivePlan, derive_date
 from scrapers import settings as source_settings
-from scrapers import sources as source_registry
 from warehouse import archive, catalog, config, db, export, load
 from warehouse.lock import writer_lock
 
@@ -42,22 +40,6 @@ class RunSummary:
     exported: list[str]
 
 
-def fetch_concurrently(names: list[str], run_id: str, day: date) -> dict[str, fetching.FetchResult]:
-    """Every source in its own thread (each has its own client and event loop)."""
-    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="fetch") as pool:
-        futures = {name: pool.submit(fetching.fetch_source, name, run_id, day) for name in names}
-        return {name: future.result() for name, future in futures.items()}
-
-
-def source_names(sources: list[str] | None) -> list[str]:
-    """The requested sources in registry order (FX first, so other sources can convert with its rates)."""
-    names = [n for n in source_registry.SOURCES if sources is None or n in sources]
-    unknown = set(sources or ()) - set(names)
-    if unknown:
-        raise ValueError(f"unknown source(s) {', '.join(sorted(unknown))}; known: {', '.join(source_registry.SOURCES)}")
-    return names
-
-
 def _close_interrupted_runs(con) -> None:
     """Runs left `running` by a process that died: holding the writer lock proves nobody runs them now."""
     for (run_id,) in con.execute("select run_id from runs where status = 'running'").fetchall():
@@ -78,10 +60,10 @@ def run(
     snapshot_date: date | None = None,
     export_format: str = "parquet",
     trigger: str = "cli",
-    fetch_all: FetchAll = fetch_concurrently,
+    fetch_all: FetchAll = fetching.fetch_concurrently,
 ) -> RunSummary:
     """Fetch every source concurrently, load each in its own transaction, derive the day's tables, export."""
-    names = source_names(sources)
+    names = fetching.source_names(sources)
     source_settings.from_env()  # a bad setting or secrets file fails the run now, not in every source
     day = snapshot_date or config.utc_today()
     run_id = fetching.new_run_id()
