@@ -7,8 +7,8 @@ from typing import Annotated
 import duckdb
 import polars as pl
 import typer
-from rich.console import Console
 
+from flows.cli_common import err, fail
 from flows.faults import parse_faults
 from flows.fetching import fetch_and_load, new_run_id
 from flows.output import render
@@ -18,8 +18,6 @@ from scrapers import sources
 from warehouse import config, db
 from warehouse.lock import WriterBusy, writer_lock
 
-err = Console(stderr=True)
-
 
 def fetch(
     source: Annotated[list[str] | None, typer.Option(
@@ -28,16 +26,14 @@ def fetch(
     """Fetch, archive, parse and load the sources; exit 1 when any source failed."""
     unknown = sorted(set(source or ()) - set(sources.SOURCES))
     if unknown:
-        err.print(f"[red]error:[/red] unknown source {', '.join(unknown)}; known: {', '.join(sources.SOURCES)}")
-        raise typer.Exit(2)
+        raise fail(f"unknown source {', '.join(unknown)}; known: {', '.join(sources.SOURCES)}", code=2)
     run_id = new_run_id()
     try:
         with writer_lock(f"fetch {run_id}", wait_s=run_lock_wait_s()), db.connect() as con:
             rows = fetch_and_load(con, source or None, run_id, config.utc_today())
             status = con.execute("select status from runs where run_id = ?", [run_id]).fetchall()[0][0]
     except (db.WarehouseError, duckdb.Error, WriterBusy) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from None
+        raise fail(str(exc)) from None
     table = pl.DataFrame([{
         "source": r.source, "status": r.status, "http": r.http_status, "requests": r.requests,
         "records": r.record_count, "offers": r.offers_loaded, "quarantined": r.quarantined, "unmapped": r.unmapped,
@@ -68,8 +64,7 @@ def replay(
         server = ReplayServer(directory, port=port, latency_s=latency, hang_s=hang, faults=faults,
                               retry_after=None if retry_after.lower() == "none" else retry_after)
     except (ValueError, FileNotFoundError, OSError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        raise fail(str(exc), code=2) from None
     with server:
         err.print(f"replaying {directory} on {server.url}; point gpuledger at it with:", highlight=False)
         for name, value in server.env().items():
