@@ -33,24 +33,21 @@ def replace_for_date(
     unknown = set(frames) - set(BY_DATE)
     if unknown:
         raise ValueError(f"not a derived table: {', '.join(sorted(unknown))}")
-    for table, frame in (frames | {"quarantine": quarantine if quarantine is not None else pl.DataFrame()}).items():
-        other_days = frame.filter(pl.col("snapshot_date") != day).height if frame.height else 0
+    replaced = frames | ({"quarantine": quarantine} if quarantine is not None else {})
+    for table, frame in replaced.items():
+        other_days = frame.filter(pl.col("snapshot_date") != day).height
         if other_days:
             raise ValueError(f"{table}: {other_days} rows are not dated {day}")
         if table in KEYS:
             check_keys(table, frame)
     con.execute("begin transaction")
     try:
-        for table, frame in frames.items():
-            con.execute(f"delete from {table} where snapshot_date = ?", [day])
+        for table, frame in replaced.items():
+            only_derived = " and stage = 'quality'" if table == "quarantine" else ""  # parse rows are facts
+            con.execute(f"delete from {table} where snapshot_date = ?{only_derived}", [day])
             con.register("derived_frame", frame)
             con.execute(f"insert into {table} by name select * from derived_frame")
             con.unregister("derived_frame")
-        if quarantine is not None:
-            con.execute("delete from quarantine where snapshot_date = ? and stage = 'quality'", [day])
-            con.register("quality_frame", quarantine)
-            con.execute("insert into quarantine by name select * from quality_frame")
-            con.unregister("quality_frame")
         con.execute("commit")
     except Exception:
         con.execute("rollback")
