@@ -19,6 +19,7 @@ from scrapers import sources
 from scrapers.base import SourceError
 from scrapers.http import SourceClient
 from scrapers.settings import Settings, from_env
+from transforms import gpu_names
 from transforms.normalise import fx_rates_frame, listings_frame, normalise, rejections_frame
 from warehouse import archive, catalog, config
 from warehouse.load import Batch, FetchRow, finish_run, load_batch, start_run
@@ -88,10 +89,11 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
     return result
 
 
-def _aliases(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    if not con.execute("select count(*) from gpu_aliases").fetchall()[0][0]:
+def _gpu_names(con: duckdb.DuckDBPyConnection, provider: str) -> gpu_names.Catalogue:
+    if not con.execute("select count(*) from gpus").fetchall()[0][0]:
         catalog.load_catalogs(con)
-    return con.sql("select provider, gpu_raw, memory_gb, gpu from gpu_aliases").pl()
+    return gpu_names.catalogue(con.sql("select name, memory_gb from gpus").pl(),
+                               con.sql("select provider, gpu_raw, memory_gb, gpu, note from gpu_aliases").pl(), provider)
 
 
 def _fetch_row(fetched: FetchResult, status: str, error: str | None, notes: list[str]) -> FetchRow:
@@ -109,7 +111,7 @@ def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> Batch:
     listings = listings_frame(parsed.listings)
     needs_fx = listings.filter(pl.col("native_currency").str.to_uppercase() != "USD").height > 0
     rates = con.sql("select date, base, quote, rate, source from fx_rates").pl() if needs_fx else None
-    result = normalise(listings, rejections_frame(parsed.rejected), _aliases(con), rates,
+    result = normalise(listings, rejections_frame(parsed.rejected), _gpu_names(con, fetched.source), rates,
                        provider=fetched.source, run_id=fetched.run_id, snapshot_date=fetched.snapshot_date,
                        quarantined_at=config.utc_now())
     notes = fetched.notes + parsed.notes
