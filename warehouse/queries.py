@@ -102,3 +102,20 @@ def price_index_before(con: duckdb.DuckDBPyConnection, day: date, days: int = 30
         """,
         params={"day": day, "days": days},
     ).pl()
+
+
+def price_index_between(con: duckdb.DuckDBPyConnection, start: date, end: date) -> pl.DataFrame:
+    """price_index rows dated start to end (both included)."""
+    return con.sql("select * from price_index where snapshot_date between $start and $end",
+                   params={"start": start, "end": end}).pl()
+
+
+def published_before(con: duckdb.DuckDBPyConnection, day: date, table_name: str = "price_index") -> date | None:
+    """The latest date before day that the table holds rows for."""
+    return con.execute(f"select max(snapshot_date) from {table_name} where snapshot_date < ?", [day]).fetchall()[0][0]
+
+
+def cost_series(con: duckdb.DuckDBPyConnection, model: str, start: date, end: date) -> pl.DataFrame:
+    """One model's cost_per_mtok rows dated start to end."""
+    return con.sql("select * from cost_per_mtok where model = $model and snapshot_date between $start and $end",
+                   params={"model": model, "start": start, "end": end}).pl()
