@@ -2,7 +2,7 @@
 
 import json
 import shutil
-from datetime import date, datetime
+from datetime import datetime
 
 import polars as pl
 import pytest
@@ -10,18 +10,11 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.derive import derive_date
-from tests.transforms.offers_factory import offers
+from tests.trends_support import MARKET, NOV, day_offers
 from warehouse import catalog, config, db, export, load
 
 runner = CliRunner()
-NOV = {d: date(2026, 11, d) for d in range(1, 31)}
-# (provider, gpu, $/GPU-hour) per day; no run on 3 November.
-MARKET = {
-    1: [("vastai", "H100 SXM5 80GB", 2.0), ("vastai", "H100 SXM5 80GB", 3.0), ("runpod", "H100 SXM5 80GB", 2.5)],
-    2: [("vastai", "H100 SXM5 80GB", 2.2), ("vastai", "H100 SXM5 80GB", 3.0), ("runpod", "H100 SXM5 80GB", 2.5),
-        ("vastai", "B200 SXM", 5.0)],
-    4: [("vastai", "H100 SXM5 80GB", 2.2), ("vastai", "H100 SXM5 80GB", 3.3), ("vastai", "B200 SXM", 4.0)],
-}
+DAYS = (1, 2, 4)  # the generated market up to 4 November
 
 
 def gpuledger(*args: str, code: int = 0) -> str:
@@ -35,13 +28,13 @@ def load_day(con, day: int) -> None:
     run_id = f"run-{day}"
     providers = sorted({p for p, _, _ in MARKET[day]})
     load.start_run(con, run_id, NOV[day], "test", providers)
+    listings = day_offers(day, fetched_at=datetime(2026, 11, day, 2), run_id=run_id)
     for provider in providers:
-        listings = offers(*(dict(snapshot_date=NOV[day], fetched_at=datetime(2026, 11, day, 2), run_id=run_id,
-                                 provider=provider, gpu=gpu, gpu_raw=gpu, usd_per_gpu_hr=price)
-                            for p, gpu, price in MARKET[day] if p == provider))
         fetch = load.FetchRow(run_id=run_id, source=provider, snapshot_date=NOV[day],
                               started_at=datetime(2026, 11, day, 2), status="ok", requests=1)
-        load.load_batch(con, load.Batch(fetch, listings.with_columns(pl.col("offer_id") + f"-{provider}")))
+        mine = listings.filter(pl.col("provider") == provider)
+        load.load_batch(con, load.Batch(fetch, mine.with_columns(gpu_raw=pl.col("gpu"),
+                                                                 offer_id=pl.col("offer_id") + f"-{provider}")))
     derive_date(con, NOV[day])
     load.finish_run(con, run_id)
 
@@ -53,7 +46,7 @@ def generated_home(tmp_path_factory):
         mp.setenv("GPULEDGER_HOME", str(home))
         with db.connect() as con:
             catalog.load_catalogs(con)
-            for day in sorted(MARKET):
+            for day in DAYS:
                 load_day(con, day)
     return home
 
