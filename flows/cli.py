@@ -7,7 +7,7 @@ import duckdb
 import polars as pl
 import typer
 
-from flows import cli_estimate, cli_pipeline, cli_sources, cli_table
+from flows import cli_estimate, cli_history, cli_pipeline, cli_sources, cli_table
 from flows.cli_common import FormatOption, fail, open_read_only
 from flows.output import Format, render
 from warehouse import catalog, config, db
@@ -137,6 +137,8 @@ app.command()(cli_pipeline.rebuild)
 app.command()(cli_pipeline.serve)
 app.command()(cli_sources.fetch)
 app.command()(cli_sources.replay)
+app.command()(cli_history.history)
+app.command()(cli_history.changes)
 
 
 def main() -> None:
