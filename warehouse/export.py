@@ -14,6 +14,8 @@ EXPORTABLE = {
     "rental_ranges": "snapshot_date",
     "cost_per_mtok": "snapshot_date",
     "own_vs_rent": "snapshot_date",
+    "api_prices": "snapshot_date",
+    "own_rent_api": "snapshot_date",
     "fx_rates": "date",
 }
 FORMATS = ("parquet", "csv")
