@@ -55,9 +55,10 @@ def kinds(con, provider):
 def test_every_priced_listing_lands_once_per_price_kind(replay):
     replay()
     con, rows = run()
-    assert {s: r.status for s, r in rows.items()} == {"fx": "ok", "vastai": "ok", "runpod": "ok", "verda": "ok"}
+    assert {s: r.status for s, r in rows.items()} == {"fx": "ok", "vastai": "ok", "runpod": "ok", "verda": "ok",
+                                                      "openrouter": "ok"}
     assert query(con, "select snapshot_date, status, source_status from runs") == [
-        (SNAPSHOT, "ok", "fx=ok,vastai=ok,runpod=ok,verda=ok")]
+        (SNAPSHOT, "ok", "fx=ok,vastai=ok,runpod=ok,verda=ok,openrouter=ok")]
     priced = {o["id"] for o in VAST if o["dph_base"] > 0 and o["num_gpus"] > 0}
     assert kinds(con, "vastai") == {
         "on_demand": len(priced), "interruptible": len({o["id"] for o in VAST if (o.get("min_bid") or 0) > 0} & priced)}
@@ -72,7 +73,8 @@ def test_every_priced_listing_lands_once_per_price_kind(replay):
         "dynamic": sum(float(t["dynamic_price"] or 0) > 0 for t in gpu_types)}
     assert query(con, "select count(*) from offers where gpu is null") == [(0,)]  # every fixture name is mapped
     assert query(con, "select source, record_count, offers_loaded, truncated from fetches order by source") == [
-        ("fx", 58, 0, False), ("runpod", 20, 39, False), ("vastai", 47, 89, False), ("verda", 21, 56, False)]
+        ("fx", 58, 0, False), ("openrouter", 27, 0, False), ("runpod", 20, 39, False), ("vastai", 47, 89, False),
+        ("verda", 21, 56, False)]
 
 
 def test_the_quirk_records_are_handled_as_documented(replay):
@@ -170,11 +172,12 @@ def test_a_permanent_500_fails_that_source_only_and_the_cli_exits_non_zero(repla
     vast = rows["vastai"]
     assert (vast.status, vast.http_status, vast.requests) == ("failed", 500, 3)
     assert vast.error.startswith("vastai: POST /api/v0/bundles/: HTTP 500 after 3 attempts")
-    assert {s: r.status for s, r in rows.items() if s != "vastai"} == {"fx": "ok", "runpod": "ok", "verda": "ok"}
+    assert {s: r.status for s, r in rows.items() if s != "vastai"} == {"fx": "ok", "runpod": "ok", "verda": "ok",
+                                                                       "openrouter": "ok"}
     assert query(con, "select status, error from fetches where source = 'vastai'") == [("failed", vast.error)]
     assert query(con, "select count(*) from offers where provider = 'vastai'") == [(0,)]
     assert query(con, "select status, source_status from runs") == [
-        ("partial", "fx=ok,vastai=failed,runpod=ok,verda=ok")]
+        ("partial", "fx=ok,vastai=failed,runpod=ok,verda=ok,openrouter=ok")]
     con.close()
     result = CliRunner().invoke(app, ["fetch"])
     assert result.exit_code == 1
@@ -229,6 +232,7 @@ def test_any_day_can_be_reparsed_from_the_archive_without_network_and_without_du
     server = replay()
     con, rows = run()
     before = query(con, "select provider, price_kind, count(*) from offers group by all order by all")
+    api_before = query(con, "select * from api_prices order by all")
     server.stop()
     con.close()
     config.db_path().unlink()
@@ -237,7 +241,8 @@ def test_any_day_can_be_reparsed_from_the_archive_without_network_and_without_du
             load_source(fresh, Path(row.archive_dir))
             load_source(fresh, Path(row.archive_dir))  # again: replaces, never duplicates
         assert query(fresh, "select provider, price_kind, count(*) from offers group by all order by all") == before
-        assert query(fresh, "select count(*) from fetches") == [(4,)]
+        assert query(fresh, "select * from api_prices order by all") == api_before
+        assert query(fresh, "select count(*) from fetches") == [(5,)]
 
 
 def test_the_raw_archive_itself_can_be_replayed(replay):
