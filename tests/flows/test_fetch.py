@@ -9,11 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.derive import derive_date
 from flows.fetching import fetch_and_load, fetch_source, load_source
 from flows.replay import ReplayServer
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
-from warehouse import config, db
+from warehouse import archive, config, db
 
 SENTINELS = {"RUNPOD_API_KEY": "rp-sentinel-key-7f3a9c", "VERDA_CLIENT_ID": "verda-sentinel-id-5b2e",
              "VERDA_CLIENT_SECRET": "verda-sentinel-secret-91d4"}
@@ -277,3 +278,44 @@ def test_no_secret_reaches_any_file_log_or_table(replay, monkeypatch, caplog):
     texts.append(caplog.text)
     for secret in [*SENTINELS.values(), *TOKENS]:
         assert not [t for t in texts if secret in t], f"{secret} leaked"
+
+
+def test_every_api_price_traces_to_its_archived_response(replay):
+    replay()
+    con, rows = run()
+    assert (rows["openrouter"].status, rows["openrouter"].unmapped) == ("ok", 10)
+    archived = {meta["sha256"]: meta for meta in archive.read_metadata(Path(rows["openrouter"].archive_dir))}
+    traced = query(con, "select distinct p.response_sha256, p.fetched_at, f.archive_dir from api_prices p "
+                        "join fetches f on f.run_id = p.run_id and f.source = p.api_provider")
+    assert len(traced) == 1
+    sha256, fetched_at, archive_dir = traced[0]
+    assert archive_dir == rows["openrouter"].archive_dir
+    assert archived[sha256]["path"] == "/api/v1/models" and archived[sha256]["fetched_at"] == fetched_at.isoformat()
+    assert query(con, "select api_model_id, price_kind, usd_per_mtok_output from api_prices where model = 'gpt-oss-120b'") == [
+        ("openai/gpt-oss-120b", "standard", 0.17)]
+    assert query(con, "select alias_id, target_id from api_aliases order by 1") == [
+        ("~deepseek/deepseek-v4-flash-latest", "deepseek/deepseek-v4-flash-0731"), ("~x-ai/grok-latest", "x-ai/grok-4.6")]
+    assert ("deepseek/deepseek-v4-flash-0731",) in query(con, "select api_model_id from unmapped_api_models")
+    assert query(con, "select count(*) from offers where provider = 'openrouter'") == [(0,)]
+
+
+def test_the_2025_shape_loads_end_to_end(replay, tmp_path):
+    replay(edited_fixtures(tmp_path, "openrouter_models_2026-08-19.json",
+                           lambda _: fixture_json("openrouter_models_2025-12-02.json")))
+    con, rows = run(["openrouter"])
+    assert rows["openrouter"].status == "ok"
+    assert query(con, "select price_kind, usd_per_mtok_input, usd_per_mtok_output from api_prices "
+                      "where model = 'gpt-oss-120b' order by 1") == [("exacto", 0.04, 0.2), ("standard", 0.04, 0.2)]
+    assert any("openrouter/auto" in note for note in rows["openrouter"].notes)
+
+
+def test_a_failing_api_source_leaves_the_gpu_day_whole_and_not_suspect(replay):
+    replay(faults={"/api/v1/models": "503*"})
+    con, rows = run()
+    assert rows["openrouter"].status == "failed" and "openrouter: GET /api/v1/models: HTTP 503" in rows["openrouter"].error
+    assert {s: r.status for s, r in rows.items() if s != "openrouter"} == dict.fromkeys(
+        ("fx", "vastai", "runpod", "verda"), "ok")
+    _, verdict = derive_date(con, SNAPSHOT)
+    assert verdict.quality == "ok"
+    compared = query(con, "select count(*), count(api_usd_per_mtok_output) from own_rent_api")
+    assert compared[0][0] > 0 and compared[0][1] == 0  # self-hosting compared, no API price to set beside it
