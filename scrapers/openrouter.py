@@ -19,18 +19,8 @@ import hashlib
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
-from scrapers.base import (
-    ApiAlias,
-    ApiPrice,
-    ParseResult,
-    RawResponse,
-    RecordError,
-    Rejection,
-    SchemaError,
-    check_records,
-    integer,
-    text,
-)
+from scrapers import base
+from scrapers.base import ApiAlias, ApiPrice, ParseResult, RawResponse, RecordError, Rejection, SchemaError
 
 NAME = "openrouter"
 PATH = "/api/v1/models"
@@ -114,9 +104,9 @@ def _records(raw: RawResponse) -> list:
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise SchemaError(NAME, raw.path, "missing or not a list", field="data")
     records = data["data"]
-    check_records(NAME, raw.path, records, "data", REQUIRED)
+    base.check_records(NAME, raw.path, records, "data", REQUIRED)
     pricing = [r["pricing"] for r in records if isinstance(r, dict) and isinstance(r.get("pricing"), dict)]
-    check_records(NAME, raw.path, pricing, "data[].pricing", ())
+    base.check_records(NAME, raw.path, pricing, "data[].pricing", ())
     for name in ("prompt", "completion"):
         if all(name not in p for p in pricing):
             raise SchemaError(NAME, raw.path, f"absent from all {len(pricing)} records (renamed or removed?)",
@@ -128,7 +118,7 @@ def _kind_of(record) -> str:
     """alias | router | non_text | priced."""
     if not isinstance(record, dict):
         raise RecordError("data[]", f"expected an object, got {type(record).__name__}")
-    model_id = text(record.get("id"), "id", required=True)
+    model_id = base.text(record.get("id"), "id", required=True)
     if model_id.startswith("~"):
         return "alias"
     pricing = record.get("pricing")
@@ -147,17 +137,17 @@ def _kind_of(record) -> str:
 def _alias(record: dict, raw: RawResponse, sha256: str) -> ApiAlias:
     target = record.get("alias_target")
     slug = target.get("slug") if isinstance(target, dict) else None
-    return ApiAlias(alias_id=record["id"], target_id=text(slug, "alias_target.slug"), fetched_at=raw.fetched_at,
+    return ApiAlias(alias_id=record["id"], target_id=base.text(slug, "alias_target.slug"), fetched_at=raw.fetched_at,
                     response_sha256=sha256)
 
 
-def _tier_prices(pricing: dict, where: str, base: dict | None = None) -> dict:
+def _tier_prices(pricing: dict, where: str, listed: dict | None = None) -> dict:
     prices = {}
     for column, key in PRICE_FIELDS:
         if key in pricing:
             prices[column] = usd_per_mtok(pricing[key], f"{where}.{key}")
         else:  # an override that does not name a price leaves the listing's
-            prices[column] = (base or {}).get(column)
+            prices[column] = (listed or {}).get(column)
     for column in ("usd_per_mtok_input", "usd_per_mtok_output"):
         if prices[column] is None:
             raise RecordError(f"{where}.{dict(PRICE_FIELDS)[column]}", "missing")
@@ -167,7 +157,7 @@ def _tier_prices(pricing: dict, where: str, base: dict | None = None) -> dict:
 def _condition(override: dict, where: str) -> dict | None:
     """The tier's name and condition; None for a condition this product does not know (the tier is left out)."""
     if "min_prompt_tokens" in override:
-        tokens = integer(override["min_prompt_tokens"], f"{where}.min_prompt_tokens")
+        tokens = base.integer(override["min_prompt_tokens"], f"{where}.min_prompt_tokens")
         return {"tier": f"prompt>={tokens}", "min_prompt_tokens": tokens}
     if "utc_start" in override or "utc_end" in override:
         start, end = (_hhmm(override.get(k), f"{where}.{k}") for k in ("utc_start", "utc_end"))
@@ -176,7 +166,7 @@ def _condition(override: dict, where: str) -> dict | None:
 
 
 def _hhmm(value, field: str) -> int:
-    number = integer(value, field)
+    number = base.integer(value, field)
     if number is None or not (0 <= number <= 2400 and number % 100 < 60):
         raise RecordError(field, f"not a UTC time as HHMM: {value!r}")
     return number
@@ -189,14 +179,14 @@ def _prices(record: dict, raw: RawResponse, sha256: str) -> list[ApiPrice]:
     common = dict(
         api_model_id=model_id,
         price_kind=KINDS.get(variant, variant),
-        hugging_face_id=text(record.get("hugging_face_id"), "hugging_face_id"),
-        name=text(record.get("name"), "name"),
-        context_length=integer(record.get("context_length"), "context_length"),
+        hugging_face_id=base.text(record.get("hugging_face_id"), "hugging_face_id"),
+        name=base.text(record.get("name"), "name"),
+        context_length=base.integer(record.get("context_length"), "context_length"),
         fetched_at=raw.fetched_at,
         response_sha256=sha256,
     )
-    base = _tier_prices(pricing, "pricing")
-    rows = [ApiPrice(tier=BASE_TIER, **common, **base)]
+    listed = _tier_prices(pricing, "pricing")
+    rows = [ApiPrice(tier=BASE_TIER, **common, **listed)]
     overrides = pricing.get("overrides") or []
     if not isinstance(overrides, list):
         raise RecordError("pricing.overrides", f"expected a list, got {type(overrides).__name__}")
@@ -209,5 +199,5 @@ def _prices(record: dict, raw: RawResponse, sha256: str) -> list[ApiPrice]:
         if condition is None or condition["tier"] in tiers:
             continue
         tiers.add(condition["tier"])
-        rows.append(ApiPrice(**common, **condition, **_tier_prices(override, where, base)))
+        rows.append(ApiPrice(**common, **condition, **_tier_prices(override, where, listed)))
     return rows
