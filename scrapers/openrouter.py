@@ -73,6 +73,7 @@ def parse(responses: list[RawResponse]) -> ParseResult:
         for record in records:
             result.record_count += 1
             model_id = record.get("id") if isinstance(record, dict) else None
+            model_id = model_id if isinstance(model_id, str) else None  # not an id: the record is quarantined
             if model_id in seen and model_id is not None:
                 duplicates += 1
                 continue
@@ -88,8 +89,7 @@ def parse(responses: list[RawResponse]) -> ParseResult:
                 else:
                     result.api_prices.extend(_prices(record, raw, sha256))
             except RecordError as exc:
-                result.rejected.append(Rejection(model_id if isinstance(model_id, str) else None, exc.field,
-                                                 exc.reason, record))
+                result.rejected.append(Rejection(model_id, exc.field, exc.reason, record))
     if routers:
         result.notes.append(f"{len(routers)} router(s) with a variable price (\"-1\") skipped: {', '.join(routers)}")
     if non_text:

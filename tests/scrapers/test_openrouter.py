@@ -163,3 +163,10 @@ def test_a_payload_not_in_the_documented_shape_fails_the_source(edit, message):
 def test_hhmm_refuses_a_time_that_is_not_one():
     with pytest.raises(RecordError):
         openrouter._hhmm(2460, "utc_start")
+
+
+def test_a_record_without_a_usable_id_is_quarantined():
+    data = fixture_json(Y2026)
+    data["data"][0]["id"] = ["not", "an", "id"]
+    (rejection,) = parse(data).rejected
+    assert (rejection.offer_id, rejection.field) == (None, "id")
