@@ -14,7 +14,8 @@ from warehouse.lock import WriterBusy
 
 STALE_HOURS = 36.0
 COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates", "daily_prices", "rental_ranges",
-           "estimates", "cost_per_mtok", "own_vs_rent", "price_index")
+           "estimates", "cost_per_mtok", "own_vs_rent", "price_index", "api_prices", "unmapped_api_models",
+           "own_rent_api")
 
 
 def status(

@@ -20,6 +20,21 @@ def offers_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     ).pl()
 
 
+def api_prices_asof(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """Per API provider, the prices of its latest successful fetch on or before the date (API prices are kept
+    until a newer fetch: a day without one compares against the last known, dated by its own fetched_at)."""
+    return con.sql(
+        """
+        with chosen as (
+            select source, run_id from fetches
+            where status = 'ok' and snapshot_date <= $day and source in (select distinct api_provider from api_prices)
+            qualify row_number() over (partition by source order by snapshot_date desc, started_at desc) = 1)
+        select p.* from api_prices p join chosen c on p.api_provider = c.source and p.run_id = c.run_id
+        """,
+        params={"day": day},
+    ).pl()
+
+
 def listing_history(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Per date and source: the listings loaded by that date's latest successful fetch."""
     return con.sql(

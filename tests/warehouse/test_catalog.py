@@ -170,3 +170,22 @@ def test_a_changed_file_replaces_its_table_and_a_bad_one_leaves_the_old_tables(r
         with pytest.raises(catalog.CatalogError):
             catalog.load_catalogs(con, reference)
         assert con.execute("select count(*) from gpus").fetchall()[0][0] >= 108
+
+
+def test_every_model_names_its_hugging_face_repository_once():
+    models = catalog.read_all()["models"]
+    assert models.filter(pl.col("hf_repo").is_null()).height == 0
+    assert models["hf_repo"].str.to_lowercase().n_unique() == models.height
+
+
+def test_a_repository_or_api_id_naming_two_models_is_refused(reference):
+    edit(reference / "models.csv", ",meta-llama/Llama-3.1-8B-Instruct,", ",meta-llama/llama-3.3-70b-instruct,")
+    with pytest.raises(catalog.CatalogError, match=r"^models.csv:6: column 'hf_repo': 'meta-llama/llama-3.3-70b-instruct'"
+                                                   r" already names llama-3.3-70b \(line 4\)$"):
+        catalog.read_all(reference)
+
+
+def test_an_api_id_must_be_owner_and_name(reference):
+    edit(reference / "models.csv", ",meta-llama/llama-3.1-8b-instruct\n", ",llama-3.1-8b-instruct\n")
+    with pytest.raises(catalog.CatalogError, match=r"^models.csv:6: column 'api_ids': 'llama-3.1-8b-instruct' is not owner/name$"):
+        catalog.read_all(reference)
