@@ -40,8 +40,8 @@ QUERY = """query GpuTypes($lowestPriceInput: GpuLowestPriceInput) {
   }
 }"""
 VARIABLES = {"lowestPriceInput": {"gpuCount": 1}}
-GRAPHQL_REQUIRED = ("id", "displayName", "secureCloud", "communityCloud", "securePrice", "communityPrice")
-REST_REQUIRED = ("id", "name", "price")
+GRAPHQL_REQUIRED = ("id", "secureCloud", "communityCloud", "securePrice", "communityPrice")
+REST_REQUIRED = ("id", "price")
 SAVINGS = (("savings_1w", "oneWeekPrice"), ("savings_1m", "oneMonthPrice"), ("savings_3m", "threeMonthPrice"),
            ("savings_6m", "sixMonthPrice"))
 # (tier, offered flag, on-demand price, spot price, max GPUs) in the GraphQL schema

@@ -89,9 +89,10 @@ FAULTS = [
         "runpod": "field 'data.gpuTypes': empty result", "verda": "/v1/instance-types: empty result",
         "openrouter": "field 'data': empty result"}),
     # vast: the second search, as the first offer of the first is the fixture's zero-priced one (quarantined anyway)
-    Fault("missing field", {"fx": "missing:currency", "vastai": "ok,missing:gpu_name", "runpod": "missing:displayName",
+    # runpod: a cloud it offers without its price (gpu_raw is the type id, so displayName is no longer needed)
+    Fault("missing field", {"fx": "missing:currency", "vastai": "ok,missing:gpu_name", "runpod": "missing:securePrice",
                             "verda": "missing:instance_type", "openrouter": "missing:completion"}, "quarantined",
-          {"fx": "currency", "vastai": "gpu_name", "runpod": "displayName", "verda": "instance_type",
+          {"fx": "currency", "vastai": "gpu_name", "runpod": "securePrice", "verda": "instance_type",
            "openrouter": "pricing.completion"}),
     Fault("renamed field", {"fx": "rename:rate*", "vastai": "rename:dph_base*", "runpod": "rename:securePrice*",
                             "verda": "rename:price_per_hour*", "openrouter": "rename:completion*"}, "failed",
