@@ -16,7 +16,8 @@ from pathlib import Path
 OUT = Path(__file__).parent.parent / "warehouse" / "reference" / "calibration" / "measurements.csv"
 COLUMNS = (
     "row_id", "suite", "version", "benchmark", "scenario", "submitter", "model", "gpu", "vendor", "gpus",
-    "group_gpus", "parallelism", "precision", "precision_note", "input_tokens", "output_tokens", "lengths_source",
+    "group_gpus", "parallelism", "precision", "precision_note", "input_tokens", "output_tokens", "input_assumed",
+    "lengths_source",
     "concurrency", "load", "software", "engine", "tok_s_per_gpu", "excluded", "source",
 )
 
@@ -135,7 +136,8 @@ def mlperf_rows(path: Path) -> list[dict]:
             "scenario": row["scenario"], "submitter": row["submitter"], "model": model, "gpu": gpu or "",
             "vendor": vendor_of(gpu), "gpus": n, "group_gpus": "", "parallelism": "",
             "precision": precision, "precision_note": note, "input_tokens": input_tokens,
-            "output_tokens": output_tokens, "lengths_source": f"mlperf_datasets.md: {lengths}", "concurrency": "",
+            "output_tokens": output_tokens, "input_assumed": "assumed" in lengths,
+            "lengths_source": f"mlperf_datasets.md: {lengths}", "concurrency": "",
             "load": "max_load", "software": row["software"], "engine": engine_of(row["software"]),
             "tok_s_per_gpu": round(float(row["tokens_per_s"]) / n, 3) if n else "", "excluded": excluded,
             "source": row["source"],
@@ -172,7 +174,7 @@ def serving_rows(path: Path) -> list[dict]:
             "gpu": gpu or "", "vendor": vendor_of(gpu), "gpus": row["n"], "group_gpus": group_gpus(row["parallelism"]),
             "parallelism": row["parallelism"], "precision": precision, "precision_note": row["precision"],
             "input_tokens": row["input_len"] if not excluded else "", "output_tokens": row["output_len"] if not excluded else "",
-            "lengths_source": "fixed by the benchmark", "concurrency": batch.group(1) if batch else "",
+            "input_assumed": False, "lengths_source": "fixed by the benchmark", "concurrency": batch.group(1) if batch else "",
             "load": "fixed_concurrency" if batch else "max_load", "software": row["software"],
             "engine": engine_of(row["software"]), "tok_s_per_gpu": row["output_tok_s_per_gpu"], "excluded": excluded,
             "source": row["source"],

@@ -30,10 +30,12 @@ def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
 
 
 def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFrame:
-    """Both methods over every model and GPU: the calculator on the plan's grid, the ceiling at its own rule."""
+    """Every method over every model and GPU: measured (the published $/M) and the calculator on the plan's grid,
+    the ceiling at its own rule."""
     models, gpu_names = cats["models"]["model_id"].to_list(), cats["gpus"]["name"].to_list()
     frames = []
     for name, grid in (
+        ("measured", estimator.make_grid(models, gpu_names, plan.precisions, plan.contexts, plan.streams)),
         ("calculator", estimator.make_grid(models, gpu_names, plan.precisions, plan.contexts, plan.streams)),
         ("ceiling", estimator.make_grid(models, gpu_names)),
     ):

@@ -441,11 +441,13 @@ def group_scale(log2_tp, vendor_eff, params: Params):
 
 def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params):
     """Seconds of one decode step (polars Exprs or Series alike): reads at the bandwidth efficiency and FLOPs at
-    the precision's compute efficiency, both slowed by the group's scale, plus a fixed overhead per step and a
-    collective's latency per doubling of the group."""
+    the precision's compute efficiency, added or overlapped (step_time), slowed by the group's scale, plus a fixed
+    overhead per step and a collective's latency per doubling of the group."""
     scale = group_scale(log2_tp, vendor_eff, params)
-    return ((t_mem / params.bandwidth_efficiency + t_cmp / compute_eff) / scale + params.step_overhead_s
-            + params.tp_comm_s * log2_tp)
+    reads, flops = t_mem / params.bandwidth_efficiency, t_cmp / compute_eff
+    # 'max': reads and FLOPs overlap (the roofline); written with arithmetic alone so Series and Exprs both take it
+    both = reads + flops if params.step_time == "sum" else (reads + flops + (reads - flops).abs()) / 2
+    return both / scale + params.step_overhead_s + params.tp_comm_s * log2_tp
 
 
 def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params):

@@ -206,6 +206,7 @@ MEASURED_BASE = replace(
     attention_context_offset=0,
     prefill_attention_factor=1.0,
     serving_model=True,
+    step_time="max",  # batched decode overlaps weight reads with the matmuls; it fits the benchmarks better than 'sum'
     kv_fp8_when_quantized=True,
     tp_efficiency_floor=0.5,
 )
