@@ -17,8 +17,10 @@ the dataset's input limit) are estimated and reported but never fitted on: their
 The efficiencies (presets.FITTED) are few and global: bandwidth, compute by precision, vendor, prefill, TP/EP
 scaling, a step overhead and a collective latency. None is per row or per model. They minimise a pseudo-Huber loss of
 log(estimate/measured) (a ratio error, so small and large systems weigh alike; linear beyond HUBER, so a few runs
-of immature software cannot drag the fit) with a weak pull to PRIOR, by a Nelder-Mead search. Validation is leave-one-model-family-out: each family's rows are estimated by the fit on the
-others, so every row has an out-of-fold ratio; the band is that ratio's p10-p90.
+of immature software cannot drag the fit) with a weak pull to PRIOR, by a Nelder-Mead search. Validation is
+leave-one-model-out: each model's rows are estimated by the fit on the other models' rows, so every row has an
+out-of-fold ratio; the band is that ratio's p10-p90. Leave-one-family-out (no sibling seen either) is reported
+alongside as the stricter test.
 """
 
 import math
@@ -40,7 +42,7 @@ FAMILIES = {
 # Starting point and prior of the search: typical serving figures (bandwidth ~70% of peak, compute ~40-50%).
 PRIOR = {
     "bandwidth_efficiency": 0.7, "compute_efficiency": 0.5, "compute_efficiency_fp8": 0.4,
-    "compute_efficiency_int4": 0.3, "vendor_efficiency_amd": 0.7, "vendor_efficiency_intel": 0.5,
+    "compute_efficiency_int4": 0.3, "moe_compute_efficiency": 0.7, "vendor_efficiency_amd": 0.7, "vendor_efficiency_intel": 0.5,
     "prefill_mfu": 0.4, "tp_derate": 0.05, "step_overhead_s": 0.005, "tp_comm_s": 0.001,
 }
 SEARCHED = tuple(PRIOR)
@@ -149,12 +151,13 @@ def terms(rows: pl.DataFrame, models: pl.DataFrame, gpus: pl.DataFrame, base: Pa
 
 def predict(terms_df: pl.DataFrame, params: Params) -> pl.DataFrame:
     """Estimated tokens/s per GPU per row (the best of its candidate replicas) with the measured value."""
-    compute_eff, vendor_eff = estimator.efficiencies(terms_df["precision"], terms_df["vendor"], params)
+    compute_eff, vendor_eff = estimator.efficiencies(terms_df["precision"], terms_df["vendor"], terms_df["moe"], params)
     log2_tp = terms_df["_log2_tp"]
     step = estimator.step_seconds(terms_df["_t_mem"], terms_df["_t_cmp"], log2_tp, compute_eff, vendor_eff, params)
     tok_s = estimator.request_tok_s(step, terms_df["_t_prefill"], terms_df["streams"], terms_df["output_tokens"],
                                     log2_tp, vendor_eff, params)
-    per_gpu = terms_df.select("row_id", "tok_s_per_gpu", "tp", "streams").with_columns(estimate=tok_s / terms_df["tp"])
+    per_gpu = terms_df.select("row_id", "tok_s_per_gpu", "tp", "streams", "input_assumed").with_columns(
+        estimate=tok_s / terms_df["tp"])
     best = per_gpu.sort("estimate", descending=True).group_by("row_id", maintain_order=True).first()
     return best.with_columns(ratio=pl.col("estimate") / pl.col("tok_s_per_gpu").cast(pl.Float64))
 
@@ -171,9 +174,10 @@ def _nelder_mead(f, x0: list[float], step: float = 0.5, iterations: int = 2500, 
         if scores[-1] - scores[0] < tol:
             break
         centre = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
 
-        def towards(t: float) -> list[float]:
-            return [c + t * (w - c) for c, w in zip(centre, simplex[-1], strict=True)]
+        def towards(t: float, centre=centre, worst=worst) -> list[float]:
+            return [c + t * (w - c) for c, w in zip(centre, worst, strict=True)]
 
         reflected = towards(-1.0)
         r = f(reflected)
@@ -219,15 +223,17 @@ def fit(terms_df: pl.DataFrame, base: Params, start: dict | None = None) -> Fit:
     return Fit(with_values(base, _to_values(x)), rows, value, evaluations)
 
 
-def cross_validate(terms_df: pl.DataFrame, base: Params) -> pl.DataFrame:
-    """Leave-one-model-family-out: every row's estimate from the fit on the other families (column `fold`)."""
-    families = terms_df.with_columns(family=pl.col("model").replace_strict(FAMILIES, default="other"))
+def cross_validate(terms_df: pl.DataFrame, base: Params, split: str = "model") -> pl.DataFrame:
+    """Every row's estimate from the fit on the rows of the other models (split 'model') or the other model
+    families (split 'family', stricter: no sibling of the held-out model is seen); the column `fold` names it."""
+    key = pl.col("model") if split == "model" else pl.col("model").replace_strict(FAMILIES, default="other")
+    folds = terms_df.with_columns(fold=key)
     out = []
-    for family in sorted(families["family"].unique().to_list()):
-        train = families.filter(pl.col("family") != family).drop("family")
-        held = families.filter(pl.col("family") == family).drop("family")
+    for name in sorted(folds["fold"].unique().to_list()):
+        train = folds.filter(pl.col("fold") != name).drop("fold")
+        held = folds.filter(pl.col("fold") == name).drop("fold")
         params = fit(train, base).params
-        out.append(predict(held, params).with_columns(fold=pl.lit(family)))
+        out.append(predict(held, params).with_columns(fold=pl.lit(name)))
     return pl.concat(out)
 
 
@@ -246,8 +252,9 @@ def summary(predictions: pl.DataFrame, by: list[str]) -> pl.DataFrame:
 
 
 def band(predictions: pl.DataFrame) -> tuple[float, float]:
-    """p10 and p90 of the out-of-fold estimate/measured: an estimate divided by them bounds 80% of measurements."""
-    r = predictions["ratio"]
+    """p10 and p90 of the out-of-fold estimate/measured (rows with published lengths): an estimate divided by them
+    bounds 80% of measurements."""
+    r = predictions.filter(~pl.col("input_assumed"))["ratio"]
     return r.quantile(0.1, "linear"), r.quantile(0.9, "linear")
 
 

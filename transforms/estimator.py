@@ -203,7 +203,7 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
     ).with_columns(
         _expert_b=pl.col("total_params_b") - pl.col("_dense_b"),
         _log_keep=(1 - pl.col("_route_p")).log(),
-    ).drop("_routed", "_moe")
+    ).drop("_routed")
 
 
 def _precision_expr(params: Params) -> pl.Expr:
@@ -285,11 +285,9 @@ def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, param
     """
     grid = _checked_grid(grid)
     df = _terms(models, gpus, grid, params)
-    if params.serving_model:
-        df = _serving_throughput(df, params)
-    else:
-        df = _steady_throughput(df, params)
+    df = _serving_throughput(df, params) if params.serving_model else _steady_throughput(df, params)
     return df.with_columns(
+        *(pl.lit(grid.schema[c].categories).gather(pl.col(c).to_physical()).alias(c) for c in (*NAME_COLUMNS, "precision")),
         uncertain=pl.col("_doubt_spec") | pl.col("_doubt_compute") | pl.col("_doubt_model"),
         fp4_estimated=pl.lit(params.compute_at_precision) & (pl.col("precision") == "int4")
         & (pl.col("fp4_tflops").is_null() | pl.col("fp4_page_estimate")),
@@ -300,7 +298,6 @@ def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, param
         else pl.lit(None, dtype=pl.Float64),
         agg_tok_s_high=pl.col("agg_tok_s") / params.band_ratio_low if params.band_ratio_low
         else pl.lit(None, dtype=pl.Float64),
-        *(pl.lit(grid.schema[c].categories).gather(pl.col(c).to_physical()).alias(c) for c in (*NAME_COLUMNS, "precision")),
         max_streams=pl.col("max_streams").cast(pl.Int64),
     ).select(OUTPUT_COLUMNS).collect(engine="streaming")
 
@@ -399,10 +396,10 @@ def serving_terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, 
     """Per grid row, the serving model's terms before efficiencies (see _serving_terms), with the row's vendor."""
     df = _serving_terms(_terms(models, gpus, _checked_grid(grid), params), params)
     return df.with_columns(
-        *(pl.col(c).cast(pl.String) for c in (*NAME_COLUMNS, "precision")), vendor=pl.col("_vendor"),
+        *(pl.col(c).cast(pl.String) for c in (*NAME_COLUMNS, "precision")), vendor=pl.col("_vendor"), moe=pl.col("_moe"),
         max_streams=pl.col("max_streams").cast(pl.Int64),
     ).select(
-        *NAME_COLUMNS, "precision", "vendor", "tp", "streams", "input_tokens", "output_tokens", "max_streams",
+        *NAME_COLUMNS, "precision", "vendor", "moe", "tp", "streams", "input_tokens", "output_tokens", "max_streams",
         "_log2_tp", "_t_mem", "_t_cmp", "_t_mem1", "_t_cmp1", "_t_prefill",
     ).collect(engine="streaming")
 
@@ -424,35 +421,41 @@ def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     )
 
 
-def efficiencies(precision, vendor, params: Params):
-    """Compute and vendor efficiency per row (polars Exprs or Series alike): by the row's precision and GPU vendor."""
+def efficiencies(precision, vendor, moe, params: Params):
+    """Compute and vendor efficiency per row (polars Exprs or Series alike): by the row's precision and GPU vendor,
+    and, for a mixture of experts, the lower efficiency of its many small expert matmuls."""
     compute = precision.replace_strict(
         {"fp8": params.compute_efficiency_fp8, "int8": params.compute_efficiency_fp8,
-         "int4": params.compute_efficiency_int4}, default=params.compute_efficiency, return_dtype=pl.Float64)
+         "int4": params.compute_efficiency_int4}, default=params.compute_efficiency, return_dtype=pl.Float64,
+    ) * (moe.cast(pl.Float64) * (params.moe_compute_efficiency - 1) + 1)
     maker = vendor.replace_strict({"AMD": params.vendor_efficiency_amd, "Intel": params.vendor_efficiency_intel},
                                   default=1.0, return_dtype=pl.Float64)
     return compute, maker
 
 
+def _larger(a, b):
+    """max(a, b) with arithmetic alone, so numbers, polars Series and Exprs all take it."""
+    return (a + b + abs(a - b)) / 2
+
+
 def group_scale(log2_tp, vendor_eff, params: Params):
     """The fraction of a group's peak it reaches: its scaling loss per doubling times the vendor's efficiency."""
-    return (1 - params.tp_derate * log2_tp).clip(lower_bound=params.tp_efficiency_floor) * vendor_eff
+    return _larger(1 - params.tp_derate * log2_tp, params.tp_efficiency_floor) * vendor_eff
 
 
 def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params):
-    """Seconds of one decode step (polars Exprs or Series alike): reads at the bandwidth efficiency and FLOPs at
+    """Seconds of one decode step (numbers, polars Series or Exprs alike): reads at the bandwidth efficiency and FLOPs at
     the precision's compute efficiency, added or overlapped (step_time), slowed by the group's scale, plus a fixed
     overhead per step and a collective's latency per doubling of the group."""
     scale = group_scale(log2_tp, vendor_eff, params)
     reads, flops = t_mem / params.bandwidth_efficiency, t_cmp / compute_eff
-    # 'max': reads and FLOPs overlap (the roofline); written with arithmetic alone so Series and Exprs both take it
-    both = reads + flops if params.step_time == "sum" else (reads + flops + (reads - flops).abs()) / 2
+    both = reads + flops if params.step_time == "sum" else _larger(reads, flops)  # 'max': they overlap
     return both / scale + params.step_overhead_s + params.tp_comm_s * log2_tp
 
 
 def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params):
     """Output tokens per second of one replica serving `streams` requests at a time, each a prefill of its prompt
-    then `output_tokens` decode steps (polars Exprs or Series alike)."""
+    then `output_tokens` decode steps (numbers, polars Series or Exprs alike)."""
     prefill = t_prefill / (params.prefill_mfu * group_scale(log2_tp, vendor_eff, params))
     return streams * output_tokens / (streams * prefill + output_tokens * step)
 
@@ -460,7 +463,7 @@ def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, 
 def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     """The measured method: whole requests (prefill amortised over the answer), efficiencies fitted to benchmarks."""
     df = _serving_terms(df, params)
-    compute_eff, vendor_eff = efficiencies(pl.col("precision"), pl.col("_vendor"), params)
+    compute_eff, vendor_eff = efficiencies(pl.col("precision"), pl.col("_vendor"), pl.col("_moe"), params)
     log2_tp = pl.col("_log2_tp")
     step = step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params)
     step1 = step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params)

@@ -78,6 +78,8 @@ class Params:
                                "context, the fitted efficiencies below (else steady decode at the full context)")
     compute_efficiency_fp8: float = _doc("fraction of the tensor peak reached in decode at FP8/INT8 (serving model)")
     compute_efficiency_int4: float = _doc("fraction of the tensor peak reached in decode at INT4/FP4 (serving model)")
+    moe_compute_efficiency: float = _doc("a mixture of experts reaches this fraction of a dense model's compute "
+                                         "efficiency (many small expert matmuls)")
     vendor_efficiency_amd: float = _doc("AMD parts reach this fraction of what NVIDIA's do at the same specs")
     vendor_efficiency_intel: float = _doc("Intel parts reach this fraction of what NVIDIA's do at the same specs")
     step_overhead_s: float = _doc("fixed seconds per decode step (launches, sampling, scheduling)")
@@ -114,6 +116,14 @@ class Params:
         return {p: getattr(self, f"bytes_{p}") for p in PRECISIONS}
 
 
+# The reference methods model steady decode only: none of the serving model's terms, no fitted band.
+STEADY_DECODE = {
+    "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
+    "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0,
+    "step_overhead_s": 0.0, "tp_comm_s": 0.0, "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
+    "band_ratio_high": 0.0,
+}
+
 CEILING = Params(
     name="ceiling",
     precision_rule="suggested",
@@ -145,16 +155,7 @@ CEILING = Params(
     prefill_mfu=0.13,  # 4.0625 tok/s per BF16 TFLOPS on 16B output-active parameters
     prefill_active="output",
     prefill_attention_factor=0.0,
-    serving_model=False,
-    compute_efficiency_fp8=1.0,
-    compute_efficiency_int4=1.0,
-    vendor_efficiency_amd=1.0,
-    vendor_efficiency_intel=1.0,
-    step_overhead_s=0.0,
-    tp_comm_s=0.0,
-    kv_fp8_when_quantized=False,
-    band_ratio_low=0.0,
-    band_ratio_high=0.0,
+    **STEADY_DECODE,
     display="integer",
     rounding="half_even",
 )
@@ -211,7 +212,7 @@ MEASURED_BASE = replace(
     tp_efficiency_floor=0.5,
 )
 FITTED = ("bandwidth_efficiency", "compute_efficiency", "compute_efficiency_fp8", "compute_efficiency_int4",
-          "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate", "step_overhead_s",
+          "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate", "step_overhead_s",
           "tp_comm_s", "band_ratio_low", "band_ratio_high")
 
 
