@@ -174,9 +174,13 @@ def test_the_fit_recovers_efficiencies_that_generated_the_data(sample):
     assert (start - 1).abs().median() > 0.1  # the search had somewhere to go
 
 
-def test_every_row_gets_an_estimate_from_a_fit_that_did_not_see_its_family(sample):
-    out = calibration.cross_validate(sample, MEASURED_BASE)
+@pytest.mark.parametrize(("split", "folds"), [
+    ("model", {"llama-3.3-70b", "qwen3-30b-a3b", "llama-4-scout"}),
+    ("family", {"Llama 3", "Qwen3", "Llama 4"}),
+])
+def test_every_row_gets_an_estimate_from_a_fit_that_did_not_see_its_model(sample, split, folds):
+    out = calibration.cross_validate(sample, MEASURED_BASE, split)
     assert out["row_id"].sort().to_list() == sample["row_id"].unique().sort().to_list()
-    assert set(out["fold"]) == {"Llama 3", "Qwen3", "Llama 4"}
+    assert set(out["fold"]) == folds
     stats = calibration.summary(out, ["fold"])
     assert stats["rows"].sum() == out.height and stats["within_2x"].is_between(0, 1).all()
