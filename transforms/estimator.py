@@ -407,11 +407,20 @@ def serving_terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, 
 def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     """The serving model's terms at full efficiency on one replica of `tp` GPUs: seconds of weight and KV reads
     per decode step (_t_mem, _t_mem1 at one stream), of decode FLOPs per step (_t_cmp, _t_cmp1) and of prefill
-    FLOPs per request (_t_prefill); the calibration fits the efficiencies that scale them."""
+    FLOPs per request (_t_prefill); the calibration fits the efficiencies that scale them.
+
+    Weights' matmuls run at the precision's peak; attention (QK and AV over the cached context) runs at the BF16
+    peak, as serving stacks keep it in 16 bits, so its FLOPs count `peak / BF16 peak` times at the precision's."""
+    attention_cost = pl.coalesce(pl.col("compute_tflops") / pl.col("bf16_tflops"), pl.lit(1.0))
+    attention = pl.col("attn_flops_per_ctx_token") * attention_cost
     df = df.with_columns(
         _mem_gbs=pl.col("bandwidth_gbs") * pl.col("tp"),
         _flops_per_s=pl.col("compute_tflops") * 1e12 * pl.col("tp"),
         _log2_tp=pl.col("tp").log(2),
+        _token_flops=params.decode_flops_per_param * pl.col("active_params_b") * 1e9
+        + params.attention_flops_factor * pl.col("_decode_context") * attention,
+        _prefill_flops=FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
+        + params.prefill_attention_factor * pl.col("_prefill_context") / 2 * attention,
     )
     t_mem, t_cmp = _step_seconds(params, pl.col("streams"))
     t_mem1, t_cmp1 = _step_seconds(params, None)

@@ -82,7 +82,7 @@ class Params:
                                          "efficiency (many small expert matmuls)")
     vendor_efficiency_amd: float = _doc("AMD parts reach this fraction of what NVIDIA's do at the same specs")
     vendor_efficiency_intel: float = _doc("Intel parts reach this fraction of what NVIDIA's do at the same specs")
-    step_overhead_s: float = _doc("fixed seconds per decode step (launches, sampling, scheduling)")
+    step_overhead_s: float = _doc("fixed seconds per decode step (kernel launches, synchronisation, scheduling)")
     tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group")
     kv_fp8_when_quantized: bool = _doc("the KV cache is stored in FP8 when weights are FP8 or narrower")
     band_ratio_low: float = _doc("p10 of estimate/measured on held-out benchmarks: the band's high end (0: none)")
