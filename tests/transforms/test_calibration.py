@@ -184,3 +184,12 @@ def test_every_row_gets_an_estimate_from_a_fit_that_did_not_see_its_model(sample
     assert set(out["fold"]) == folds
     stats = calibration.summary(out, ["fold"])
     assert stats["rows"].sum() == out.height and stats["within_2x"].is_between(0, 1).all()
+
+
+@pytest.mark.slow
+def test_the_committed_parameters_are_what_the_fit_finds_on_the_committed_measurements(models, gpus):
+    rows, _ = calibration.usable(measurements(), models, gpus)
+    found = calibration.fit(calibration.terms(rows, models, gpus, MEASURED_BASE)[0], MEASURED_BASE).params
+    committed = json.loads(presets.MEASURED_FIT.read_text())["parameters"]
+    assert {k: getattr(found, k) for k in calibration.SEARCHED} == pytest.approx(
+        {k: committed[k] for k in calibration.SEARCHED}, rel=1e-9)
