@@ -227,7 +227,7 @@ def table(
     providers = ", ".join(sorted(data.offers["provider"].unique().to_list())) or "no listings"
     header = (f"{model_id}, {style.value} view; live prices of {data.day} ({providers}); "
               f"quality {data.quality or 'unknown'}")
-    method = method or presets.MEASURED.name
+    method = method or presets.DEFAULT_COST_METHOD
     if method not in presets.PRESETS:
         raise fail(f"unknown method {method!r}: use one of {', '.join(presets.PRESETS)}")
     if style is Style.estimate:

@@ -212,8 +212,8 @@ MEASURED_BASE = replace(
     tp_efficiency_floor=0.5,
 )
 FITTED = ("bandwidth_efficiency", "compute_efficiency", "compute_efficiency_fp8", "compute_efficiency_int4",
-          "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate", "step_overhead_s",
-          "tp_comm_s", "band_ratio_low", "band_ratio_high")
+          "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate",
+          "step_overhead_s", "tp_comm_s", "band_ratio_low", "band_ratio_high")
 
 
 def fitted(base: Params, values: dict) -> Params:
@@ -228,6 +228,8 @@ def _measured() -> Params:
 
 MEASURED = _measured()
 PRESETS: dict[str, Params] = {p.name: p for p in (CEILING, CALCULATOR, MEASURED)}
+# The method whose $/M a cost view shows unless asked for another (`gpuledger table`, `gpuledger history --model`).
+DEFAULT_COST_METHOD = MEASURED.name
 
 
 def preset(name: str) -> Params:
