@@ -40,7 +40,9 @@ def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFra
         ("ceiling", estimator.make_grid(models, gpu_names)),
     ):
         gpus = estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], name)
-        frames.append(estimator.estimate(cats["models"], gpus, grid, presets.preset(name)))
+        # A part whose memory the method's runtime overhead fills sizes no replica (tp NULL): nothing to store.
+        frames.append(estimator.estimate(cats["models"], gpus, grid, presets.preset(name)).filter(
+            pl.col("tp").is_not_null()))
     return pl.concat(frames, how="vertical_relaxed")
 
 
