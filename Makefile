@@ -13,7 +13,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
-.PHONY: run demo test lint bench clean
+.PHONY: run demo test lint bench calibrate clean
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -34,6 +34,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Fit the measured method to the committed benchmarks; rewrites transforms/measured_fit.json and docs/calibration.md.
+calibrate: $(STAMP)
+	$(BIN)/python -m bench.calibrate
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -15,8 +15,11 @@ LEAD_COLUMNS = (
     "prefill_tok_s", "power_kw", "max_streams",
 )
 TAIL_COLUMNS = (
-    "multi_node", "bound", "uncertain", "fp4_estimated", "context_tokens", "streams", "method", "estimator_version",
+    "agg_tok_s_low", "agg_tok_s_high", "multi_node", "bound", "uncertain", "fp4_estimated", "context_tokens", "input_tokens", "output_tokens", "streams",
+    "method", "estimator_version",
 )
+BAND_NOTE = ("agg_tok_s_low/high: the measured method's band, the p10-p90 of estimate/measured on benchmarks the "
+             "fit did not see (docs/calibration.md).")
 
 
 def _read_catalogues() -> dict[str, pl.DataFrame]:
@@ -29,17 +32,43 @@ def _read_catalogues() -> dict[str, pl.DataFrame]:
         con.close()
 
 
+def _lengths(params: presets.Params, context: int, prompt: int | None, answer: int | None) -> dict[str, pl.Expr]:
+    """The request of the measured method: given lengths, else the defaults when no --context was changed."""
+    if not params.serving_model:
+        if prompt is not None or answer is not None:
+            raise fail(f"--input-tokens/--output-tokens describe requests of the measured method, not {params.name}")
+        return {}
+    if prompt is None and answer is None and context == presets.DEFAULT_CONTEXT_TOKENS:
+        prompt, answer = presets.DEFAULT_INPUT_TOKENS, presets.DEFAULT_OUTPUT_TOKENS
+    if (prompt is None) != (answer is None):  # one given: the other is the context's rest, or its default
+        answer = answer if answer is not None else presets.DEFAULT_OUTPUT_TOKENS
+        prompt = prompt if prompt is not None else max(context - answer, 0)
+    return {"input_tokens": pl.lit(prompt, dtype=pl.Int64), "output_tokens": pl.lit(answer, dtype=pl.Int64)}
+
+
+def _request(out: pl.DataFrame) -> str:
+    if out.is_empty() or out["input_tokens"][0] is None:
+        return f"{out['context_tokens'][0] if not out.is_empty() else 0:,} tokens"
+    return f"{out['input_tokens'][0]:,} in + {out['output_tokens'][0]:,} out tokens"
+
+
 def _rounded(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.col(pl.Float64).round(4))
 
 
 def estimate(
     model: Annotated[str | None, typer.Option(help="Model id (see `gpuledger models`); required but with --params.")] = None,
-    method: Annotated[str, typer.Option(help=f"Preset: {', '.join(presets.PRESETS)}.")] = "calculator",
+    method: Annotated[str, typer.Option(help=f"Preset: {', '.join(presets.PRESETS)} (measured: a serving model "
+                                              "fitted to benchmark throughput).")] = "measured",
     gpu: Annotated[list[str] | None, typer.Option(help="GPU name or a page's label; repeat for several (default: all).")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
     context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
     streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
+    tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it).")] = None,
+    input_tokens: Annotated[int | None, typer.Option(
+        help=f"Prompt tokens per request (measured; default {presets.DEFAULT_INPUT_TOKENS}, or the context less the answer).")] = None,
+    output_tokens: Annotated[int | None, typer.Option(
+        help=f"Answer tokens per request (measured; default {presets.DEFAULT_OUTPUT_TOKENS}, at most half the context).")] = None,
     assignments: Annotated[list[str] | None, typer.Option("--set", help="Override a parameter: NAME=VALUE (repeat).")] = None,
     show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu.")] = False,
     show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters and exit.")] = False,
@@ -73,6 +102,7 @@ def estimate(
             render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}: tokens/s as streams grow ({params.name})")
             return
         grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [context], [streams])
+        grid = grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64), **_lengths(params, context, input_tokens, output_tokens))
         out = estimator.estimate(frames["models"], gpus, grid, params)
     except estimator.EstimatorError as exc:
         raise fail(str(exc)) from None
@@ -83,8 +113,9 @@ def estimate(
         render(
             display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens", "streams"),
             fmt,
-            title=f"{model_id}, {params.name}: {context:,} tokens x {streams} streams (estimator {estimator.ESTIMATOR_VERSION})",
-            caption="~: the FP4 figure is estimated. uncertain: an input spec is uncertain or was solved from a page.",
+            title=f"{model_id}, {params.name}: {_request(out)} x {streams} streams (estimator {estimator.ESTIMATOR_VERSION})",
+            caption="~: the FP4 figure is estimated. uncertain: an input spec is uncertain or was solved from a page."
+            + (f"\n{BAND_NOTE}" if params.band_ratio_low else ""),
         )
     else:
         render(_rounded(out), fmt)

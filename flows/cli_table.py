@@ -112,11 +112,11 @@ def _estimate(data: Day, method: str, grid: pl.DataFrame) -> pl.DataFrame:
         raise fail(str(exc)) from None
 
 
-def _estimate_style(data: Day, model: str, wanted: list[str], precision, context, streams, code, rate):
+def _estimate_style(data: Day, model: str, method: str, wanted: list[str], precision, context, streams, code, rate):
     priced = set(data.ranges["gpu"].to_list())
     names = wanted or [g for g, label in zip(data.gpus["name"], data.gpus["label_000"], strict=True)
                        if label or g in priced]
-    est = _estimate(data, "ceiling", estimator.make_grid([model], names, [precision], [context], [streams]))
+    est = _estimate(data, method, estimator.make_grid([model], names, [precision], [context], [streams]))
     view = tables.estimate_view(est, data.gpus, data.ranges, hardware_usd(data.hardware, data.fx_rates, data.day))
     view = _convert(view, rate, code)
     m = code.lower()
@@ -151,11 +151,11 @@ def _rental_label(code: str, r: dict, m: str) -> str:
     return f"×{r['gpus']}: {span}/hr ({r['rental_date']})"
 
 
-def _calculator_style(data: Day, model: str, wanted, precision, context, streams, price_kind, code, rate,
+def _calculator_style(data: Day, model: str, method: str, wanted, precision, context, streams, price_kind, code, rate,
                       fleets: list[tuple[str, int]], target_tok_s: float | None):
     names = wanted or data.gpus["name"].to_list()
-    est = _estimate(data, "calculator", estimator.make_grid([model], names, [precision], [context], [streams]))
-    one = _estimate(data, "calculator", estimator.make_grid([model], names, [precision], [4096], [1]))
+    est = _estimate(data, method, estimator.make_grid([model], names, [precision], [context], [streams]))
+    one = _estimate(data, method, estimator.make_grid([model], names, [precision], [4096], [1]))
     tps = pl.concat([est["tp"], one["tp"]]).drop_nulls().unique().to_list()
     replicas = tables.cheapest_replicas(costs.replica_prices(data.offers, tps), price_kind)
     table = tables.calculator_view(est, data.gpus, replicas)
@@ -203,6 +203,8 @@ def _labelled_calculator(frames: dict[str, pl.DataFrame], code: str) -> dict[str
 def table(
     model: Annotated[str, typer.Option(help="Model id (see `gpuledger models`).")],
     style: Annotated[Style, typer.Option(help="estimate: page 000's cards; calculator: page 001's table.")] = Style.calculator,
+    method: Annotated[str | None, typer.Option(help=f"Estimator for tokens/s and $/M: {', '.join(presets.PRESETS)} "
+                                               "(default measured: fitted to benchmarks, with a band).")] = None,
     day: Annotated[str | None, typer.Option("--date", help="Prices of this date (YYYY-MM-DD); default the latest.")] = None,
     gpu: Annotated[list[str] | None, typer.Option(help="Only these GPUs (repeatable); names or page labels.")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8, int4; default: estimate's suggested rule, calculator int4.")] = None,
@@ -232,17 +234,30 @@ def table(
     providers = ", ".join(sorted(data.offers["provider"].unique().to_list())) or "no listings"
     header = (f"{model_id}, {style.value} view; live prices of {data.day} ({providers}); "
               f"quality {data.quality or 'unknown'}")
+    method = method or presets.DEFAULT_COST_METHOD
+    if method not in presets.PRESETS:
+        raise fail(f"unknown method {method!r}: use one of {', '.join(presets.PRESETS)}")
     if style is Style.estimate:
-        raw, labelled = _estimate_style(data, model_id, wanted, precision, context, streams, currency, rate)
+        raw, labelled = _estimate_style(data, model_id, method, wanted, precision, context, streams, currency, rate)
         notes = [n for n in (api_note, fx_note, f"hardware prices converted from CNY at the rate of {data.day} or the latest before it",
-                             f"estimator: ceiling {estimator.ESTIMATOR_VERSION} (page 000's method)") if n]
+                             _method_note(method)) if n]
         _emit({"table": raw}, {"table": labelled}, fmt, header, notes)
         return
-    frames = _calculator_style(data, model_id, wanted, precision or "int4", context, streams, price_kind, currency,
+    frames = _calculator_style(data, model_id, method, wanted, precision or "int4", context, streams, price_kind, currency,
                                rate, [_parse_fleet(f, names) for f in fleet or []], target_tok_s)
     settings = f"{(precision or 'int4').upper()}, {context:,} tokens, {streams} streams, {price_kind} prices"
-    notes = [n for n in (api_note, fx_note, PRICING_NOTE, f"estimator: calculator {estimator.ESTIMATOR_VERSION} (page 001's method)") if n]
+    notes = [n for n in (api_note, fx_note, PRICING_NOTE, _method_note(method)) if n]
     _emit(frames, _labelled_calculator(frames, currency), fmt, f"{header}; {settings}", notes)
+
+
+def _method_note(method: str) -> str:
+    what = {
+        "measured": "a serving model fitted to benchmark throughput; $/M low-high is its p10-p90 band on benchmarks "
+                    "the fit did not see (docs/calibration.md)",
+        "calculator": "per-step roofline over concurrent streams (a bandwidth and compute ceiling, not a price)",
+        "ceiling": "single-stream bandwidth ceiling with rules of thumb (not a price)",
+    }[method]
+    return f"estimator: {method} {estimator.ESTIMATOR_VERSION}: {what}"
 
 
 def _emit(raw: dict[str, pl.DataFrame], labelled: dict[str, pl.DataFrame], fmt: Format, header: str,

@@ -37,15 +37,19 @@ def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
 
 
 def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFrame:
-    """Both methods over every model and GPU: the calculator on the plan's grid, the ceiling at its own rule."""
+    """Every method over every model and GPU: measured (the published $/M) and the calculator on the plan's grid,
+    the ceiling at its own rule."""
     models, gpu_names = cats["models"]["model_id"].to_list(), cats["gpus"]["name"].to_list()
     frames = []
     for name, grid in (
+        ("measured", estimator.make_grid(models, gpu_names, plan.precisions, plan.contexts, plan.streams)),
         ("calculator", estimator.make_grid(models, gpu_names, plan.precisions, plan.contexts, plan.streams)),
         ("ceiling", estimator.make_grid(models, gpu_names)),
     ):
         gpus = estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], name)
-        frames.append(estimator.estimate(cats["models"], gpus, grid, presets.preset(name)))
+        # A part whose memory the method's runtime overhead fills sizes no replica (tp NULL): nothing to store.
+        frames.append(estimator.estimate(cats["models"], gpus, grid, presets.preset(name)).filter(
+            pl.col("tp").is_not_null()))
     return pl.concat(frames, how="vertical_relaxed")
 
 

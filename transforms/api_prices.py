@@ -11,9 +11,8 @@ import polars as pl
 
 from scrapers.base import ApiAlias, ApiPrice
 from transforms.costs import HOURS_PER_MONTH, SINGLE_GPU_LISTINGS
+from transforms.presets import DEFAULT_COST_METHOD
 
-# The estimator method whose rows the comparison prices (one place, so a new default method is a one-line change).
-COST_METHOD = "calculator"
 RENT_PRICE_KIND = "on_demand"  # a replica kept up for a month is rented on demand, not on an interruptible bid
 API_PRICE_KIND = "standard"  # free variants are rate-limited and batch ones asynchronous: not like for like
 DEFAULT_INPUT_PER_OUTPUT = 3.0  # input tokens per output token in the blended price (3:1)
@@ -91,7 +90,7 @@ def _seconds_per_mix(input_per_output: float) -> pl.Expr:
 
 def own_rent_api(
     costs: pl.DataFrame, own: pl.DataFrame, estimates: pl.DataFrame, api: pl.DataFrame, *,
-    input_per_output: float = DEFAULT_INPUT_PER_OUTPUT, method: str = COST_METHOD,
+    input_per_output: float = DEFAULT_INPUT_PER_OUTPUT, method: str = DEFAULT_COST_METHOD,
 ) -> pl.DataFrame:
     """Per model and setting: the cheapest rented replica, the cheapest owned configuration and the cheapest API.
 

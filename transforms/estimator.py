@@ -9,6 +9,7 @@ import polars as pl
 
 from transforms.presets import (
     DEFAULT_CONTEXT_TOKENS,
+    DEFAULT_OUTPUT_TOKENS,
     DEFAULT_STREAMS,
     PEAK_COLUMN,
     PRECISIONS,
@@ -16,7 +17,7 @@ from transforms.presets import (
     normalise_precision,
 )
 
-ESTIMATOR_VERSION = "1.0.0"
+ESTIMATOR_VERSION = "1.1.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 FLOPS_PER_PARAM = 2.0  # one multiply-add per parameter per token, used by prefill
@@ -37,11 +38,14 @@ UNCERTAIN_WORDS = {
 OUTPUT_COLUMNS = (
     "model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version", "tp", "multi_node",
     "memory_used_gb", "memory_used_pct", "max_streams", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
-    "prefill_tok_s", "bound", "power_kw", "uncertain", "compute_tflops", "fp4_estimated",
+    "prefill_tok_s", "bound", "power_kw", "uncertain", "compute_tflops", "fp4_estimated", "input_tokens",
+    "output_tokens", "agg_tok_s_low", "agg_tok_s_high",
 )
 PRECISION = pl.Enum(PRECISIONS)
 NAME_COLUMNS = ("model", "gpu")  # Enums: their codes index the catalogue rows
-GRID_SCHEMA = {"precision": PRECISION, "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64}
+GRID_SCHEMA = {"precision": PRECISION, "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64,
+               "input_tokens": pl.Int64, "output_tokens": pl.Int64}
+QUANTIZED = ("fp8", "int8", "int4")  # precisions whose serving stacks keep the KV cache in FP8
 POWERS_OF_TWO = pl.Series([1 << k for k in range(63)], dtype=pl.Int64)
 NO_OVERLAY = pl.DataFrame(schema={"preset": pl.String, "gpu": pl.String, "field": pl.String, "value": pl.Float64,
                                   "source": pl.String})
@@ -112,7 +116,10 @@ def _checked_grid(grid: pl.DataFrame) -> pl.DataFrame:
         pl.col(c).cast(pl.Enum(grid[c].drop_nulls().unique().sort())) for c in NAME_COLUMNS
         if not isinstance(grid.schema[c], pl.Enum)
     ).select(*NAME_COLUMNS, *(pl.col(c).cast(t) for c, t in GRID_SCHEMA.items()))
-    lows = grid.select(pl.col("context_tokens", "streams", "tp").min()).row(0, named=True)
+    # Given both lengths, a stream's context is its prompt plus its answer.
+    grid = grid.with_columns(context_tokens=pl.coalesce(pl.col("input_tokens") + pl.col("output_tokens"),
+                                                         pl.col("context_tokens")))
+    lows = grid.select(pl.col("context_tokens", "streams", "tp", "input_tokens", "output_tokens").min()).row(0, named=True)
     highs = grid.select(pl.col("context_tokens", "streams").max()).row(0, named=True)
     for column, top in (("context_tokens", CONTEXT_TOKENS_MAX), ("streams", STREAMS_MAX)):
         for value in (lows[column], highs[column]):
@@ -120,6 +127,9 @@ def _checked_grid(grid: pl.DataFrame) -> pl.DataFrame:
                 raise EstimatorError(f"{column} must be between 1 and {top}, not {value}")
     if lows["tp"] is not None and lows["tp"] < 1:
         raise EstimatorError(f"tp must be at least 1, not {lows['tp']}")
+    for column in ("input_tokens", "output_tokens"):
+        if lows[column] is not None and lows[column] < (0 if column == "input_tokens" else 1):
+            raise EstimatorError(f"{column} must be at least {0 if column == 'input_tokens' else 1}, not {lows[column]}")
     return grid
 
 
@@ -156,6 +166,7 @@ def _gpu_table(gpus: pl.DataFrame) -> pl.DataFrame:
     }
     return gpus.select(
         pl.col("name").alias("gpu"), *SPEC_FIELDS, "fp4_page_estimate", _pcie=pl.col("fabric") == "PCIe",
+        _vendor=pl.col("vendor"),
         # Memory, bandwidth and (when known) TDP feed every row; which compute peak does depends on the row.
         _doubt_spec=doubts["memory_gb"] | doubts["bandwidth_gbs"] | (doubts["tdp_w"] & pl.col("tdp_w").is_not_null()),
         **{f"_doubt_{f}": doubts[f] for f in COMPUTE_FIELDS},
@@ -192,7 +203,7 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
     ).with_columns(
         _expert_b=pl.col("total_params_b") - pl.col("_dense_b"),
         _log_keep=(1 - pl.col("_route_p")).log(),
-    ).drop("_routed", "_moe")
+    ).drop("_routed")
 
 
 def _precision_expr(params: Params) -> pl.Expr:
@@ -220,7 +231,7 @@ def _replica_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
 
 def _fixed_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
     """Memory a replica needs apart from the per-GPU overhead: weights, runtime and the streams' KV cache."""
-    kv_gb = pl.col("streams") * pl.col("context_tokens") * pl.col("kv_bytes_per_token") * 1e-9
+    kv_gb = pl.col("streams") * pl.col("context_tokens") * pl.col("_kv_bytes") * 1e-9
     return _replica_gb(params, bytes_per_param) + _kv_term(params.kv_memory_factor, kv_gb)
 
 
@@ -244,7 +255,7 @@ def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.
     else:
         read_b = pl.col("_dense_b") + pl.col("_expert_b") * (1 - (streams * pl.col("_log_keep")).exp())
     count = pl.lit(1.0) if streams is None else streams
-    t_mem = (read_b * pl.col("_bytes") + _kv_term(params.kv_read_factor, count * pl.col("_kv_stream_gb"))) / pl.col(
+    t_mem = (read_b * pl.col("_bytes") + _kv_term(params.kv_read_factor, count * pl.col("_kv_read_gb"))) / pl.col(
         "_mem_gbs")
     if not (params.decode_flops_per_param or params.attention_flops_factor):
         return t_mem, pl.lit(0.0)  # no decode compute counted: a part without a compute figure still decodes
@@ -261,7 +272,7 @@ def _token_flops(params: Params) -> pl.Expr:
     if params.decode_flops_per_param:
         flops = flops + params.decode_flops_per_param * pl.col("active_params_b") * 1e9
     if params.attention_flops_factor:
-        context = (pl.col("context_tokens") - params.attention_context_offset).clip(lower_bound=0)
+        context = (pl.col("_decode_context") - params.attention_context_offset).clip(lower_bound=0)
         flops = flops + params.attention_flops_factor * context * pl.col("attn_flops_per_ctx_token")
     return flops
 
@@ -273,15 +284,53 @@ def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, param
     rule), context_tokens, streams and optionally tp (None: the smallest group that holds the model).
     """
     grid = _checked_grid(grid)
+    df = _terms(models, gpus, grid, params)
+    df = _serving_throughput(df, params) if params.serving_model else _steady_throughput(df, params)
+    return df.with_columns(
+        *(pl.lit(grid.schema[c].categories).gather(pl.col(c).to_physical()).alias(c) for c in (*NAME_COLUMNS, "precision")),
+        uncertain=pl.col("_doubt_spec") | pl.col("_doubt_compute") | pl.col("_doubt_model"),
+        fp4_estimated=pl.lit(params.compute_at_precision) & (pl.col("precision") == "int4")
+        & (pl.col("fp4_tflops").is_null() | pl.col("fp4_page_estimate")),
+        method=pl.lit(params.name),
+        estimator_version=pl.lit(ESTIMATOR_VERSION),
+        # The calibrated band: the held-out spread of estimate/measured, p90 gives the low end (see calibration).
+        agg_tok_s_low=pl.col("agg_tok_s") / params.band_ratio_high if params.band_ratio_high
+        else pl.lit(None, dtype=pl.Float64),
+        agg_tok_s_high=pl.col("agg_tok_s") / params.band_ratio_low if params.band_ratio_low
+        else pl.lit(None, dtype=pl.Float64),
+        max_streams=pl.col("max_streams").cast(pl.Int64),
+    ).select(OUTPUT_COLUMNS).collect(engine="streaming")
+
+
+def _lengths(params: Params) -> dict[str, pl.Expr]:
+    """Prompt and answer per request (serving model only: the context split into them), and the contexts read."""
+    if not params.serving_model:
+        return {"input_tokens": pl.lit(None, dtype=pl.Int64), "output_tokens": pl.lit(None, dtype=pl.Int64),
+                "_decode_context": pl.col("context_tokens"), "_prefill_context": pl.col("context_tokens")}
+    output = pl.coalesce("output_tokens", pl.min_horizontal(DEFAULT_OUTPUT_TOKENS, pl.col("context_tokens") // 2))
+    prompt = pl.coalesce("input_tokens", pl.col("context_tokens") - output)
+    return {"input_tokens": prompt, "output_tokens": output,
+            # decode attends, on average over the answer, to the prompt and half the answer
+            "_decode_context": prompt + output / 2, "_prefill_context": prompt}
+
+
+def _terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params) -> pl.LazyFrame:
+    """Per grid row: sizing, memory, and the decode and prefill terms before the method combines them."""
     catalogue = [
         *_attached(grid, "model", _model_table(models, params), "model"),
         *_attached(grid, "gpu", _gpu_table(gpus), "GPU"),
     ]
+    kv_bytes = pl.col("kv_bytes_per_token")
+    if params.kv_fp8_when_quantized:
+        kv_bytes = pl.when(pl.col("precision").is_in(QUANTIZED)).then(kv_bytes / 2).otherwise(kv_bytes)
     # Lazily on the streaming engine: about twice as fast here as eager, and column-wise work keeps the row order.
     df = grid.lazy().with_columns(catalogue).with_columns(precision=_precision_expr(params)).with_columns(
+        **_lengths(params), _kv_bytes=kv_bytes,
+    ).with_columns(
         _bytes=pl.lit(pl.Series([params.bytes_per_param[p] for p in PRECISIONS])).gather(
             pl.col("precision").to_physical()),
-        _kv_stream_gb=pl.col("context_tokens") * pl.col("kv_bytes_per_token") * 1e-9,
+        _kv_stream_gb=pl.col("context_tokens") * pl.col("_kv_bytes") * 1e-9,
+        _kv_read_gb=pl.col("_decode_context") * pl.col("_kv_bytes") * 1e-9,
         **_compute_columns(params),
     ).with_columns(_fixed_gb=_fixed_gb(params, pl.col("_bytes"))).with_columns(
         tp=pl.coalesce(
@@ -296,48 +345,147 @@ def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, param
     fill_gb = pl.col("tp") * (pl.col("memory_gb") - params.gpu_overhead_gb - params.fill_reserve_gb) - _replica_gb(
         params, pl.col("_bytes")
     )
-    group = pl.col("tp") * (1 - params.tp_derate * pl.col("tp").log(2)).clip(lower_bound=params.tp_efficiency_floor)
-    penalty = pl.when(pl.col("_pcie") & (pl.col("tp") > 1)).then(params.pcie_penalty).otherwise(1.0)
     prefill_flops = FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
     if params.prefill_attention_factor:
         prefill_flops = prefill_flops + params.prefill_attention_factor * pl.col("attn_flops_per_ctx_token") * pl.col(
-            "context_tokens") / 2
-    df = df.with_columns(
+            "_prefill_context") / 2
+    return df.with_columns(
         memory_used_gb=pl.col("_fixed_gb") + params.gpu_overhead_gb * pl.col("tp"),
         max_streams=None if params.kv_memory_factor == 0
         else (fill_gb / (params.kv_memory_factor * pl.col("_kv_stream_gb"))).floor().clip(lower_bound=0),
         multi_node=pl.col("tp") > params.node_gpus,
         power_kw=pl.col("tp") * pl.col("tdp_w") / 1000,
-        prefill_tok_s=params.prefill_mfu * pl.col("compute_tflops") * 1e12 * group / prefill_flops * penalty,
+        _prefill_flops=prefill_flops,
+        _token_flops=_token_flops(params),
+    ).with_columns(
+        memory_used_pct=100 * pl.col("memory_used_gb") / (pl.col("tp") * pl.col("memory_gb")),
+    )
+
+
+def _steady_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
+    """The reference methods: steady decode of `streams` streams at the full context, efficiencies as constants."""
+    group = pl.col("tp") * (1 - params.tp_derate * pl.col("tp").log(2)).clip(lower_bound=params.tp_efficiency_floor)
+    penalty = pl.when(pl.col("_pcie") & (pl.col("tp") > 1)).then(params.pcie_penalty).otherwise(1.0)
+    df = df.with_columns(
+        prefill_tok_s=params.prefill_mfu * pl.col("compute_tflops") * 1e12 * group / pl.col("_prefill_flops") * penalty,
         _penalty=penalty,
         _mem_gbs=params.bandwidth_efficiency * pl.col("bandwidth_gbs") * group,
         _flops_per_s=params.compute_efficiency * pl.col("compute_tflops") * 1e12 * group,
-        _token_flops=_token_flops(params),
     )
     t_mem, t_cmp = _step_seconds(params, pl.col("streams"))
-    df = df.with_columns(
+    return df.with_columns(
         _t_mem=t_mem,
         _t_cmp=t_cmp,
         single_stream_tok_s=1 / _combine(params, *_step_seconds(params, None)),
     ).with_columns(
-        memory_used_pct=100 * pl.col("memory_used_gb") / (pl.col("tp") * pl.col("memory_gb")),
         per_stream_tok_s=1 / pl.col("_t_mem"),
         agg_tok_s=pl.min_horizontal(
             pl.col("streams") / _combine(params, pl.col("_t_mem"), pl.col("_t_cmp")),
             params.batch_gain_max * pl.col("single_stream_tok_s"),
         ) * pl.col("_penalty"),
-        bound=pl.when(pl.col("_t_cmp") > pl.col("_t_mem")).then(pl.lit("compute"))
-        .when(pl.col("_t_cmp").is_not_null() & pl.col("_t_mem").is_not_null()).then(pl.lit("memory")),
-        uncertain=pl.col("_doubt_spec") | pl.col("_doubt_compute") | pl.col("_doubt_model"),
-        fp4_estimated=pl.lit(params.compute_at_precision) & (pl.col("precision") == "int4")
-        & (pl.col("fp4_tflops").is_null() | pl.col("fp4_page_estimate")),
-        method=pl.lit(params.name),
-        estimator_version=pl.lit(ESTIMATOR_VERSION),
+        bound=_bound(),
     )
+
+
+def _bound() -> pl.Expr:
+    return (pl.when(pl.col("_t_cmp") > pl.col("_t_mem")).then(pl.lit("compute"))
+            .when(pl.col("_t_cmp").is_not_null() & pl.col("_t_mem").is_not_null()).then(pl.lit("memory")))
+
+
+def serving_terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params) -> pl.DataFrame:
+    """Per grid row, the serving model's terms before efficiencies (see _serving_terms), with the row's vendor."""
+    df = _serving_terms(_terms(models, gpus, _checked_grid(grid), params), params)
     return df.with_columns(
-        *(pl.lit(grid.schema[c].categories).gather(pl.col(c).to_physical()).alias(c) for c in (*NAME_COLUMNS, "precision")),
+        *(pl.col(c).cast(pl.String) for c in (*NAME_COLUMNS, "precision")), vendor=pl.col("_vendor"), moe=pl.col("_moe"),
         max_streams=pl.col("max_streams").cast(pl.Int64),
-    ).select(OUTPUT_COLUMNS).collect(engine="streaming")
+    ).select(
+        *NAME_COLUMNS, "precision", "vendor", "moe", "tp", "streams", "input_tokens", "output_tokens", "max_streams",
+        "_log2_tp", "_t_mem", "_t_cmp", "_t_mem1", "_t_cmp1", "_t_prefill",
+    ).collect(engine="streaming")
+
+
+def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
+    """The serving model's terms at full efficiency on one replica of `tp` GPUs: seconds of weight and KV reads
+    per decode step (_t_mem, _t_mem1 at one stream), of decode FLOPs per step (_t_cmp, _t_cmp1) and of prefill
+    FLOPs per request (_t_prefill); the calibration fits the efficiencies that scale them.
+
+    Weights' matmuls run at the precision's peak; attention (QK and AV over the cached context) runs at the BF16
+    peak, as serving stacks keep it in 16 bits, so its FLOPs count `peak / BF16 peak` times at the precision's."""
+    attention_cost = pl.coalesce(pl.col("compute_tflops") / pl.col("bf16_tflops"), pl.lit(1.0))
+    attention = pl.col("attn_flops_per_ctx_token") * attention_cost
+    df = df.with_columns(
+        _mem_gbs=pl.col("bandwidth_gbs") * pl.col("tp"),
+        _flops_per_s=pl.col("compute_tflops") * 1e12 * pl.col("tp"),
+        _log2_tp=pl.col("tp").log(2),
+        _token_flops=params.decode_flops_per_param * pl.col("active_params_b") * 1e9
+        + params.attention_flops_factor * pl.col("_decode_context") * attention,
+        _prefill_flops=FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
+        + params.prefill_attention_factor * pl.col("_prefill_context") / 2 * attention,
+    )
+    t_mem, t_cmp = _step_seconds(params, pl.col("streams"))
+    t_mem1, t_cmp1 = _step_seconds(params, None)
+    return df.with_columns(
+        _t_mem=t_mem, _t_cmp=t_cmp, _t_mem1=t_mem1, _t_cmp1=t_cmp1,
+        _t_prefill=pl.col("input_tokens") * pl.col("_prefill_flops") / pl.col("_flops_per_s"),
+    )
+
+
+def efficiencies(precision, vendor, moe, params: Params):
+    """Compute and vendor efficiency per row (polars Exprs or Series alike): by the row's precision and GPU vendor,
+    and, for a mixture of experts, the lower efficiency of its many small expert matmuls."""
+    compute = precision.replace_strict(
+        {"fp8": params.compute_efficiency_fp8, "int8": params.compute_efficiency_fp8,
+         "int4": params.compute_efficiency_int4}, default=params.compute_efficiency, return_dtype=pl.Float64,
+    ) * (moe.cast(pl.Float64) * (params.moe_compute_efficiency - 1) + 1)
+    maker = vendor.replace_strict({"AMD": params.vendor_efficiency_amd, "Intel": params.vendor_efficiency_intel},
+                                  default=1.0, return_dtype=pl.Float64)
+    return compute, maker
+
+
+def _larger(a, b):
+    """max(a, b) with arithmetic alone, so numbers, polars Series and Exprs all take it."""
+    return (a + b + abs(a - b)) / 2
+
+
+def group_scale(log2_tp, vendor_eff, params: Params):
+    """The fraction of a group's peak it reaches: its scaling loss per doubling times the vendor's efficiency."""
+    return _larger(1 - params.tp_derate * log2_tp, params.tp_efficiency_floor) * vendor_eff
+
+
+def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params):
+    """Seconds of one decode step (numbers, polars Series or Exprs alike): reads at the bandwidth efficiency and FLOPs at
+    the precision's compute efficiency, added or overlapped (step_time), slowed by the group's scale, plus a fixed
+    overhead per step and a collective's latency per doubling of the group."""
+    scale = group_scale(log2_tp, vendor_eff, params)
+    reads, flops = t_mem / params.bandwidth_efficiency, t_cmp / compute_eff
+    both = reads + flops if params.step_time == "sum" else _larger(reads, flops)  # 'max': they overlap
+    return both / scale + params.step_overhead_s + params.tp_comm_s * log2_tp
+
+
+def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params):
+    """Output tokens per second of one replica serving `streams` requests at a time, each a prefill of its prompt
+    then `output_tokens` decode steps (numbers, polars Series or Exprs alike)."""
+    prefill = t_prefill / (params.prefill_mfu * group_scale(log2_tp, vendor_eff, params))
+    return streams * output_tokens / (streams * prefill + output_tokens * step)
+
+
+def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
+    """The measured method: whole requests (prefill amortised over the answer), efficiencies fitted to benchmarks."""
+    df = _serving_terms(df, params)
+    compute_eff, vendor_eff = efficiencies(pl.col("precision"), pl.col("_vendor"), pl.col("_moe"), params)
+    log2_tp = pl.col("_log2_tp")
+    step = step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params)
+    step1 = step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params)
+    scale = group_scale(log2_tp, vendor_eff, params)
+    return df.with_columns(
+        single_stream_tok_s=1 / step1,
+        per_stream_tok_s=1 / step,
+        agg_tok_s=request_tok_s(step, pl.col("_t_prefill"), pl.col("streams"), pl.col("output_tokens"), log2_tp,
+                                vendor_eff, params),
+        prefill_tok_s=params.prefill_mfu * scale * pl.col("_flops_per_s") / pl.col("_prefill_flops"),
+        _t_mem=pl.col("_t_mem") / params.bandwidth_efficiency,
+        _t_cmp=pl.col("_t_cmp") / compute_eff,
+    ).with_columns(bound=_bound())
 
 
 def curve(

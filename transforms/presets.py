@@ -6,7 +6,9 @@ Each preset's page-specific GPU spec values live in warehouse/reference/gpu_over
 """
 
 import difflib
+import json
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
 # Canonical precisions; "int4" is the 4-bit class both pages call INT4/FP4.
 PRECISIONS = ("bf16", "fp8", "int8", "int4")
@@ -71,6 +73,20 @@ class Params:
     prefill_mfu: float = _doc("fraction of the tensor peak reached in prefill")
     prefill_active: str = _doc("parameters prefill FLOPs count: 'input' active or 'output' active (page 000)")
     prefill_attention_factor: float = _doc("multiplies attention FLOPs in prefill (average context: half the prompt)")
+    # Whole requests (the measured method): prefill amortised, fitted efficiencies by precision and vendor
+    serving_model: bool = _doc("whole requests: prefill of the prompt amortised over the answer, decode at the mean "
+                               "context, the fitted efficiencies below (else steady decode at the full context)")
+    compute_efficiency_fp8: float = _doc("fraction of the tensor peak reached in decode at FP8/INT8 (serving model)")
+    compute_efficiency_int4: float = _doc("fraction of the tensor peak reached in decode at INT4/FP4 (serving model)")
+    moe_compute_efficiency: float = _doc("a mixture of experts reaches this fraction of a dense model's compute "
+                                         "efficiency (many small expert matmuls)")
+    vendor_efficiency_amd: float = _doc("AMD parts reach this fraction of what NVIDIA's do at the same specs")
+    vendor_efficiency_intel: float = _doc("Intel parts reach this fraction of what NVIDIA's do at the same specs")
+    step_overhead_s: float = _doc("fixed seconds per decode step (kernel launches, synchronisation, scheduling)")
+    tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group")
+    kv_fp8_when_quantized: bool = _doc("the KV cache is stored in FP8 when weights are FP8 or narrower")
+    band_ratio_low: float = _doc("p10 of estimate/measured on held-out benchmarks: the band's high end (0: none)")
+    band_ratio_high: float = _doc("p90 of estimate/measured on held-out benchmarks: the band's low end (0: none)")
     # Display
     display: str = _doc("label style: 'integer' (page 000) or 'compact' (page 001: x.yk, integer, one decimal)")
     rounding: str = _doc("how displayed numbers round ties: 'half_even' (both pages) or 'half_up'")
@@ -99,6 +115,14 @@ class Params:
     def bytes_per_param(self) -> dict[str, float]:
         return {p: getattr(self, f"bytes_{p}") for p in PRECISIONS}
 
+
+# The reference methods model steady decode only: none of the serving model's terms, no fitted band.
+STEADY_DECODE = {
+    "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
+    "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0,
+    "step_overhead_s": 0.0, "tp_comm_s": 0.0, "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
+    "band_ratio_high": 0.0,
+}
 
 CEILING = Params(
     name="ceiling",
@@ -131,6 +155,7 @@ CEILING = Params(
     prefill_mfu=0.13,  # 4.0625 tok/s per BF16 TFLOPS on 16B output-active parameters
     prefill_active="output",
     prefill_attention_factor=0.0,
+    **STEADY_DECODE,
     display="integer",
     rounding="half_even",
 )
@@ -161,12 +186,50 @@ CALCULATOR = replace(
     display="compact",
 )
 
-PRESETS: dict[str, Params] = {p.name: p for p in (CEILING, CALCULATOR)}
 # Grid defaults when the caller gives none: page 001's settings (page 000 does not depend on them).
 DEFAULT_CONTEXT_TOKENS = 32768
 DEFAULT_STREAMS = 32
-# The method whose $/M a cost view shows unless asked for another (`gpuledger history --model`).
-DEFAULT_COST_METHOD = "calculator"
+# The measured method's request when none is given: 1,000 tokens in, 1,000 out (the serving tables' common case);
+# given only a context, the answer is min(1,000, context / 2) tokens and the prompt the rest.
+DEFAULT_INPUT_TOKENS = 1000
+DEFAULT_OUTPUT_TOKENS = 1000
+MEASURED_FIT = Path(__file__).with_name("measured_fit.json")
+# The structure of the measured method; its efficiencies come from the fit (transforms/calibration.py).
+MEASURED_BASE = replace(
+    CALCULATOR,
+    name="measured",
+    bytes_int4=0.5625,  # FP4 values plus a scale per 16 (NVFP4) or 32 (MXFP4) values
+    runtime_gb=2.0,
+    gpu_overhead_gb=6.0,  # activations, CUDA graphs and the engine's workspace on every GPU
+    kv_memory_factor=1.0,
+    fill_reserve_gb=0.0,
+    decode_flops_per_param=2.0,  # a multiply-add per active parameter per token: the matmuls
+    attention_context_offset=0,
+    prefill_attention_factor=1.0,
+    serving_model=True,
+    step_time="max",  # batched decode overlaps weight reads with the matmuls; it fits the benchmarks better than 'sum'
+    kv_fp8_when_quantized=True,
+    tp_efficiency_floor=0.5,
+)
+FITTED = ("bandwidth_efficiency", "compute_efficiency", "compute_efficiency_fp8", "compute_efficiency_int4",
+          "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate",
+          "step_overhead_s", "tp_comm_s", "band_ratio_low", "band_ratio_high")
+
+
+def fitted(base: Params, values: dict) -> Params:
+    """`base` with the fitted parameters (the keys of FITTED) taken from `values`."""
+    return replace(base, **{k: float(values[k]) for k in FITTED})
+
+
+def _measured() -> Params:
+    """The measured method as last fitted: its parameters are read from the committed fit file."""
+    return fitted(MEASURED_BASE, json.loads(MEASURED_FIT.read_text())["parameters"])
+
+
+MEASURED = _measured()
+PRESETS: dict[str, Params] = {p.name: p for p in (CEILING, CALCULATOR, MEASURED)}
+# The method whose $/M a cost view shows unless asked for another (`gpuledger table`, `gpuledger history --model`).
+DEFAULT_COST_METHOD = MEASURED.name
 
 
 def preset(name: str) -> Params:

@@ -30,7 +30,9 @@ def priced(estimates: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
         on=["gpu", "tp"], how="left", maintain_order="left",
     )
     return joined.with_columns(
-        estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok")
+        estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok"),
+        estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_high")).alias("usd_per_mtok_low"),
+        estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_low")).alias("usd_per_mtok_high"),
     )
 
 
@@ -90,8 +92,8 @@ def calculator_view(estimates: pl.DataFrame, gpus: pl.DataFrame, replicas: pl.Da
                          descending=[False, False, True], nulls_last=True)
     return ordered.with_row_index("rank", offset=1).select(
         "rank", "gpu", "vendor", "tp", "memory_used_pct", "agg_tok_s", "per_stream_tok_s", "max_streams",
-        "replica_usd_per_hr", "usd_per_mtok", "power_kw", "provider", "price_kind", "replica_pricing", "offer_ids",
-        "price_observed_at", "fp4_estimated", "uncertain",
+        "replica_usd_per_hr", "usd_per_mtok", "usd_per_mtok_low", "usd_per_mtok_high", "power_kw", "provider",
+        "price_kind", "replica_pricing", "offer_ids", "price_observed_at", "fp4_estimated", "uncertain", "method",
     )
 
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.derive import derive_date
 from tests.trends_support import MARKET, NOV, day_offers
+from transforms import presets
 from warehouse import catalog, config, db, export, load
 
 runner = CliRunner()
@@ -109,7 +110,7 @@ def test_history_on_the_terminal_draws_a_sparkline_per_gpu_with_the_gap():
 def test_history_by_model_gives_the_cheapest_cost_per_million_tokens_each_day():
     rows = json.loads(gpuledger("history", "--model", "llama-3.1-8b", "--precision", "int4", "-f", "json"))
     assert [r["snapshot_date"] for r in rows] == ["2026-11-01", "2026-11-02", "2026-11-04"]
-    assert {r["method"] for r in rows} == {"calculator"}
+    assert {r["method"] for r in rows} == {presets.DEFAULT_COST_METHOD}  # the cost views' method
     for r in rows:
         assert r["usd_per_mtok"] == pytest.approx(r["replica_usd_per_hr"] * 1e6 / (r["agg_tok_s"] * 3600))
     per_gpu = json.loads(gpuledger("history", "--model", "llama-3.1-8b", "--gpu", "B200 SXM", "-f", "json"))
@@ -122,7 +123,7 @@ def test_history_says_what_exists_when_nothing_matches():
     out = gpuledger("history", "--gpu", "H100 SXM5 80GB", "--provider", "verda", code=1)
     assert "no on_demand prices from verda" in out and "vastai on_demand" in out
     out = gpuledger("history", "--model", "llama-3.1-8b", "--streams", "7", code=1)
-    assert "no $/M for llama-3.1-8b" in out and "calculator int4 32768 tokens 32 streams" in out
+    assert "no $/M for llama-3.1-8b" in out and f"{presets.DEFAULT_COST_METHOD} int4 32768 tokens 32 streams" in out
     assert "unknown GPU" in gpuledger("history", "--gpu", "no such card", code=1)
 
 

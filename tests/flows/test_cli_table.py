@@ -12,6 +12,7 @@ from flows.derive import derive_date
 from flows.fetching import fetch_and_load
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
+from transforms import presets
 from warehouse import catalog, config, db
 
 runner = CliRunner()
@@ -45,7 +46,8 @@ def published(published_home, gpuledger_home, monkeypatch):
 
 @pytest.mark.usefixtures("published")
 def test_the_estimate_view_shows_page_000s_cards_with_dated_rental_ranges():
-    out = gpuledger("table", "--model", "deepseek-v4.1-flash", "--style", "estimate", "--gpu", "H200 SXM", "-f", "markdown")
+    out = gpuledger("table", "--model", "deepseek-v4.1-flash", "--style", "estimate", "--method", "ceiling", "--gpu",
+                    "H200 SXM", "-f", "markdown")
     assert "live prices of 2026-11-27" in out
     assert "×8: $17.52–$31.12/hr (2026-11-27)" in out  # vast 8-GPU listings $17.52 and $21.52, RunPod 8 × $3.89
     assert "INT8" in out and "2,400" in out and "4,080" in out and "32,142" in out  # page 000's H200 figures
@@ -53,8 +55,8 @@ def test_the_estimate_view_shows_page_000s_cards_with_dated_rental_ranges():
 
 @pytest.mark.usefixtures("published")
 def test_the_estimate_view_as_csv_carries_raw_numbers_dates_and_method():
-    rows = pl.read_csv(gpuledger("table", "--model", "deepseek-v4.1-flash", "--style", "estimate", "-f", "csv")
-                       .encode())
+    rows = pl.read_csv(gpuledger("table", "--model", "deepseek-v4.1-flash", "--style", "estimate", "--method",
+                                 "ceiling", "-f", "csv").encode())
     h200 = rows.filter(pl.col("gpu") == "H200 SXM").row(0, named=True)
     assert (h200["gpus"], h200["rental_min_usd_per_hr"], h200["rental_date"]) == (8, 17.52, "2026-11-27")
     assert h200["usd_per_mtok"] == pytest.approx(17.52 * 1e6 / (4080 * 3600))
@@ -65,8 +67,8 @@ def test_the_estimate_view_as_csv_carries_raw_numbers_dates_and_method():
 
 @pytest.mark.usefixtures("published")
 def test_the_calculator_view_prices_every_rentable_part_and_its_cards():
-    data = json.loads(gpuledger("table", "--model", "deepseek-v4-flash", "--fleet", "1000xH200 SXM",
-                                "--target-tok-s", "1000", "-f", "json"))
+    data = json.loads(gpuledger("table", "--model", "deepseek-v4-flash", "--method", "calculator", "--fleet",
+                                "1000xH200 SXM", "--target-tok-s", "1000", "-f", "json"))
     priced = [r for r in data["table"] if r["usd_per_mtok"] is not None]
     assert len(priced) >= 15
     assert [r["usd_per_mtok"] for r in priced] == sorted(r["usd_per_mtok"] for r in priced)
@@ -76,6 +78,15 @@ def test_the_calculator_view_prices_every_rentable_part_and_its_cards():
     assert (fleet["gpu"], fleet["replicas"], fleet["idle_gpus"], round(fleet["agg_tok_s"], -3)) == ("H200 SXM", 500, 0, 411_000)
     assert {c["card"] for c in data["Cards"]} >= {"bare minimum (1 stream)", "cheapest per M tokens", "NVIDIA: best value"}
     assert all(r["replicas"] * r["agg_tok_s"] / r["replicas"] > 0 for r in data["Size for 1,000 tok/s"])
+
+
+@pytest.mark.usefixtures("published")
+def test_the_views_price_with_the_measured_method_and_its_band_by_default():
+    data = json.loads(gpuledger("table", "--model", "llama-3.3-70b", "--precision", "fp8", "-f", "json"))
+    assert any("estimator: measured" in note and "band" in note for note in data["notes"])
+    priced = [r for r in data["table"] if r["usd_per_mtok"] is not None]
+    assert priced and all(r["method"] == "measured" for r in priced)
+    assert all(r["usd_per_mtok_low"] < r["usd_per_mtok"] < r["usd_per_mtok_high"] for r in priced)
 
 
 @pytest.mark.usefixtures("published")
@@ -140,5 +151,9 @@ def test_own_rent_api_answers_in_sql():
                                       "from own_rent_api where model = 'deepseek-v4-flash' and precision = 'int4' "
                                       "and context_tokens = 32768 and streams = 32", "-f", "json"))
     (row,) = out
-    assert row["rent_usd_per_mtok"] == pytest.approx(0.52, abs=0.005)  # the cheapest rented replica in the demo
+    cheapest = json.loads(gpuledger(
+        "sql", "select min(usd_per_mtok) as usd from cost_per_mtok where model = 'deepseek-v4-flash' "
+               "and precision = 'int4' and context_tokens = 32768 and streams = 32 and price_kind = 'on_demand' "
+               f"and method = '{presets.DEFAULT_COST_METHOD}' and replica_pricing != 'tp_single_gpu_listings'", "-f", "json"))
+    assert row["rent_usd_per_mtok"] == pytest.approx(cheapest[0]["usd"])  # the cheapest replica on whole hosts
     assert row["api_usd_per_mtok_output"] == 0.1596 and row["rent_beats_api_mtok_per_month"] is None

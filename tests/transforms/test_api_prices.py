@@ -8,6 +8,7 @@ import pytest
 from tests.transforms.offers_factory import DAY, offers
 from transforms import api_prices
 from transforms.costs import HOURS_PER_MONTH, OwnershipParams, cost_per_mtok, own_vs_rent, replica_prices
+from transforms.presets import DEFAULT_COST_METHOD
 
 FETCHED = datetime(2026, 8, 19, 6, 0)
 MODELS = pl.DataFrame({
@@ -68,9 +69,11 @@ def test_the_api_line_names_price_provider_and_fetch_date_in_the_currency():
 
 
 def grid(**overrides) -> pl.DataFrame:
-    row = dict(model="m", gpu="H200 SXM", precision="int4", context_tokens=32768, streams=32, method="calculator",
-               estimator_version="1", tp=2, agg_tok_s=1000.0, prefill_tok_s=9000.0, power_kw=1.4)
-    return pl.DataFrame([{**row, **overrides}], schema_overrides={"tp": pl.Int64})
+    row = dict(model="m", gpu="H200 SXM", precision="int4", context_tokens=32768, streams=32, method=DEFAULT_COST_METHOD,
+               estimator_version="1", tp=2, agg_tok_s=1000.0, agg_tok_s_low=None, agg_tok_s_high=None,
+               prefill_tok_s=9000.0, power_kw=1.4)
+    return pl.DataFrame([{**row, **overrides}], schema_overrides={
+        "tp": pl.Int64, "agg_tok_s_low": pl.Float64, "agg_tok_s_high": pl.Float64})
 
 
 def hardware(gpu: str, gpu_count: int, usd: float) -> pl.DataFrame:

@@ -47,8 +47,9 @@ def test_per_gpu_listings_price_any_group_their_pods_hold():
 
 def estimates(**overrides) -> pl.DataFrame:
     row = dict(model="m", gpu="H200 SXM", precision="int4", context_tokens=32768, streams=32, method="calculator",
-               estimator_version="1", tp=2, agg_tok_s=1000.0, power_kw=1.4)
-    return pl.DataFrame([{**row, **overrides}], schema_overrides={"tp": pl.Int64})
+               estimator_version="1", tp=2, agg_tok_s=1000.0, agg_tok_s_low=None, agg_tok_s_high=None, power_kw=1.4)
+    return pl.DataFrame([{**row, **overrides}], schema_overrides={
+        "tp": pl.Int64, "agg_tok_s_low": pl.Float64, "agg_tok_s_high": pl.Float64})
 
 
 def test_cost_per_million_tokens_follows_price_and_throughput():
@@ -56,6 +57,18 @@ def test_cost_per_million_tokens_follows_price_and_throughput():
     table = cost_per_mtok(estimates(), prices)
     assert table["usd_per_mtok"].to_list() == [pytest.approx(3.6 * 1e6 / (1000 * 3600))]
     assert table["offer_ids"].to_list() == ["o0"]
+
+
+def test_a_measured_estimate_is_priced_as_a_band_and_a_reference_one_as_a_point():
+    prices = replica_prices(offers(dict(gpu_count=2, usd_per_gpu_hr=1.8)), tps=[2])
+    measured = cost_per_mtok(estimates(method="measured", agg_tok_s_low=500.0, agg_tok_s_high=2000.0), prices)
+    row = measured.row(0, named=True)
+    assert row["method"] == "measured"
+    # the most tokens/s is the least $/M
+    assert (row["usd_per_mtok_low"], row["usd_per_mtok"], row["usd_per_mtok_high"]) == (
+        pytest.approx(3.6e6 / (2000 * 3600)), pytest.approx(3.6e6 / (1000 * 3600)), pytest.approx(3.6e6 / (500 * 3600)))
+    reference = cost_per_mtok(estimates(), prices).row(0, named=True)
+    assert reference["method"] == "calculator" and reference["usd_per_mtok_low"] is None
 
 
 def test_owning_breaks_even_against_the_cheapest_rental():

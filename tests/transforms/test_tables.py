@@ -9,8 +9,10 @@ from transforms.costs import ONE_LISTING, SINGLE_GPU_LISTINGS, replica_prices
 def estimates(*rows: dict) -> pl.DataFrame:
     base = dict(model="m", precision="int4", context_tokens=32768, streams=32, method="calculator",
                 estimator_version="1", multi_node=False, memory_used_pct=50.0, per_stream_tok_s=10.0, max_streams=64,
-                power_kw=1.0, fp4_estimated=False, uncertain=False, single_stream_tok_s=50.0, prefill_tok_s=1000.0)
-    return pl.DataFrame([base | r for r in rows], schema_overrides={"tp": pl.Int64})
+                power_kw=1.0, fp4_estimated=False, uncertain=False, single_stream_tok_s=50.0, prefill_tok_s=1000.0,
+                agg_tok_s_low=None, agg_tok_s_high=None)
+    return pl.DataFrame([base | r for r in rows], schema_overrides={
+        "tp": pl.Int64, "agg_tok_s_low": pl.Float64, "agg_tok_s_high": pl.Float64})
 
 
 GPUS = pl.DataFrame({"name": ["H200 SXM", "B200 SXM"], "vendor": ["NVIDIA", "NVIDIA"], "label_000": ["H200 141GB", None],
