@@ -33,6 +33,7 @@ def main() -> int:
             ["table", "--model", "deepseek-v4-flash", "--style", "calculator", "--fleet", "1000xH200 SXM",
              "--target-tok-s", "1000"],
             ["status", "--runs", "3"],
+            ["report"],
         ]
         for args in steps:
             print(f"\n$ gpuledger {' '.join(args)}", flush=True)

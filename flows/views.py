@@ -33,9 +33,10 @@ class Day:
 
 @dataclass
 class Calculator:
-    """One setting of the calculator view: its estimates, the replica prices, the table and the cards."""
+    """One setting of the calculator view: its estimates (and at one stream), the replica prices, table and cards."""
 
     estimates: pl.DataFrame
+    one_stream: pl.DataFrame
     replicas: pl.DataFrame
     table: pl.DataFrame
     cards: pl.DataFrame
@@ -98,5 +99,6 @@ def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str
         one = est.filter((pl.col("precision") == precision) & (pl.col("context_tokens") == ONE_STREAM[0])
                          & (pl.col("streams") == ONE_STREAM[1]))
         table = tables.calculator_view(at, data.gpus, replicas)
-        out[(precision, context, streams)] = Calculator(at, replicas, table, tables.calculator_cards(table, one, replicas))
+        out[(precision, context, streams)] = Calculator(at, one, replicas, table,
+                                                        tables.calculator_cards(table, one, replicas))
     return out
