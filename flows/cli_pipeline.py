@@ -14,7 +14,7 @@ from warehouse.lock import WriterBusy
 
 STALE_HOURS = 36.0
 COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates", "daily_prices", "rental_ranges",
-           "estimates", "cost_per_mtok", "own_vs_rent")
+           "estimates", "cost_per_mtok", "own_vs_rent", "price_index")
 
 
 def status(
@@ -82,23 +82,26 @@ def nightly(
     fmt: Annotated[str, typer.Option("--format", help="Export format: parquet, csv or none.")] = "parquet",
     no_prefect: Annotated[bool, typer.Option("--no-prefect", help="The same steps without Prefect (cron, containers).")] = False,
 ) -> None:
-    """Run the nightly job once now: fetch, load, derive, export. Exit 1 unless every source was ok."""
+    """Run the nightly job once now: fetch, load, derive, export (live progress per source on a terminal). Exit 1
+    unless every source was ok."""
     from dataclasses import asdict
 
     from flows import pipeline
+    from flows.cli_progress import live_progress
 
     export_format, snapshot = ("" if fmt == "none" else fmt), _parse_day(day, "--date")
     try:
-        if no_prefect:
-            summary = asdict(pipeline.run(source, snapshot, export_format, trigger="cli"))
-        else:
-            from flows.nightly import nightly as nightly_flow
+        with live_progress():
+            if no_prefect:
+                summary = asdict(pipeline.run(source, snapshot, export_format, trigger="cli"))
+            else:
+                from flows.nightly import nightly as nightly_flow
 
-            state = nightly_flow(sources=source, snapshot_date=snapshot, export_format=export_format, trigger="cli",
-                                 return_state=True)
-            summary = state.result(raise_on_failure=False)
-            if not isinstance(summary, dict):
-                raise fail(f"the run failed: {state.message or summary}")
+                state = nightly_flow(sources=source, snapshot_date=snapshot, export_format=export_format,
+                                     trigger="cli", return_state=True)
+                summary = state.result(raise_on_failure=False)
+        if not isinstance(summary, dict):
+            raise fail(f"the run failed: {state.message or summary}")
     except (ValueError, db.WarehouseError, WriterBusy) as exc:  # SettingsError is a ValueError
         raise fail(str(exc)) from None
     rows = [{"source": s, "status": st, "error": summary["errors"].get(s)} for s, st in summary["sources"].items()]

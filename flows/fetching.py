@@ -7,7 +7,9 @@ fetch.json. load_source parses from the archive only, so a rebuild can re-load a
 import asyncio
 import logging
 import secrets
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -53,6 +55,36 @@ class FetchResult:
                              "finished_at": datetime.fromisoformat(data["finished_at"])})
 
 
+@dataclass(frozen=True)
+class SourceProgress:
+    """How far one source has got: sent while it fetches (per response) and when it is loaded."""
+
+    source: str
+    stage: str  # fetching | fetched | failed | loaded
+    requests: int
+    records: int | None = None  # records parsed, once loaded
+    listings: int | None = None  # offers loaded
+
+
+_listeners: list[Callable[[SourceProgress], None]] = []
+
+
+@contextmanager
+def progress_to(listener: Callable[[SourceProgress], None]) -> Iterator[None]:
+    """Send every source's progress to listener while the block runs (from the fetch threads, Prefect's too:
+    a process-wide hook, since a callable cannot travel through a flow's parameters)."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+def _report(progress: SourceProgress) -> None:
+    for listener in list(_listeners):
+        listener(progress)
+
+
 def new_run_id() -> str:
     """A sortable, unique run id: UTC time of the clock (GPULEDGER_NOW when pinned) plus random hex."""
     return f"{config.utc_now():%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
@@ -66,7 +98,12 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
     directory = archive.run_dir(name, snapshot_date, run_id)
     directory.mkdir(parents=True, exist_ok=True)
     writer = archive.ArchiveWriter(directory)
-    client = SourceClient(name, settings, transport=transport, on_response=writer.write)
+
+    def archived(raw) -> None:
+        writer.write(raw)
+        _report(SourceProgress(name, "fetching", client.requests))
+
+    client = SourceClient(name, settings, transport=transport, on_response=archived)
     started, error = config.utc_now(), None
 
     async def run() -> None:
@@ -85,6 +122,7 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
         status="failed" if error else "ok", started_at=started, finished_at=config.utc_now(),
         requests=client.requests, http_status=client.last_status, error=error, notes=client.notes)
     writer.write_summary(result.to_json())
+    _report(SourceProgress(name, "failed" if error else "fetched", client.requests))
     return result
 
 
@@ -128,6 +166,13 @@ def load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult | Path) -> 
     """
     if isinstance(fetched, Path):
         fetched = FetchResult.from_json(archive.read_summary(fetched))
+    row = _load_source(con, fetched)
+    _report(SourceProgress(row.source, "loaded" if row.status == "ok" else "failed", row.requests or 0,
+                           row.record_count, row.offers_loaded))
+    return row
+
+
+def _load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> FetchRow:
     if fetched.status != "ok":
         return load_batch(con, Batch(_fetch_row(fetched, "failed", fetched.error, fetched.notes)))
     try:

@@ -90,3 +90,15 @@ def published_days(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], limi
         """,
         params={"limit": limit},
     ).pl()
+
+
+def price_index_before(con: duckdb.DuckDBPyConnection, day: date, days: int = 30) -> pl.DataFrame:
+    """Earlier price_index rows a day's index needs: the last `days` days, and each series' first row."""
+    return con.sql(
+        """
+        select * from price_index where snapshot_date < $day
+        qualify snapshot_date >= $day - $days::integer
+             or row_number() over (partition by gpu, provider, price_kind order by snapshot_date) = 1
+        """,
+        params={"day": day, "days": days},
+    ).pl()
