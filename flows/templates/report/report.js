@@ -160,7 +160,8 @@
         return th;
       }));
       document.querySelector("#model-table thead").replaceChildren(head);
-      const body = order.map((i) => el("tr", { class: t.usd_per_mtok[i] === null ? "unpriced" : "priced", "data-gpu": t.gpu[i] },
+      const body = order.map((i) => el("tr", { class: t.usd_per_mtok[i] === null ? "unpriced" : "priced", "data-gpu": t.gpu[i],
+        "data-provider": t.provider[i], "data-pricing": t.replica_pricing[i] },
         d.columns.map((col) => {
           const label = t[col.key + "_label"] ? t[col.key + "_label"][i] : t[col.key][i];
           const numeric = typeof t[col.key][i] === "number";
