@@ -150,7 +150,7 @@ def market_page(con: duckdb.DuckDBPyConnection, day: date) -> dict:
     """The market page's context: run, quality, sources, today's prices, history and listing counts."""
     index = con.sql("select * from price_index").pl()
     history = pages.price_history(index)
-    counts = pages.listing_counts(queries.listing_history(con))
+    counts = pages.listing_counts(queries.listing_history(con), PROVIDERS)
     featured = [g for g in history["gpu"].unique(maintain_order=True).to_list() if pages.FEATURED.search(g)]
     return {
         "market": _market_groups(pages.market_today(index, day)),

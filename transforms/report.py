@@ -66,9 +66,11 @@ def price_history(price_index: pl.DataFrame, price_kind: str = "on_demand") -> p
     )
 
 
-def listing_counts(history: pl.DataFrame) -> pl.DataFrame:
-    """Listings loaded per provider per day (from `warehouse.queries.listing_history`), oldest first."""
-    return history.rename({"source": "provider"}).sort("snapshot_date", "provider").select(
+def listing_counts(history: pl.DataFrame, providers: tuple[str, ...]) -> pl.DataFrame:
+    """Listings loaded per provider per day (from `warehouse.queries.listing_history`), oldest first; sources
+    that list no GPUs (FX) are left out."""
+    listed = history.rename({"source": "provider"}).filter(pl.col("provider").is_in(providers))
+    return listed.sort("snapshot_date", "provider").select(
         "snapshot_date", "provider", "listings"
     )
 

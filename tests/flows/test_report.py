@@ -86,7 +86,7 @@ def test_the_market_page_embeds_every_days_history_and_listing_counts(published)
     assert sorted(set(data["history"]["snapshot_date"])) == [str(d) for d in DAYS]
     assert data["featured"] and all(re.search(r"H100|H200|B200|RTX 4090", g) for g in data["featured"])
     counts = pl.DataFrame(data["counts"])
-    assert set(counts.filter(pl.col("snapshot_date") == str(SUSPECT_DAY))["provider"]) == {"vastai", "runpod", "fx"}
+    assert set(counts.filter(pl.col("snapshot_date") == str(SUSPECT_DAY))["provider"]) == {"vastai", "runpod"}
 
 
 def cost_rows(home, day) -> pl.DataFrame:

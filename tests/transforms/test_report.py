@@ -56,9 +56,9 @@ def test_the_history_is_every_day_of_every_part_over_all_providers():
 
 
 def test_listing_counts_are_per_provider_per_day_oldest_first():
-    history = pl.DataFrame({"snapshot_date": [DAY, DAY - timedelta(days=1), DAY], "source": ["verda", "vastai", "vastai"],
-                            "listings": [5, 80, 89]})
-    assert report.listing_counts(history).rows() == [(DAY - timedelta(days=1), "vastai", 80), (DAY, "vastai", 89),
+    history = pl.DataFrame({"snapshot_date": [DAY, DAY - timedelta(days=1), DAY, DAY], "source": ["verda", "vastai", "vastai", "fx"],
+                            "listings": [5, 80, 89, 0]})
+    assert report.listing_counts(history, ("vastai", "verda")).rows() == [(DAY - timedelta(days=1), "vastai", 80), (DAY, "vastai", 89),
                                                      (DAY, "verda", 5)]
 
 

@@ -49,8 +49,8 @@
           hovertemplate: `<b>${gpu}</b><br>%{x}<br>${stat} $%{y:.2f}/GPU-hr<br>%{customdata} listings<extra></extra>` });
       }
     }
-    Plotly.newPlot("history-chart", traces, layout({ yaxis: { title: { text: "$ per GPU-hour" }, rangemode: "tozero" },
-      xaxis: { type: "date" }, legend: { font: { size: 11 } } }), PLOT_CONFIG);
+    Plotly.newPlot("history-chart", traces, layout({ yaxis: { title: { text: "$ per GPU-hour" }, rangemode: "tozero",
+      tickprefix: "$" }, xaxis: dayAxis(h.snapshot_date), legend: { font: { size: 11 } } }), PLOT_CONFIG);
     const c = d.counts, bars = [];
     let i = 0;
     for (const [provider, idx] of groupBy(c, "provider")) {
@@ -58,7 +58,13 @@
         marker: { color: PALETTE[i++ % PALETTE.length] } });
     }
     Plotly.newPlot("counts-chart", bars, layout({ barmode: "group", yaxis: { title: { text: "listings" } },
-      xaxis: { type: "date" } }), PLOT_CONFIG);
+      xaxis: dayAxis(c.snapshot_date) }), PLOT_CONFIG);
+  }
+
+  // Daily series: one tick a day while the days fit, never a tick between two days.
+  function dayAxis(days) {
+    const count = new Set(days).size;
+    return count <= 14 ? { type: "date", dtick: 86400000, tickformat: "%b %-d" } : { type: "date", tickformat: "%b %-d, %Y" };
   }
 
   // ---- model page ----
@@ -148,8 +154,10 @@
           return (x < y ? -1 : x > y ? 1 : 0) * sign || a - b;
         });
       }
+      const numericColumns = new Set(d.columns.filter((col) => typeof t[col.key].find((v) => v !== null) === "number")
+        .map((col) => col.key));
       const head = el("tr", {}, d.columns.map((col) => {
-        const numeric = typeof t[col.key].find((v) => v !== null) === "number";
+        const numeric = numericColumns.has(col.key);
         const th = el("th", { class: "sortable" + (numeric ? " num" : ""), "data-key": col.key, text: col.label,
           "aria-sort": state.sortKey === col.key ? (state.descending ? "descending" : "ascending") : null });
         th.addEventListener("click", () => {
@@ -164,7 +172,7 @@
         "data-provider": t.provider[i], "data-pricing": t.replica_pricing[i] },
         d.columns.map((col) => {
           const label = t[col.key + "_label"] ? t[col.key + "_label"][i] : t[col.key][i];
-          const numeric = typeof t[col.key][i] === "number";
+          const numeric = numericColumns.has(col.key);
           const attrs = { class: numeric ? "num" : null, "data-key": col.key, text: label === null ? dash : String(label) };
           if (col.key === "replica_usd_per_hr" || col.key === "usd_per_mtok") attrs.title = provenance(t, i);
           if (col.key === "replica_pricing") { attrs.title = d.pricing[t.replica_pricing[i]] || null; }
