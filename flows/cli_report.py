@@ -1,6 +1,5 @@
 """`gpuledger report`: write the static report site for a date (the nightly flow writes it after the exports)."""
 
-from datetime import date
 from pathlib import Path
 from typing import Annotated
 
@@ -8,6 +7,7 @@ import duckdb
 import typer
 
 from flows.cli_common import fail, open_read_only, resolve_name
+from flows.cli_pipeline import _parse_day
 
 
 def report(
@@ -19,10 +19,7 @@ def report(
     from flows import report as site
     from flows import views
 
-    try:
-        when = date.fromisoformat(day) if day else None
-    except ValueError:
-        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
+    when = _parse_day(day, "--date")
     con = open_read_only()
     try:
         ids = con.execute("select model_id from models").fetchall()

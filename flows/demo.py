@@ -1,4 +1,4 @@
-"""`make demo`: the nightly flow against the replay server on the bundled recordings, then both tables.
+"""`make demo`: the nightly flow against the replay server on the bundled recordings, both tables, the report.
 
 The run is dated with the recordings' day (the replay pins GPULEDGER_NOW) and goes into the usual warehouse
 and exports, so every command (and `duckdb` on the exports) can be tried on it afterwards.
