@@ -136,6 +136,11 @@ def test_switching_precision_and_streams_follows_cost_per_mtok(browser, publishe
         assert cheapest == display.usd_label(min(joined["usd_per_mtok_held"]))
         seen.add(tuple(shown["usd_per_mtok"]))
     assert len(seen) == 4  # every setting drew its own numbers
+    visit.page.locator("#scatter").scroll_into_view_if_needed()
+    box = visit.page.locator("#scatter .scatterlayer .point").first.bounding_box()
+    visit.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # Plotly's drag layer is on top
+    hover = visit.page.locator("#scatter .hoverlayer").text_content()
+    assert " x " in hover and "/M tokens" in hover and "listings" in hover
     visit.clean()
     visit.page.screenshot(path=tmp_path / f"{model}.png", full_page=True)
 
