@@ -101,8 +101,8 @@ def _records(frame: pl.DataFrame) -> list[dict]:
 
 
 def _column_lists(frame: pl.DataFrame) -> dict[str, list]:
-    dumped = json.loads(frame.select(pl.all()).write_json())
-    return {c: [row[c] for row in dumped] for c in frame.columns}
+    """A frame as {column: values}, dates as ISO text: the compact way to embed a table once in a page."""
+    return frame.with_columns(pl.col(pl.Date, pl.Datetime).cast(pl.String)).to_dict(as_series=False)
 
 
 def _run(con: duckdb.DuckDBPyConnection, day: date) -> dict:
@@ -119,7 +119,7 @@ def _run(con: duckdb.DuckDBPyConnection, day: date) -> dict:
 
 
 def _sources(con: duckdb.DuckDBPyConnection, day: date) -> list[dict]:
-    """Each source's latest fetch of the day: status, when it finished, its age at publication, listings."""
+    """Each source's latest fetch of the day: status, when it finished, requests, listings (or FX rates)."""
     return _records(con.sql(
         """select source, arg_max(status, started_at) as status, max(finished_at) as fetched_at,
                   arg_max(offers_loaded, started_at) as listings, arg_max(record_count, started_at) as records,
@@ -155,9 +155,9 @@ def market_page(con: duckdb.DuckDBPyConnection, day: date) -> dict:
     return {
         "market": _market_groups(pages.market_today(index, day)),
         "days": history["snapshot_date"].n_unique(),
-        "chart": {"history": _column_lists(history.with_columns(pl.col("snapshot_date").cast(pl.String))),
+        "chart": {"history": _column_lists(history),
                   "featured": featured,
-                  "counts": _column_lists(counts.with_columns(pl.col("snapshot_date").cast(pl.String)))},
+                  "counts": _column_lists(counts)},
     }
 
 
