@@ -7,14 +7,15 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from flows.cli_common import FormatOption, fail, open_read_only
+from flows.cli_common import FormatOption, fail, open_read_only, parse_day
 from flows.output import Format, render
 from warehouse import config, db, derived, export, queries
 from warehouse.lock import WriterBusy
 
 STALE_HOURS = 36.0
 COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates", "daily_prices", "rental_ranges",
-           "estimates", "cost_per_mtok", "own_vs_rent", "price_index")
+           "estimates", "cost_per_mtok", "own_vs_rent", "price_index", "api_prices", "unmapped_api_models",
+           "own_rent_api")
 
 
 def status(
@@ -58,7 +59,7 @@ def export_cmd(
     """Write tables to exports/<table>/date=YYYY-MM-DD/ (hive layout), atomically, replacing the partition."""
     con = open_read_only()
     try:
-        end = _parse_day(day, "--date") or _latest_published(con)
+        end = parse_day(day, "--date") or _latest_published(con)
         written: list[Path] = []
         for offset in range(days):
             written += export.export_date(con, end - timedelta(days=offset), config.exports_dir(), tables, fmt)
@@ -67,13 +68,6 @@ def export_cmd(
     finally:
         con.close()
     render(pl.DataFrame({"file": [str(p) for p in written], "bytes": [p.stat().st_size for p in written]}))
-
-
-def _parse_day(text: str | None, option: str) -> date | None:
-    try:
-        return date.fromisoformat(text) if text else None
-    except ValueError:
-        raise fail(f"{option} {text!r} is not YYYY-MM-DD") from None
 
 
 def nightly(
@@ -89,7 +83,7 @@ def nightly(
     from flows import pipeline
     from flows.cli_progress import live_progress
 
-    export_format, snapshot = ("" if fmt == "none" else fmt), _parse_day(day, "--date")
+    export_format, snapshot = ("" if fmt == "none" else fmt), parse_day(day, "--date")
     try:
         with live_progress():
             if no_prefect:
@@ -121,7 +115,7 @@ def rebuild(
     """Recompute the derived tables for a date range from the raw archive, without network."""
     from flows import pipeline
 
-    first, last = _parse_day(start, "--from"), _parse_day(end, "--to")
+    first, last = parse_day(start, "--from"), parse_day(end, "--to")
     export_format = "" if fmt == "none" else fmt
     try:
         if no_prefect:

@@ -12,7 +12,7 @@ import typer
 from flows import views
 from flows.cli_common import FormatOption, fail, gpu_names, open_read_only, resolve_name
 from flows.output import Format, render
-from transforms import display, estimator, fx, presets, tables
+from transforms import api_prices, display, estimator, fx, presets, tables
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
 HEADERS = {
@@ -20,6 +20,7 @@ HEADERS = {
     "per_stream_tok_s": "per stream tok/s", "max_streams": "fills at (streams)", "replica_usd_per_hr": "per hour",
     "usd_per_mtok": "per M tokens", "usd_per_hr": "per hour", "power_kw": "power", "price_kind": "price",
     "replica_pricing": "replica priced as", "gpu_count": "GPUs", "idle_gpus": "idle", "usd_per_gpu_hr": "per GPU-hour",
+    "usd_per_mtok_output": "per M out", "usd_per_mtok_input": "per M in", "usd_per_mtok_cache_read": "per M cached in",
 }
 PRICING_NOTE = ("tp_single_gpu_listings: TP single-GPU listings on separate hosts (page 001's way; optimistic, "
                 "they cannot form one tensor-parallel group), shown only where no host holds TP GPUs")
@@ -131,8 +132,11 @@ def _calculator_style(data: views.Day, model: str, wanted, precision, context, s
         fits = est.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node"))
         sized = estimator.size_for_target(fits, target_tok_s, per_gpu)
         extras[f"Size for {target_tok_s:,.0f} tok/s"] = sized.sort(pl.col("usd_per_hr").is_null(), "usd_per_hr")
+    api = data.api.filter(pl.col("model") == model).select(
+        "api_provider", "api_model_id", "price_kind", "usd_per_mtok_output", "usd_per_mtok_input",
+        "usd_per_mtok_cache_read", "context_length", "fetched_at")
     return {name: _convert(frame, rate, code) for name, frame in
-            {"table": table, "Cards": cards, **extras}.items()}
+            {"table": table, "Cards": cards, **({"API": api} if api.height else {}), **extras}.items()}
 
 
 def _labelled_calculator(frames: dict[str, pl.DataFrame], code: str) -> dict[str, pl.DataFrame]:
@@ -187,19 +191,20 @@ def table(
     names = gpu_names(data.gpus)
     wanted = [resolve_name(g, names, "GPU") for g in gpu or []]
     rate, fx_note = _currency(data, currency)
+    api_note = api_prices.api_line(data.api, model_id, rate=rate, symbol=SYMBOLS.get(currency.upper(), f"{currency.upper()} "))
     providers = ", ".join(sorted(data.offers["provider"].unique().to_list())) or "no listings"
     header = (f"{model_id}, {style.value} view; live prices of {data.day} ({providers}); "
               f"quality {data.quality or 'unknown'}")
     if style is Style.estimate:
         raw, labelled = _estimate_style(data, model_id, wanted, precision, context, streams, currency, rate)
-        notes = [n for n in (fx_note, f"hardware prices converted from CNY at the rate of {data.day} or the latest before it",
+        notes = [n for n in (api_note, fx_note, f"hardware prices converted from CNY at the rate of {data.day} or the latest before it",
                              f"estimator: ceiling {estimator.ESTIMATOR_VERSION} (page 000's method)") if n]
         _emit({"table": raw}, {"table": labelled}, fmt, header, notes)
         return
     frames = _calculator_style(data, model_id, wanted, precision or "int4", context, streams, price_kind, currency,
                                rate, [_parse_fleet(f, names) for f in fleet or []], target_tok_s)
     settings = f"{(precision or 'int4').upper()}, {context:,} tokens, {streams} streams, {price_kind} prices"
-    notes = [n for n in (fx_note, PRICING_NOTE, f"estimator: calculator {estimator.ESTIMATOR_VERSION} (page 001's method)") if n]
+    notes = [n for n in (api_note, fx_note, PRICING_NOTE, f"estimator: calculator {estimator.ESTIMATOR_VERSION} (page 001's method)") if n]
     _emit(frames, _labelled_calculator(frames, currency), fmt, f"{header}; {settings}", notes)
 
 

@@ -1,5 +1,6 @@
 """Derive a date's published tables from its facts and the catalogues: the wiring, transforms do the work."""
 
+import os
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -7,11 +8,16 @@ import duckdb
 import polars as pl
 
 from scrapers.sources import PROVIDERS
-from transforms import aggregate, costs, estimator, fx, presets, trends
+from transforms import aggregate, api_prices, costs, estimator, fx, presets, trends
 from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
 
-EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index")
+EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
+
+
+def api_input_per_output() -> float:
+    """$GPULEDGER_API_INPUT_PER_OUTPUT: input tokens per output token in the blended $/M (default 3, i.e. 3:1)."""
+    return float(os.environ.get("GPULEDGER_API_INPUT_PER_OUTPUT", api_prices.DEFAULT_INPUT_PER_OUTPUT))
 
 
 @dataclass(frozen=True)
@@ -23,6 +29,7 @@ class DerivePlan:
     streams: tuple[int, ...] = (1, 32)
     ownership: costs.OwnershipParams = field(default_factory=costs.OwnershipParams)
     quality: gates.QualityRules = field(default_factory=gates.QualityRules)
+    input_per_output: float = field(default_factory=api_input_per_output)
 
 
 def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
@@ -78,12 +85,15 @@ def derive_date(
     prices = costs.replica_prices(offers, grid["tp"].drop_nulls().unique().to_list())
     cost = costs.cost_per_mtok(grid, prices)
     hardware = hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), day)
+    own = costs.own_vs_rent(grid, hardware, cost, plan.ownership)
+    api = api_prices.cheapest_api(queries.api_prices_asof(con, day), plan.input_per_output)
     frames = {
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers),
         "cost_per_mtok": cost,
-        "own_vs_rent": costs.own_vs_rent(grid, hardware, cost, plan.ownership),
+        "own_vs_rent": own,
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
+        "own_rent_api": api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)

@@ -21,6 +21,7 @@ from scrapers import sources
 from scrapers.base import SourceError
 from scrapers.http import SourceClient
 from scrapers.settings import Settings, from_env
+from transforms import api_prices, gpu_names
 from transforms.normalise import fx_rates_frame, listings_frame, normalise, rejections_frame
 from warehouse import archive, catalog, config
 from warehouse.load import Batch, FetchRow, finish_run, load_batch, start_run
@@ -126,10 +127,11 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
     return result
 
 
-def _aliases(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    if not con.execute("select count(*) from gpu_aliases").fetchall()[0][0]:
+def _gpu_names(con: duckdb.DuckDBPyConnection, provider: str) -> gpu_names.Catalogue:
+    if not con.execute("select count(*) from gpus").fetchall()[0][0]:
         catalog.load_catalogs(con)
-    return con.sql("select provider, gpu_raw, memory_gb, gpu from gpu_aliases").pl()
+    return gpu_names.catalogue(con.sql("select name, memory_gb from gpus").pl(),
+                               con.sql("select provider, gpu_raw, memory_gb, gpu, note from gpu_aliases").pl(), provider)
 
 
 def _fetch_row(fetched: FetchResult, status: str, error: str | None, notes: list[str]) -> FetchRow:
@@ -147,15 +149,29 @@ def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> Batch:
     listings = listings_frame(parsed.listings)
     needs_fx = listings.filter(pl.col("native_currency").str.to_uppercase() != "USD").height > 0
     rates = con.sql("select date, base, quote, rate, source from fx_rates").pl() if needs_fx else None
-    result = normalise(listings, rejections_frame(parsed.rejected), _aliases(con), rates,
+    result = normalise(listings, rejections_frame(parsed.rejected), _gpu_names(con, fetched.source), rates,
                        provider=fetched.source, run_id=fetched.run_id, snapshot_date=fetched.snapshot_date,
                        quarantined_at=config.utc_now())
     notes = fetched.notes + parsed.notes
     if result.duplicates:
         notes.append(f"{result.duplicates} duplicate listing(s) (same offer id and price kind) kept once")
+    api = _api_batch(con, parsed, fetched) if parsed.api_prices or parsed.api_aliases else {}
+    if api and api["unmapped_api_models"].height:
+        notes.append(f"{api['unmapped_api_models'].height} API model(s) map to no catalogue model (unmapped_api_models)")
     row = _fetch_row(fetched, "ok", None, notes)
     row.record_count, row.truncated = parsed.record_count, parsed.truncated
-    return Batch(row, result.offers, result.quarantine, result.unmapped, fx_rates_frame(parsed.fx_rates))
+    return Batch(row, result.offers, result.quarantine, result.unmapped, fx_rates_frame(parsed.fx_rates), api)
+
+
+def _api_batch(con: duckdb.DuckDBPyConnection, parsed, fetched: FetchResult) -> dict[str, pl.DataFrame]:
+    """API prices mapped to the catalogue's models, their aliases and the unmapped ids, stamped with the run."""
+    stamp = {"snapshot_date": pl.lit(fetched.snapshot_date), "run_id": pl.lit(fetched.run_id),
+             "api_provider": pl.lit(fetched.source)}
+    models = con.sql("select model_id, hf_repo, api_ids from models").pl()
+    mapped = api_prices.map_models(api_prices.api_prices_frame(parsed.api_prices), models)
+    return {"api_prices": mapped.with_columns(**stamp),
+            "api_aliases": api_prices.aliases_frame(parsed.api_aliases).with_columns(**stamp),
+            "unmapped_api_models": api_prices.unmapped(mapped).with_columns(**stamp)}
 
 
 def load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult | Path) -> FetchRow:

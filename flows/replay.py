@@ -31,7 +31,7 @@ log = logging.getLogger("gpuledger.replay")
 MANIFEST = "replay.json"
 VASTAI_SEARCH = "/api/v0/bundles/"
 URL_SETTINGS = ("GPULEDGER_VASTAI_URL", "GPULEDGER_RUNPOD_URL", "GPULEDGER_VERDA_URL", "GPULEDGER_ECB_URL",
-                "GPULEDGER_FRANKFURTER_URL")
+                "GPULEDGER_FRANKFURTER_URL", "GPULEDGER_OPENROUTER_URL")
 _OPS = {
     "eq": lambda v, x: v == x, "neq": lambda v, x: v != x, "gt": lambda v, x: v > x, "gte": lambda v, x: v >= x,
     "lt": lambda v, x: v < x, "lte": lambda v, x: v <= x, "in": lambda v, x: v in x, "notin": lambda v, x: v not in x,

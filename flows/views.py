@@ -8,7 +8,7 @@ import duckdb
 import polars as pl
 
 from flows.derive import hardware_usd
-from transforms import costs, estimator, presets, tables
+from transforms import api_prices, costs, estimator, presets, tables
 from warehouse import queries
 
 
@@ -29,6 +29,7 @@ class Day:
     offers: pl.DataFrame
     ranges: pl.DataFrame
     quality: str | None
+    api: pl.DataFrame  # per model, the cheapest API price fetched on or before the day
 
 
 @dataclass
@@ -57,6 +58,7 @@ def load_day(con: duckdb.DuckDBPyConnection, day: date | None) -> Day:
         day, queries.table(con, "models"), queries.table(con, "gpus"), queries.table(con, "gpu_overlays"),
         queries.table(con, "hardware_prices"), queries.table(con, "fx_rates"), queries.offers_for_date(con, day),
         con.sql("select * from rental_ranges where snapshot_date = ?", params=[day]).pl(), quality,
+        api_prices.cheapest_api(queries.api_prices_asof(con, day)),
     )
 
 

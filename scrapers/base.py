@@ -106,11 +106,43 @@ class FxRate:
     fetched_at: datetime
 
 
+@dataclass(frozen=True)
+class ApiPrice:
+    """One per-token API price tier of one listed model, in USD per million tokens."""
+
+    api_model_id: str  # as listed, with its variant suffix (`openai/gpt-oss-20b:free`)
+    price_kind: str  # standard | free | batch | another variant's name
+    tier: str  # base | prompt>=N (long context) | utc HHMM-HHMM (time of day)
+    usd_per_mtok_input: float
+    usd_per_mtok_output: float
+    usd_per_mtok_cache_read: float | None
+    fetched_at: datetime
+    response_sha256: str  # the archived response the price was read from (its metadata's sha256)
+    hugging_face_id: str | None = None
+    name: str | None = None
+    context_length: int | None = None
+    min_prompt_tokens: int | None = None
+    utc_start: int | None = None  # HHMM
+    utc_end: int | None = None  # HHMM; before utc_start when the window wraps midnight
+
+
+@dataclass(frozen=True)
+class ApiAlias:
+    """An id that stands for another listed model (`~deepseek/deepseek-v4-flash-latest`), not an offer."""
+
+    alias_id: str
+    target_id: str | None
+    fetched_at: datetime
+    response_sha256: str
+
+
 @dataclass
 class ParseResult:
     listings: list[Listing] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
     fx_rates: list[FxRate] = field(default_factory=list)
+    api_prices: list[ApiPrice] = field(default_factory=list)
+    api_aliases: list[ApiAlias] = field(default_factory=list)
     record_count: int = 0
     truncated: bool = False  # a query came back full: the market may be larger than what was captured
     notes: list[str] = field(default_factory=list)

@@ -69,6 +69,7 @@ DEFAULT_PACING = {
     "runpod": Pacing(min_interval_s=1.0, max_requests=10),
     "verda": Pacing(min_interval_s=0.5, max_requests=10),
     "fx": Pacing(min_interval_s=0.5, max_requests=10),
+    "openrouter": Pacing(min_interval_s=0.5, max_requests=10),
 }
 
 
@@ -80,6 +81,7 @@ class Settings:
     verda_pricing_url: str = "https://datacrunch.io/products"  # keyless fallback page; layout in scrapers/verda.py
     ecb_url: str = "https://www.ecb.europa.eu"
     frankfurter_url: str = "https://api.frankfurter.dev"
+    openrouter_url: str = "https://openrouter.ai"
     vastai_limit: int = 3000  # offers per search; the API has no pagination
     runpod_api: str = "auto"  # auto (REST v2 when a key is set, else GraphQL) | graphql | rest
     runpod_api_key: str | None = field(default=None, repr=False)
@@ -131,6 +133,7 @@ def from_env(env: Mapping[str, str] | None = None) -> Settings:
         verda_pricing_url=env.get("GPULEDGER_VERDA_PRICING_URL", base.verda_pricing_url),
         ecb_url=env.get("GPULEDGER_ECB_URL", base.ecb_url),
         frankfurter_url=env.get("GPULEDGER_FRANKFURTER_URL", base.frankfurter_url),
+        openrouter_url=env.get("GPULEDGER_OPENROUTER_URL", base.openrouter_url),
         vastai_limit=int(env.get("GPULEDGER_VASTAI_LIMIT", base.vastai_limit)),
         runpod_api=env.get("GPULEDGER_RUNPOD_API", base.runpod_api),
         runpod_api_key=_first(env, "RUNPOD_API_KEY"),

@@ -1,10 +1,12 @@
 """The source registry: name -> module implementing scrapers.base.Source (FX first: others may need its rates)."""
 
-from scrapers import fx, runpod, vastai, verda
+from scrapers import fx, openrouter, runpod, vastai, verda
 from scrapers.base import Source
 
-SOURCES: dict[str, Source] = {"fx": fx, "vastai": vastai, "runpod": runpod, "verda": verda}
-PROVIDERS = ("vastai", "runpod", "verda")  # the sources that produce offers
+SOURCES: dict[str, Source] = {"fx": fx, "vastai": vastai, "runpod": runpod, "verda": verda, "openrouter": openrouter}
+# The sources that produce GPU offers; the quality gates judge a day by them. OpenRouter sells tokens, not GPUs:
+# a day without it is not suspect, and the API comparison keeps the latest API prices before it.
+PROVIDERS = ("vastai", "runpod", "verda")
 
 
 def get(name: str) -> Source:

@@ -41,7 +41,7 @@ def raw(source: str, method: str, path: str, body: bytes | str, *, request_body:
 
 def fast_settings(url: str = "http://replay.test", **overrides) -> Settings:
     """Settings pointing every source at url, with no pacing and tiny backoffs."""
-    base = dict(vastai_url=url, runpod_url=url, verda_url=url, ecb_url=url, frankfurter_url=url,
+    base = dict(vastai_url=url, runpod_url=url, verda_url=url, ecb_url=url, frankfurter_url=url, openrouter_url=url,
                 verda_pricing_url=url + "/products", http=FAST_HTTP,
                 pacing={name: Pacing(0.0, p.max_requests) for name, p in DEFAULT_PACING.items()})
     return Settings(**base | overrides)

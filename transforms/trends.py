@@ -4,6 +4,7 @@ from datetime import date, timedelta
 
 import polars as pl
 
+from transforms.display import sparkline
 from transforms.tables import PRICING_PREFERENCE
 
 ALL_PROVIDERS = "all"  # the provider of the row over every provider
@@ -132,3 +133,25 @@ def cheapest_per_day(cost: pl.DataFrame, per_gpu: bool) -> pl.DataFrame:
     )
     keys = ["snapshot_date", "gpu"] if per_gpu else ["snapshot_date"]
     return per_gpu_rows.sort("usd_per_mtok", "gpu").group_by(keys).first().sort(keys)
+
+
+def trend_summary(series: pl.DataFrame, keys: list[str], values: list[str], start: date, end: date,
+                  latest: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Per series (keys): days with a row from start to end, the latest day with its `latest` columns, and per
+    value its latest figure, its change against the window's first row, and a sparkline with one bar per
+    calendar day (a blank for a day without a row)."""
+    calendar = [start + timedelta(days=i) for i in range((end - start).days + 1)]
+    ordered = series.sort(*keys, "snapshot_date")
+    groups = ordered.group_by(keys, maintain_order=True) if keys else [((), ordered)]
+    rows = []
+    for key, group in groups:
+        last = group.row(-1, named=True)
+        row = {**dict(zip(keys, key, strict=True)), "days": group.height, "latest_date": last["snapshot_date"],
+               **{c: last[c] for c in latest}}
+        for value in values:
+            by_day = dict(zip(group["snapshot_date"], group[value], strict=True))
+            first = group[value][0]
+            row |= {value: last[value], f"{value}_change": last[value] / first - 1 if first else None,
+                    f"{value}_trend": sparkline([by_day.get(d) for d in calendar])}
+        rows.append(row)
+    return pl.DataFrame(rows)

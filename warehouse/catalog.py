@@ -2,6 +2,7 @@
 
 import csv
 import hashlib
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -77,7 +78,8 @@ CATALOGS: tuple[Catalog, ...] = (
         _cols(
             "model_id! name! vendor! arch! total_params_b:float! active_params_b:float! active_params_in_b:float "
             "experts:int experts_per_token:int shared_experts:int layers:int kv_bytes_per_token:float "
-            "kv_cache_dtype context_max:int native_precision! source! uncertain notes attn_flops_per_ctx_token:float"
+            "kv_cache_dtype context_max:int native_precision! source! uncertain notes attn_flops_per_ctx_token:float "
+            "hf_repo api_ids"  # API listings map through hf_repo (the stable key), then the extra ids in api_ids
         ),
         key=("model_id",),
     ),
@@ -177,6 +179,25 @@ def _check_references(frames: dict[str, pl.DataFrame]) -> None:
     if bad.height:
         row = bad.row(0, named=True)
         raise CatalogError(f"gpu_overlays.csv:{row['_line']}: column 'field': {row['field']!r} is not a numeric gpus column")
+    _check_api_keys(frames["models"])
+
+
+_REPO = re.compile(r"[\w.-]+/[\w.:-]+")
+
+
+def _check_api_keys(models: pl.DataFrame) -> None:
+    """hf_repo and every id of api_ids are owner/name and name one model only (compared without case)."""
+    owner = {}
+    for row in models.iter_rows(named=True):
+        keys = [("hf_repo", row["hf_repo"])] if row["hf_repo"] else []
+        keys += [("api_ids", key) for key in (row["api_ids"] or "").split()]
+        for column, key in keys:
+            where = f"models.csv:{row['_line']}: column '{column}'"
+            if not _REPO.fullmatch(key):
+                raise CatalogError(f"{where}: {key!r} is not owner/name")
+            first = owner.setdefault((column, key.lower()), row)
+            if first is not row:
+                raise CatalogError(f"{where}: {key!r} already names {first['model_id']} (line {first['_line']})")
 
 
 def _catalog(name: str) -> Catalog:

@@ -5,7 +5,7 @@ from datetime import date
 import duckdb
 import polars as pl
 
-BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index")
+BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
 # Each derived table's key, checked before a replacement (the tables carry no index: see migration 0006).
 KEYS = {
     "daily_prices": ("snapshot_date", "provider", "gpu", "gpu_count", "price_kind", "tier"),
@@ -14,6 +14,7 @@ KEYS = {
                       "price_kind", "replica_pricing", "method"),
     "own_vs_rent": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "method", "price_kind"),
     "price_index": ("snapshot_date", "gpu", "provider", "price_kind"),
+    "own_rent_api": ("snapshot_date", "model", "precision", "context_tokens", "streams", "method"),
     "estimates": ("model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version"),
 }
 

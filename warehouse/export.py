@@ -15,6 +15,8 @@ EXPORTABLE = {
     "cost_per_mtok": "snapshot_date",
     "own_vs_rent": "snapshot_date",
     "price_index": "snapshot_date",
+    "api_prices": "snapshot_date",
+    "own_rent_api": "snapshot_date",
     "fx_rates": "date",
 }
 FORMATS = ("parquet", "csv")

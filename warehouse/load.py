@@ -11,6 +11,7 @@ import polars as pl
 from warehouse import config
 
 DATA_TABLES = ("offers", "unmapped_gpus", "quarantine")  # keyed by run_id and provider (= source name)
+API_TABLES = ("api_prices", "api_aliases", "unmapped_api_models")  # keyed by run_id and api_provider (= source)
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Batch:
     quarantine: pl.DataFrame | None = None
     unmapped: pl.DataFrame | None = None
     fx_rates: pl.DataFrame | None = None  # date, base, quote, rate, source, fetched_at
+    api: dict[str, pl.DataFrame] = field(default_factory=dict)  # API_TABLES' frames of an API price source
 
 
 def code_version() -> str:
@@ -93,7 +95,8 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
         row.offers_loaded = 0 if batch.offers is None else batch.offers.height
         row.quarantined = 0 if batch.quarantine is None else batch.quarantine.height
         row.unmapped = 0 if batch.unmapped is None else batch.unmapped.height
-        frames = {"offers": batch.offers, "unmapped_gpus": batch.unmapped, "quarantine": batch.quarantine}
+        row.unmapped += batch.api["unmapped_api_models"].height if batch.api else 0
+        frames = {"offers": batch.offers, "unmapped_gpus": batch.unmapped, "quarantine": batch.quarantine, **batch.api}
         if batch.fx_rates is not None:
             frames["fx_rates"] = batch.fx_rates.unique(subset=["date", "base", "quote", "source"], keep="first",
                                                        maintain_order=True).with_columns(run_id=pl.lit(row.run_id))
@@ -107,6 +110,8 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
         try:
             for table in DATA_TABLES:
                 con.execute(f"delete from {table} where run_id = ? and provider = ?", [row.run_id, row.source])
+            for table in API_TABLES:
+                con.execute(f"delete from {table} where run_id = ? and api_provider = ?", [row.run_id, row.source])
             con.execute("delete from fetches where run_id = ? and source = ?", [row.run_id, row.source])
             for table in frames:
                 ignore = "or ignore " if table == "fx_rates" else ""

@@ -20,6 +20,21 @@ def offers_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     ).pl()
 
 
+def api_prices_asof(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """Per API provider, the prices of its latest successful fetch on or before the date (API prices are kept
+    until a newer fetch: a day without one compares against the last known, dated by its own fetched_at)."""
+    return con.sql(
+        """
+        with chosen as (
+            select source, run_id from fetches
+            where status = 'ok' and snapshot_date <= $day and source in (select distinct api_provider from api_prices)
+            qualify row_number() over (partition by source order by snapshot_date desc, started_at desc) = 1)
+        select p.* from api_prices p join chosen c on p.api_provider = c.source and p.run_id = c.run_id
+        """,
+        params={"day": day},
+    ).pl()
+
+
 def listing_history(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Per date and source: the listings loaded by that date's latest successful fetch."""
     return con.sql(
@@ -102,3 +117,20 @@ def price_index_before(con: duckdb.DuckDBPyConnection, day: date, days: int = 30
         """,
         params={"day": day, "days": days},
     ).pl()
+
+
+def price_index_between(con: duckdb.DuckDBPyConnection, start: date, end: date) -> pl.DataFrame:
+    """price_index rows dated start to end (both included)."""
+    return con.sql("select * from price_index where snapshot_date between $start and $end",
+                   params={"start": start, "end": end}).pl()
+
+
+def published_before(con: duckdb.DuckDBPyConnection, day: date, table_name: str = "price_index") -> date | None:
+    """The latest date before day that the table holds rows for."""
+    return con.execute(f"select max(snapshot_date) from {table_name} where snapshot_date < ?", [day]).fetchall()[0][0]
+
+
+def cost_series(con: duckdb.DuckDBPyConnection, model: str, start: date, end: date) -> pl.DataFrame:
+    """One model's cost_per_mtok rows dated start to end."""
+    return con.sql("select * from cost_per_mtok where model = $model and snapshot_date between $start and $end",
+                   params={"model": model, "start": start, "end": end}).pl()

@@ -117,3 +117,28 @@ def test_export_writes_the_dates_partitions_and_status_reports_the_day():
     assert "cost_per_mtok/date=2026-11-27/data.csv" in out
     status = gpuledger("status", "-f", "json")
     assert '"snapshot_date": "2026-11-27"' in status and '"stale": false' in status
+
+
+@pytest.mark.usefixtures("published")
+def test_the_api_price_stands_beside_self_hosting_dated_and_in_the_currency():
+    out = gpuledger("table", "--model", "deepseek-v4-flash", "-f", "markdown")
+    assert "API: $0.16/M out (openrouter, 2026-11-27)" in out  # $0.1596 per million output tokens, as fetched
+    assert "API: €0.14/M out (openrouter, 2026-11-27)" in gpuledger("table", "--model", "deepseek-v4-flash",
+                                                                  "--currency", "EUR", "-f", "markdown")
+    data = json.loads(gpuledger("table", "--model", "deepseek-v4-flash", "--currency", "EUR", "-f", "json"))
+    (api,) = data["API"]
+    assert (api["api_model_id"], api["eur_per_mtok_output"]) == ("deepseek/deepseek-v4-flash", pytest.approx(0.1596 / 1.1171))
+    estimate = gpuledger("table", "--model", "gpt-oss-120b", "--style", "estimate", "-f", "markdown")
+    assert "API: $0.17/M out (openrouter, 2026-11-27)" in estimate
+    # no API in the recording lists V4.1 Flash (released after it): no line rather than another model's price
+    assert "API:" not in gpuledger("table", "--model", "deepseek-v4.1-flash", "--style", "estimate", "-f", "markdown")
+
+
+@pytest.mark.usefixtures("published")
+def test_own_rent_api_answers_in_sql():
+    out = json.loads(gpuledger("sql", "select model, rent_usd_per_mtok, api_usd_per_mtok_output, rent_beats_api_mtok_per_month "
+                                      "from own_rent_api where model = 'deepseek-v4-flash' and precision = 'int4' "
+                                      "and context_tokens = 32768 and streams = 32", "-f", "json"))
+    (row,) = out
+    assert row["rent_usd_per_mtok"] == pytest.approx(0.52, abs=0.005)  # the cheapest rented replica in the demo
+    assert row["api_usd_per_mtok_output"] == 0.1596 and row["rent_beats_api_mtok_per_month"] is None

@@ -9,11 +9,12 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from flows.derive import derive_date
 from flows.fetching import fetch_and_load, fetch_source, load_source
 from flows.replay import ReplayServer
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
-from warehouse import config, db
+from warehouse import archive, config, db
 
 SENTINELS = {"RUNPOD_API_KEY": "rp-sentinel-key-7f3a9c", "VERDA_CLIENT_ID": "verda-sentinel-id-5b2e",
              "VERDA_CLIENT_SECRET": "verda-sentinel-secret-91d4"}
@@ -55,9 +56,10 @@ def kinds(con, provider):
 def test_every_priced_listing_lands_once_per_price_kind(replay):
     replay()
     con, rows = run()
-    assert {s: r.status for s, r in rows.items()} == {"fx": "ok", "vastai": "ok", "runpod": "ok", "verda": "ok"}
+    assert {s: r.status for s, r in rows.items()} == {"fx": "ok", "vastai": "ok", "runpod": "ok", "verda": "ok",
+                                                      "openrouter": "ok"}
     assert query(con, "select snapshot_date, status, source_status from runs") == [
-        (SNAPSHOT, "ok", "fx=ok,vastai=ok,runpod=ok,verda=ok")]
+        (SNAPSHOT, "ok", "fx=ok,vastai=ok,runpod=ok,verda=ok,openrouter=ok")]
     priced = {o["id"] for o in VAST if o["dph_base"] > 0 and o["num_gpus"] > 0}
     assert kinds(con, "vastai") == {
         "on_demand": len(priced), "interruptible": len({o["id"] for o in VAST if (o.get("min_bid") or 0) > 0} & priced)}
@@ -72,7 +74,8 @@ def test_every_priced_listing_lands_once_per_price_kind(replay):
         "dynamic": sum(float(t["dynamic_price"] or 0) > 0 for t in gpu_types)}
     assert query(con, "select count(*) from offers where gpu is null") == [(0,)]  # every fixture name is mapped
     assert query(con, "select source, record_count, offers_loaded, truncated from fetches order by source") == [
-        ("fx", 58, 0, False), ("runpod", 20, 39, False), ("vastai", 47, 89, False), ("verda", 21, 56, False)]
+        ("fx", 58, 0, False), ("openrouter", 27, 0, False), ("runpod", 20, 39, False), ("vastai", 47, 89, False),
+        ("verda", 21, 56, False)]
 
 
 def test_the_quirk_records_are_handled_as_documented(replay):
@@ -170,11 +173,12 @@ def test_a_permanent_500_fails_that_source_only_and_the_cli_exits_non_zero(repla
     vast = rows["vastai"]
     assert (vast.status, vast.http_status, vast.requests) == ("failed", 500, 3)
     assert vast.error.startswith("vastai: POST /api/v0/bundles/: HTTP 500 after 3 attempts")
-    assert {s: r.status for s, r in rows.items() if s != "vastai"} == {"fx": "ok", "runpod": "ok", "verda": "ok"}
+    assert {s: r.status for s, r in rows.items() if s != "vastai"} == {"fx": "ok", "runpod": "ok", "verda": "ok",
+                                                                       "openrouter": "ok"}
     assert query(con, "select status, error from fetches where source = 'vastai'") == [("failed", vast.error)]
     assert query(con, "select count(*) from offers where provider = 'vastai'") == [(0,)]
     assert query(con, "select status, source_status from runs") == [
-        ("partial", "fx=ok,vastai=failed,runpod=ok,verda=ok")]
+        ("partial", "fx=ok,vastai=failed,runpod=ok,verda=ok,openrouter=ok")]
     con.close()
     result = CliRunner().invoke(app, ["fetch"])
     assert result.exit_code == 1
@@ -229,6 +233,7 @@ def test_any_day_can_be_reparsed_from_the_archive_without_network_and_without_du
     server = replay()
     con, rows = run()
     before = query(con, "select provider, price_kind, count(*) from offers group by all order by all")
+    api_before = query(con, "select * from api_prices order by all")
     server.stop()
     con.close()
     config.db_path().unlink()
@@ -237,7 +242,8 @@ def test_any_day_can_be_reparsed_from_the_archive_without_network_and_without_du
             load_source(fresh, Path(row.archive_dir))
             load_source(fresh, Path(row.archive_dir))  # again: replaces, never duplicates
         assert query(fresh, "select provider, price_kind, count(*) from offers group by all order by all") == before
-        assert query(fresh, "select count(*) from fetches") == [(4,)]
+        assert query(fresh, "select * from api_prices order by all") == api_before
+        assert query(fresh, "select count(*) from fetches") == [(5,)]
 
 
 def test_the_raw_archive_itself_can_be_replayed(replay):
@@ -272,3 +278,44 @@ def test_no_secret_reaches_any_file_log_or_table(replay, monkeypatch, caplog):
     texts.append(caplog.text)
     for secret in [*SENTINELS.values(), *TOKENS]:
         assert not [t for t in texts if secret in t], f"{secret} leaked"
+
+
+def test_every_api_price_traces_to_its_archived_response(replay):
+    replay()
+    con, rows = run()
+    assert (rows["openrouter"].status, rows["openrouter"].unmapped) == ("ok", 10)
+    archived = {meta["sha256"]: meta for meta in archive.read_metadata(Path(rows["openrouter"].archive_dir))}
+    traced = query(con, "select distinct p.response_sha256, p.fetched_at, f.archive_dir from api_prices p "
+                        "join fetches f on f.run_id = p.run_id and f.source = p.api_provider")
+    assert len(traced) == 1
+    sha256, fetched_at, archive_dir = traced[0]
+    assert archive_dir == rows["openrouter"].archive_dir
+    assert archived[sha256]["path"] == "/api/v1/models" and archived[sha256]["fetched_at"] == fetched_at.isoformat()
+    assert query(con, "select api_model_id, price_kind, usd_per_mtok_output from api_prices where model = 'gpt-oss-120b'") == [
+        ("openai/gpt-oss-120b", "standard", 0.17)]
+    assert query(con, "select alias_id, target_id from api_aliases order by 1") == [
+        ("~deepseek/deepseek-v4-flash-latest", "deepseek/deepseek-v4-flash-0731"), ("~x-ai/grok-latest", "x-ai/grok-4.6")]
+    assert ("deepseek/deepseek-v4-flash-0731",) in query(con, "select api_model_id from unmapped_api_models")
+    assert query(con, "select count(*) from offers where provider = 'openrouter'") == [(0,)]
+
+
+def test_the_2025_shape_loads_end_to_end(replay, tmp_path):
+    replay(edited_fixtures(tmp_path, "openrouter_models_2026-08-19.json",
+                           lambda _: fixture_json("openrouter_models_2025-12-02.json")))
+    con, rows = run(["openrouter"])
+    assert rows["openrouter"].status == "ok"
+    assert query(con, "select price_kind, usd_per_mtok_input, usd_per_mtok_output from api_prices "
+                      "where model = 'gpt-oss-120b' order by 1") == [("exacto", 0.04, 0.2), ("standard", 0.04, 0.2)]
+    assert any("openrouter/auto" in note for note in rows["openrouter"].notes)
+
+
+def test_a_failing_api_source_leaves_the_gpu_day_whole_and_not_suspect(replay):
+    replay(faults={"/api/v1/models": "503*"})
+    con, rows = run()
+    assert rows["openrouter"].status == "failed" and "openrouter: GET /api/v1/models: HTTP 503" in rows["openrouter"].error
+    assert {s: r.status for s, r in rows.items() if s != "openrouter"} == dict.fromkeys(
+        ("fx", "vastai", "runpod", "verda"), "ok")
+    _, verdict = derive_date(con, SNAPSHOT)
+    assert verdict.quality == "ok"
+    compared = query(con, "select count(*), count(api_usd_per_mtok_output) from own_rent_api")
+    assert compared[0][0] > 0 and compared[0][1] == 0  # self-hosting compared, no API price to set beside it

@@ -11,7 +11,7 @@ from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
 from warehouse import config, db
 
-DERIVED = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index")
+DERIVED = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -76,7 +76,8 @@ def test_rebuild_recomputes_a_day_from_the_archive_without_network(monkeypatch):
         for table in DERIVED:
             con.execute(f"delete from {table}")
         con.execute("delete from offers")
-    for name in ("GPULEDGER_VASTAI_URL", "GPULEDGER_RUNPOD_URL", "GPULEDGER_VERDA_URL", "GPULEDGER_ECB_URL"):
+    for name in ("GPULEDGER_VASTAI_URL", "GPULEDGER_RUNPOD_URL", "GPULEDGER_VERDA_URL", "GPULEDGER_ECB_URL",
+                 "GPULEDGER_OPENROUTER_URL"):
         monkeypatch.setenv(name, "http://203.0.113.1")  # any request would now hit the network guard
     done = rebuild(start=SNAPSHOT)
     assert done["2026-11-27"]["quality"] == "ok"

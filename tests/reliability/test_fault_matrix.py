@@ -18,7 +18,7 @@ import pytest
 from flows.faults import parse_faults
 from flows.fetching import fetch_and_load
 from flows.replay import ReplayServer
-from scrapers import fx, runpod, vastai, verda
+from scrapers import fx, openrouter, runpod, vastai, verda
 from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures
 from warehouse import config, db
 
@@ -28,14 +28,16 @@ HANG_S = 2.0  # how long a 'timeout' fault holds a request and a 'trickle' takes
 ENV = FAST_ENV | {"GPULEDGER_HTTP_TIMEOUT_S": "0.5", "GPULEDGER_HTTP_DEADLINE_S": "0.5",
                   "GPULEDGER_HTTP_MAX_BYTES": str(CAP), "VERDA_CLIENT_ID": "matrix-client-id",
                   "VERDA_CLIENT_SECRET": "matrix-client-secret"}
-SOURCES = ("fx", "vastai", "runpod", "verda")
+SOURCES = ("fx", "vastai", "runpod", "verda", "openrouter")
 # Where each source's fault goes: FX's primary (ECB), and the path that carries each provider's prices.
-TARGET = {"fx": fx.ECB_PATH, "vastai": vastai.PATH, "runpod": runpod.GRAPHQL_PATH, "verda": verda.TYPES_PATH}
+TARGET = {"fx": fx.ECB_PATH, "vastai": vastai.PATH, "runpod": runpod.GRAPHQL_PATH, "verda": verda.TYPES_PATH,
+          "openrouter": openrouter.PATH}
 # A refused connection replaces a base URL by a closed port: the source's first request there is refused.
 REFUSED = {"fx": ("GPULEDGER_ECB_URL", fx.ECB_PATH), "vastai": ("GPULEDGER_VASTAI_URL", vastai.PATH),
            "runpod": ("GPULEDGER_RUNPOD_URL", runpod.GRAPHQL_PATH),
-           "verda": ("GPULEDGER_VERDA_URL", verda.TOKEN_PATH)}
+           "verda": ("GPULEDGER_VERDA_URL", verda.TOKEN_PATH), "openrouter": ("GPULEDGER_OPENROUTER_URL", openrouter.PATH)}
 DATA_TABLES = ("offers", "quarantine", "unmapped_gpus")
+API_TABLES = ("api_prices", "api_aliases", "unmapped_api_models")  # by api_provider
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,8 @@ def midway(plan: str) -> dict[str, str]:
     return dict.fromkeys(SOURCES, plan) | {"vastai": f"ok,ok,{plan}"}
 
 
-NOT_PARSED = {"fx": "not XML", "vastai": "body is not JSON", "runpod": "body is not JSON", "verda": "body is not JSON"}
+NOT_PARSED = {"fx": "not XML", "vastai": "body is not JSON", "runpod": "body is not JSON", "verda": "body is not JSON",
+              "openrouter": "body is not JSON"}
 FAULTS = [
     Fault("429 with Retry-After", "429", "recovered", server={"retry_after": "0.3"}),
     Fault("429 without Retry-After", "429,429", "recovered", server={"retry_after": None}),
@@ -76,30 +79,37 @@ FAULTS = [
     Fault("connection dropped", "drop", "recovered"),
     Fault("read timeout", "timeout", "recovered"),
     Fault("slow trickle", midway("trickle*"), "failed", "DeadlineExceeded after 2 attempts",
-          env={"GPULEDGER_HTTP_ATTEMPTS": "2"}, within_s=2 * 0.5 + 1.0, attempts=2),
+          env={"GPULEDGER_HTTP_ATTEMPTS": "2"}, within_s=2 * 0.5 + 1.5, attempts=2),  # without the deadline: 2 × 2 s
     Fault("truncated body", "truncate", "recovered"),
     Fault("invalid JSON or XML", midway("invalid*"), "failed", NOT_PARSED),
     Fault("HTML error page with status 200", midway("html*"), "failed",
           NOT_PARSED | {"fx": "no dated Cube", "vastai": "served as text/html"}),
     Fault("empty result", "empty*", "failed", {
         "fx": "field 'Cube/Cube/Cube': empty result", "vastai": "field 'offers': empty result",
-        "runpod": "field 'data.gpuTypes': empty result", "verda": "/v1/instance-types: empty result"}),
+        "runpod": "field 'data.gpuTypes': empty result", "verda": "/v1/instance-types: empty result",
+        "openrouter": "field 'data': empty result"}),
     # vast: the second search, as the first offer of the first is the fixture's zero-priced one (quarantined anyway)
-    Fault("missing field", {"fx": "missing:currency", "vastai": "ok,missing:gpu_name", "runpod": "missing:displayName",
-                            "verda": "missing:instance_type"}, "quarantined",
-          {"fx": "currency", "vastai": "gpu_name", "runpod": "displayName", "verda": "instance_type"}),
+    # runpod: a cloud it offers without its price (gpu_raw is the type id, so displayName is no longer needed)
+    Fault("missing field", {"fx": "missing:currency", "vastai": "ok,missing:gpu_name", "runpod": "missing:securePrice",
+                            "verda": "missing:instance_type", "openrouter": "missing:completion"}, "quarantined",
+          {"fx": "currency", "vastai": "gpu_name", "runpod": "securePrice", "verda": "instance_type",
+           "openrouter": "pricing.completion"}),
     Fault("renamed field", {"fx": "rename:rate*", "vastai": "rename:dph_base*", "runpod": "rename:securePrice*",
-                            "verda": "rename:price_per_hour*"}, "failed",
+                            "verda": "rename:price_per_hour*", "openrouter": "rename:completion*"}, "failed",
           {"fx": "field 'rate': absent from all 29 records", "vastai": "field 'dph_base': absent from all",
-           "runpod": "field 'securePrice': absent from all", "verda": "field 'price_per_hour': absent from all"}),
+           "runpod": "field 'securePrice': absent from all", "verda": "field 'price_per_hour': absent from all",
+           "openrouter": "field 'pricing.completion': absent from all 27 records"}),
     # ECB's rates are strings already: FX is tested on Frankfurter's JSON
     Fault("number sent as a string", {"fx": "/v1/latest=string:EUR*", "vastai": "string:dph_base*",
-                                      "runpod": "string:securePrice*", "verda": "string:number_of_gpus*"}, "unchanged"),
+                                      "runpod": "string:securePrice*", "verda": "string:number_of_gpus*",
+                                      "openrouter": "string:context_length*"}, "unchanged"),
     Fault("null where a number belongs", {"fx": "null:rate", "vastai": "ok,null:dph_base", "runpod": "null:securePrice",
-                                          "verda": "null:price_per_hour"}, "quarantined",
-          {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour"}),
+                                          "verda": "null:price_per_hour", "openrouter": "null:completion"}, "quarantined",
+          {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour",
+           "openrouter": "pricing.completion"}),
     Fault("duplicate listings", "dup*", "deduplicated", {"fx": "duplicate rate", "vastai": "duplicate listing",
-                                                         "runpod": "duplicate listing", "verda": "duplicate listing"}),
+                                                         "runpod": "duplicate listing", "verda": "duplicate listing",
+                                                         "openrouter": "duplicate model"}),
     Fault("response far larger than normal", midway("huge"), "failed", f"exceeds the {CAP}-byte cap", attempts=1),
     Fault("wrong content type", "type:application/octet-stream*", "unchanged"),
 ]
@@ -110,7 +120,8 @@ class Run:
     """What one run left: its fetches rows and, per source, its items and quarantine, without timestamps."""
 
     fetch: dict
-    items: dict[str, set]  # providers: (offer_id, price_kind, usd_per_hr); fx: (quote, FX source, rate)
+    items: dict[str, set]  # providers: (offer_id, price_kind, usd_per_hr); fx: (quote, FX source, rate);
+    # openrouter: (api_model_id, price_kind, tier, usd_per_mtok_output)
     quarantine: dict[str, set]  # (offer_id, price_kind, field, reason)
     status: tuple  # the runs row: status, source_status
 
@@ -124,6 +135,8 @@ class Run:
 
         items = grouped("select provider, offer_id, price_kind, usd_per_hr from offers where run_id = ?")
         items["fx"] = grouped("select 'fx', quote, source, rate from fx_rates where run_id = ?")["fx"]
+        items["openrouter"] = grouped("select api_provider, api_model_id, price_kind, tier, usd_per_mtok_output "
+                                      "from api_prices where run_id = ?")["openrouter"]
         return cls({r.source: r for r in rows}, items,
                    grouped("select provider, offer_id, price_kind, field, reason from quarantine where run_id = ?"),
                    con.execute("select status, source_status from runs where run_id = ?", [run_id]).fetchone())
@@ -140,7 +153,7 @@ class Warehouse:
 
 def rows_of_run(con, run_id: str) -> dict[str, list]:
     return {table: con.execute(f"select * from {table} where run_id = ? order by all", [run_id]).fetchall()
-            for table in ("runs", "fetches", "fx_rates", *DATA_TABLES)}
+            for table in ("runs", "fetches", "fx_rates", *DATA_TABLES, *API_TABLES)}
 
 
 def earlier_fixtures(tmp_path: Path) -> Path:
@@ -202,11 +215,11 @@ def run_with(warehouse: Warehouse, monkeypatch, faults: dict[str, str], *, env: 
 def groups(fault: Fault) -> list[tuple[str, ...]]:
     """The sources faulted together in one run (one run per cell would take a minute).
 
-    A fault no source may fail on goes to all four at once: each must reach its own outcome, so none disturbed
+    A fault no source may fail on goes to all five at once: each must reach its own outcome, so none disturbed
     another. A fault that fails a source goes to one provider per run, so the others are seen completing beside
     it; FX, which never fails (a note and Frankfurter instead), rides along with vast.ai.
     """
-    return [("fx", "vastai"), ("runpod",), ("verda",)] if fault.outcome == "failed" else [SOURCES]
+    return [("fx", "vastai"), ("runpod",), ("verda",), ("openrouter",)] if fault.outcome == "failed" else [SOURCES]
 
 
 @pytest.mark.parametrize(("fault", "group"), [
@@ -243,6 +256,9 @@ def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: 
         assert fetch.error.startswith(f"{source}: ") and path in fetch.error and expected in fetch.error
         for table in DATA_TABLES:
             assert con.execute(f"select count(*) from {table} where run_id = 'faulty' and provider = ?",
+                               [source]).fetchone() == (0,)
+        for table in API_TABLES:
+            assert con.execute(f"select count(*) from {table} where run_id = 'faulty' and api_provider = ?",
                                [source]).fetchone() == (0,)
         assert con.execute("select status, error from fetches where run_id = 'faulty' and source = ?",
                            [source]).fetchall() == [("failed", fetch.error)]

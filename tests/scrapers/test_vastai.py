@@ -137,3 +137,15 @@ def test_a_full_search_the_budget_cannot_split_is_noted_and_truncated():
     assert len(seen) <= 6
     assert any("request budget cannot split" in note for note in client.notes)
     assert vastai.parse(responses).truncated
+
+
+def test_the_clis_bare_array_reads_like_the_apis_wrapped_answer():
+    bare = vastai.parse([raw("vastai", "POST", vastai.PATH, json.dumps(OFFERS))])
+    wrapped = parsed()
+    assert [(i.offer_id, i.price_kind, i.native_per_hr) for i in bare.listings] == [
+        (i.offer_id, i.price_kind, i.native_per_hr) for i in wrapped.listings]
+
+
+def test_keys_the_parser_does_not_know_are_ignored():
+    newer = [dict(o, avail_vol_ask_id=7, sla_target=0.99, resource_type="gpu") for o in OFFERS]
+    assert len(parsed(newer).listings) == len(parsed().listings) and not parsed(newer).rejected

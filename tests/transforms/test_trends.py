@@ -4,27 +4,12 @@ import polars as pl
 import pytest
 
 from tests.transforms.offers_factory import offers
+from tests.trends_support import B200, H100, NOV, day_offers
 from transforms import trends
 from transforms.display import sparkline
 
-NOV = {d: date(2026, 11, d) for d in range(1, 31)}
-# Generated days with known moves; 3 November is missing (no run that day).
-MARKET = {
-    1: [("vastai", "H100 SXM", 2.0), ("vastai", "H100 SXM", 3.0), ("runpod", "H100 SXM", 2.5)],
-    2: [("vastai", "H100 SXM", 2.2), ("vastai", "H100 SXM", 3.0), ("runpod", "H100 SXM", 2.5),
-        ("vastai", "B200", 5.0)],
-    4: [("vastai", "H100 SXM", 2.2), ("vastai", "H100 SXM", 3.3), ("vastai", "B200", 4.0)],
-    8: [("vastai", "H100 SXM", 1.8), ("vastai", "H100 SXM", 3.3), ("vastai", "B200", 4.0),
-        ("runpod", "H100 SXM", 2.0)],
-}
 
-
-def day_offers(day: int) -> pl.DataFrame:
-    return offers(*(dict(snapshot_date=NOV[day], provider=p, gpu=g, usd_per_gpu_hr=price)
-                    for p, g, price in MARKET[day]))
-
-
-def build(days=MARKET) -> pl.DataFrame:
+def build(days=(1, 2, 4, 8)) -> pl.DataFrame:
     """Each day's index from its offers and the rows before it, in date order, as derive does."""
     index = pl.DataFrame(schema=trends.INDEX_SCHEMA)
     for day in sorted(days):
@@ -32,7 +17,7 @@ def build(days=MARKET) -> pl.DataFrame:
     return index
 
 
-def row(index: pl.DataFrame, day: int | date, gpu="H100 SXM", provider="vastai", kind="on_demand") -> dict:
+def row(index: pl.DataFrame, day: int | date, gpu=H100, provider="vastai", kind="on_demand") -> dict:
     found = index.filter((pl.col("snapshot_date") == (NOV[day] if isinstance(day, int) else day)) & (pl.col("gpu") == gpu)
                          & (pl.col("provider") == provider) & (pl.col("price_kind") == kind))
     assert found.height == 1, found
@@ -71,17 +56,17 @@ def test_a_missing_day_leaves_the_change_null_never_interpolated():
 
 def test_first_seen_date_and_days_since():
     index = build()
-    assert row(index, 2, gpu="B200")["first_seen_date"] == NOV[2]
-    assert row(index, 2, gpu="B200")["days_since_first_seen"] == 0
-    assert row(index, 8, gpu="B200")["first_seen_date"] == NOV[2]
-    assert row(index, 8, gpu="B200")["days_since_first_seen"] == 6
+    assert row(index, 2, gpu=B200)["first_seen_date"] == NOV[2]
+    assert row(index, 2, gpu=B200)["days_since_first_seen"] == 0
+    assert row(index, 8, gpu=B200)["first_seen_date"] == NOV[2]
+    assert row(index, 8, gpu=B200)["days_since_first_seen"] == 6
     # a series that was gone and came back keeps the day it was first seen
     assert row(index, 8, provider="runpod")["first_seen_date"] == NOV[1]
 
 
 def test_thirty_day_change_and_a_first_seen_older_than_the_window():
     december = date(2026, 12, 1)
-    later = offers(*(dict(snapshot_date=december, usd_per_gpu_hr=p, gpu="H100 SXM") for p in (2.5, 3.0)))
+    later = offers(*(dict(snapshot_date=december, usd_per_gpu_hr=p, gpu=H100) for p in (2.5, 3.0)))
     vast = row(trends.price_index(later, build([1]), december), december)
     assert vast["min_change_30d"] == pytest.approx(0.25) and vast["min_change_1d"] is None
     assert vast["first_seen_date"] == NOV[1] and vast["days_since_first_seen"] == 30
@@ -97,12 +82,12 @@ def test_appeared_and_gone_between_two_published_days():
     index = build()
     on = {d: index.filter(pl.col("snapshot_date") == NOV[d]) for d in (2, 4, 8)}
     moved = trends.appeared_and_gone(on[4], on[2])
-    assert moved.select("change", "gpu", "provider").rows() == [("gone", "H100 SXM", "runpod")]
+    assert moved.select("change", "gpu", "provider").rows() == [("gone", H100, "runpod")]
     back = trends.appeared_and_gone(on[8], on[4])
-    assert back.select("change", "gpu", "provider").rows() == [("back", "H100 SXM", "runpod")]
+    assert back.select("change", "gpu", "provider").rows() == [("back", H100, "runpod")]
     first = trends.appeared_and_gone(on[2], index.filter(pl.col("snapshot_date") == NOV[1]))
-    assert first.select("change", "gpu", "provider").rows() == [("first seen", "B200", "all"),
-                                                                ("first seen", "B200", "vastai")]
+    assert first.select("change", "gpu", "provider").rows() == [("first seen", B200, "all"),
+                                                                ("first seen", B200, "vastai")]
 
 
 def test_price_moves_are_the_largest_first_and_skip_still_prices():
@@ -110,9 +95,9 @@ def test_price_moves_are_the_largest_first_and_skip_still_prices():
     moves = trends.price_moves(index.filter(pl.col("snapshot_date") == NOV[4]),
                                index.filter(pl.col("snapshot_date") == NOV[2]), top=10)
     # B200 5.0 -> 4.0 (-20%) moved most; H100 on vastai: min still, median 2.6 -> 2.75
-    assert moves.select("gpu", "provider").rows()[0] == ("B200", "all")
+    assert moves.select("gpu", "provider").rows()[0] == (B200, "all")
     assert moves.row(0, named=True)["min_change"] == pytest.approx(-0.2)
-    h100 = moves.filter((pl.col("gpu") == "H100 SXM") & (pl.col("provider") == "vastai")).row(0, named=True)
+    h100 = moves.filter((pl.col("gpu") == H100) & (pl.col("provider") == "vastai")).row(0, named=True)
     assert h100["min_change"] == 0 and h100["median_change"] == pytest.approx(2.75 / 2.6 - 1)
     assert trends.price_moves(index.filter(pl.col("snapshot_date") == NOV[4]),
                               index.filter(pl.col("snapshot_date") == NOV[4]), top=10).height == 0
@@ -133,17 +118,17 @@ def test_listing_moves_name_sources_that_jumped_fell_or_vanished():
 
 def test_cheapest_per_day_prefers_replicas_on_one_host_then_the_cheapest_gpu():
     cost = pl.DataFrame([
-        dict(snapshot_date=NOV[1], gpu="H100 SXM", provider="vastai", replica_pricing="tp_single_gpu_listings",
+        dict(snapshot_date=NOV[1], gpu=H100, provider="vastai", replica_pricing="tp_single_gpu_listings",
              usd_per_mtok=0.5),
-        dict(snapshot_date=NOV[1], gpu="H100 SXM", provider="runpod", replica_pricing="one_listing", usd_per_mtok=0.9),
-        dict(snapshot_date=NOV[1], gpu="B200", provider="vastai", replica_pricing="one_listing", usd_per_mtok=0.7),
-        dict(snapshot_date=NOV[2], gpu="H100 SXM", provider="vastai", replica_pricing="one_listing", usd_per_mtok=0.6),
+        dict(snapshot_date=NOV[1], gpu=H100, provider="runpod", replica_pricing="one_listing", usd_per_mtok=0.9),
+        dict(snapshot_date=NOV[1], gpu=B200, provider="vastai", replica_pricing="one_listing", usd_per_mtok=0.7),
+        dict(snapshot_date=NOV[2], gpu=H100, provider="vastai", replica_pricing="one_listing", usd_per_mtok=0.6),
     ])
     overall = trends.cheapest_per_day(cost, per_gpu=False)
-    assert overall.select("snapshot_date", "gpu", "usd_per_mtok").rows() == [(NOV[1], "B200", 0.7),
-                                                                             (NOV[2], "H100 SXM", 0.6)]
+    assert overall.select("snapshot_date", "gpu", "usd_per_mtok").rows() == [(NOV[1], B200, 0.7),
+                                                                             (NOV[2], H100, 0.6)]
     by_gpu = trends.cheapest_per_day(cost, per_gpu=True)
-    assert by_gpu.filter(pl.col("gpu") == "H100 SXM")["usd_per_mtok"].to_list() == [0.9, 0.6]
+    assert by_gpu.filter(pl.col("gpu") == H100)["usd_per_mtok"].to_list() == [0.9, 0.6]
 
 
 def test_sparkline_scales_between_low_and_high_and_leaves_gaps():
