@@ -6,8 +6,7 @@ from typing import Annotated
 import duckdb
 import typer
 
-from flows.cli_common import fail, open_read_only, resolve_name
-from flows.cli_pipeline import _parse_day
+from flows.cli_common import fail, open_read_only, parse_day, resolve_name
 
 
 def report(
@@ -19,7 +18,7 @@ def report(
     from flows import report as site
     from flows import views
 
-    when = _parse_day(day, "--date")
+    when = parse_day(day, "--date")
     con = open_read_only()
     try:
         ids = con.execute("select model_id from models").fetchall()
