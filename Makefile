@@ -13,7 +13,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
-.PHONY: run demo test lint bench calibrate clean
+.PHONY: run demo test lint bench calibrate clean browser
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -26,7 +26,11 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m flows.demo
 
-test: $(STAMP)
+# The report's browser tests drive Debian's chromium (Playwright never downloads a browser here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: $(STAMP) browser
 	$(BIN)/pytest -q
 
 lint: $(STAMP)

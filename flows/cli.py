@@ -7,7 +7,7 @@ import duckdb
 import polars as pl
 import typer
 
-from flows import cli_estimate, cli_history, cli_pipeline, cli_sources, cli_table
+from flows import cli_estimate, cli_history, cli_pipeline, cli_report, cli_sources, cli_table
 from flows.cli_common import FormatOption, fail, open_read_only
 from flows.output import Format, render
 from warehouse import catalog, config, db
@@ -139,6 +139,7 @@ app.command()(cli_sources.fetch)
 app.command()(cli_sources.replay)
 app.command()(cli_history.history)
 app.command()(cli_history.changes)
+app.command()(cli_report.report)
 
 
 def main() -> None:

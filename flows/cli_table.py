@@ -1,7 +1,6 @@
 """`gpuledger table`: page 000's estimate cards and page 001's calculator, priced with a date's live listings."""
 
 import re
-from dataclasses import dataclass
 from datetime import date
 from enum import StrEnum
 from typing import Annotated
@@ -10,11 +9,10 @@ import duckdb
 import polars as pl
 import typer
 
+from flows import views
 from flows.cli_common import FormatOption, fail, gpu_names, open_read_only, resolve_name
-from flows.derive import hardware_usd
 from flows.output import Format, render
-from transforms import api_prices, costs, display, estimator, fx, presets, tables
-from warehouse import queries
+from transforms import api_prices, display, estimator, fx, presets, tables
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
 HEADERS = {
@@ -33,38 +31,14 @@ class Style(StrEnum):
     calculator = "calculator"
 
 
-@dataclass
-class Day:
-    """What one date's tables are built from."""
-
-    day: date
-    models: pl.DataFrame
-    gpus: pl.DataFrame
-    overlays: pl.DataFrame
-    hardware: pl.DataFrame
-    fx_rates: pl.DataFrame
-    offers: pl.DataFrame
-    ranges: pl.DataFrame
-    quality: str | None
-    api: pl.DataFrame  # per model, the cheapest API price fetched on or before the day
+def _load(con: duckdb.DuckDBPyConnection, day: date | None) -> views.Day:
+    try:
+        return views.load_day(con, day)
+    except views.ViewError as exc:
+        raise fail(str(exc)) from None
 
 
-def _load(con: duckdb.DuckDBPyConnection, day: date | None) -> Day:
-    if day is None:
-        day = con.execute("select max(snapshot_date) from runs where status in ('ok', 'partial')").fetchall()[0][0]
-        if day is None:
-            raise fail("no published day yet: run `gpuledger nightly` (or `make demo`) first")
-    quality = con.execute("select arg_max(quality, started_at) from runs where snapshot_date = ? and status != 'failed'",
-                          [day]).fetchall()[0][0]
-    return Day(
-        day, queries.table(con, "models"), queries.table(con, "gpus"), queries.table(con, "gpu_overlays"),
-        queries.table(con, "hardware_prices"), queries.table(con, "fx_rates"), queries.offers_for_date(con, day),
-        con.sql("select * from rental_ranges where snapshot_date = ?", params=[day]).pl(), quality,
-        api_prices.cheapest_api(queries.api_prices_asof(con, day)),
-    )
-
-
-def _currency(data: Day, code: str) -> tuple[float, str]:
+def _currency(data: views.Day, code: str) -> tuple[float, str]:
     """Units of the currency per USD at the day's rate (or the latest before), and where it came from."""
     code = code.upper()
     if code == "USD":
@@ -104,20 +78,12 @@ def _parse_fleet(text: str, names: dict[str, str]) -> tuple[str, int]:
     return resolve_name(match[2], names, "GPU"), int(match[1].replace(",", "").replace("_", ""))
 
 
-def _estimate(data: Day, method: str, grid: pl.DataFrame) -> pl.DataFrame:
-    gpus = estimator.apply_overlay(data.gpus, data.overlays, method)
+def _estimate_style(data: views.Day, model: str, method: str, wanted: list[str], precision, context, streams, code,
+                    rate):
     try:
-        return estimator.estimate(data.models, gpus, grid, presets.preset(method))
-    except (estimator.EstimatorError, presets.ParamError) as exc:
+        view = views.estimate_cards(data, model, method, wanted, precision, context, streams)
+    except views.ViewError as exc:
         raise fail(str(exc)) from None
-
-
-def _estimate_style(data: Day, model: str, method: str, wanted: list[str], precision, context, streams, code, rate):
-    priced = set(data.ranges["gpu"].to_list())
-    names = wanted or [g for g, label in zip(data.gpus["name"], data.gpus["label_000"], strict=True)
-                       if label or g in priced]
-    est = _estimate(data, method, estimator.make_grid([model], names, [precision], [context], [streams]))
-    view = tables.estimate_view(est, data.gpus, data.ranges, hardware_usd(data.hardware, data.fx_rates, data.day))
     view = _convert(view, rate, code)
     m = code.lower()
     labelled = view.with_columns(
@@ -151,16 +117,15 @@ def _rental_label(code: str, r: dict, m: str) -> str:
     return f"×{r['gpus']}: {span}/hr ({r['rental_date']})"
 
 
-def _calculator_style(data: Day, model: str, method: str, wanted, precision, context, streams, price_kind, code, rate,
-                      fleets: list[tuple[str, int]], target_tok_s: float | None):
-    names = wanted or data.gpus["name"].to_list()
-    est = _estimate(data, method, estimator.make_grid([model], names, [precision], [context], [streams]))
-    one = _estimate(data, method, estimator.make_grid([model], names, [precision], [4096], [1]))
-    tps = pl.concat([est["tp"], one["tp"]]).drop_nulls().unique().to_list()
-    replicas = tables.cheapest_replicas(costs.replica_prices(data.offers, tps), price_kind)
-    table = tables.calculator_view(est, data.gpus, replicas)
-    cards = tables.calculator_cards(table, one, replicas)
-    per_gpu = tables.priced(est, replicas).select("gpu", "usd_per_gpu_hr").drop_nulls()
+def _calculator_style(data: views.Day, model: str, method: str, wanted, precision, context, streams, price_kind, code,
+                      rate, fleets: list[tuple[str, int]], target_tok_s: float | None):
+    try:
+        view = views.calculator(data, model, wanted, [(precision, context, streams)], price_kind, method)[
+            (precision, context, streams)]
+    except views.ViewError as exc:
+        raise fail(str(exc)) from None
+    est, table, cards = view.estimates, view.table, view.cards
+    per_gpu = tables.priced(est, view.replicas).select("gpu", "usd_per_gpu_hr").drop_nulls()
     extras = {}
     if fleets:
         fleet_frame = pl.DataFrame(fleets, schema={"gpu": pl.String, "gpu_count": pl.Int64}, orient="row")

@@ -1,4 +1,4 @@
-"""`make demo`: the nightly flow against the replay server on the bundled recordings, then both tables.
+"""`make demo`: the nightly flow against the replay server on the bundled recordings, both tables, the report.
 
 The run is dated with the recordings' day (the replay pins GPULEDGER_NOW) and goes into the usual warehouse
 and exports, so every command (and `duckdb` on the exports) can be tried on it afterwards.
@@ -33,6 +33,7 @@ def main() -> int:
             ["table", "--model", "deepseek-v4-flash", "--style", "calculator", "--fleet", "1000xH200 SXM",
              "--target-tok-s", "1000"],
             ["status", "--runs", "3"],
+            ["report"],
         ]
         for args in steps:
             print(f"\n$ gpuledger {' '.join(args)}", flush=True)

@@ -52,7 +52,21 @@ def publish(con, day: date, export_format: str):
     counts, verdict = derive_date(con, day, DerivePlan())
     log.info("phase export %s", day)
     files = export.export_date(con, day, config.exports_dir(), EXPORTED, export_format) if export_format else []
+    if export_format:
+        files += _write_report(con, day)
     return counts, verdict, [str(f) for f in files]
+
+
+def _write_report(con, day: date) -> list:
+    """The day's report pages after the exports; a page that cannot be drawn never fails the stored data."""
+    from flows import report
+
+    log.info("phase report %s", day)
+    try:
+        return report.write_site(con, report.report_root(), day).pages
+    except Exception:  # the tables are committed and exported; `gpuledger report --date` redraws the pages
+        log.exception("the report for %s was not written", day)
+        return []
 
 
 def run(

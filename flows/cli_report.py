@@ -1,0 +1,32 @@
+"""`gpuledger report`: write the static report site for a date (the nightly flow writes it after the exports)."""
+
+from pathlib import Path
+from typing import Annotated
+
+import duckdb
+import typer
+
+from flows.cli_common import fail, open_read_only, parse_day, resolve_name
+
+
+def report(
+    day: Annotated[str | None, typer.Option("--date", help="The day to publish (YYYY-MM-DD); default the latest.")] = None,
+    model: Annotated[list[str] | None, typer.Option(help="Only these models' pages (repeatable); default every model.")] = None,
+    out: Annotated[Path | None, typer.Option(help="The report's root folder; default $GPULEDGER_EXPORTS/report.")] = None,
+) -> None:
+    """Write the day's market page and model pages as a static site that works offline; print its path."""
+    from flows import report as site
+    from flows import views
+
+    when = parse_day(day, "--date")
+    con = open_read_only()
+    try:
+        ids = con.execute("select model_id from models").fetchall()
+        models = [resolve_name(m, {i.lower(): i for (i,) in ids}, "model") for m in model or []]
+        written = site.write_site(con, out, when, models or None)
+    except (views.ViewError, duckdb.Error) as exc:
+        raise fail(str(exc)) from None
+    finally:
+        con.close()
+    typer.echo(f"{len(written.pages)} pages for {written.day} in {written.index.parent}")
+    typer.echo(str(written.index))

@@ -1,0 +1,245 @@
+"""The report: a static site of dated HTML pages (a market page per day, a page per model), charts offline.
+
+Layout under the report root (default exports/report/):
+    index.html                      the published days, latest first
+    assets/plotly-<version>.min.js  Plotly's bundle from the `plotly` package, written once, shared by every page
+    assets/report.css, report.js    the pages' style and behaviour
+    date=YYYY-MM-DD/index.html      the market page of the day
+    date=YYYY-MM-DD/<model>.html    a page per catalogue model
+
+Every page embeds its data once as JSON; the script draws the charts and follows the page's settings from it,
+so the pages work from disk with no server and no network.
+"""
+
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import jinja2
+import polars as pl
+
+from flows import views
+from scrapers.sources import PROVIDERS
+from transforms import display, estimator, presets
+from transforms import report as pages
+from warehouse import config, queries
+
+log = logging.getLogger("gpuledger.report")
+TEMPLATES = Path(__file__).parent / "templates" / "report"
+ASSETS = ("report.css", "report.js")
+METHOD = presets.DEFAULT_COST_METHOD  # the estimator method behind the cost tables' settings and the model pages
+DEFAULT_SETTING = ("int4", presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREAMS)
+
+
+def report_root() -> Path:
+    return config.exports_dir() / "report"
+
+
+@dataclass
+class Site:
+    root: Path
+    day: date
+    pages: list[Path]
+
+    @property
+    def index(self) -> Path:
+        return self.root / f"date={self.day.isoformat()}" / "index.html"
+
+
+def _plotly_asset(assets: Path) -> str:
+    """Plotly's bundled script, copied once per site under a versioned name so older pages keep theirs."""
+    import plotly
+    from plotly.offline import get_plotlyjs_version
+
+    name = f"plotly-{get_plotlyjs_version()}.min.js"
+    target = assets / name
+    if not target.exists():
+        _atomic_copy(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", target)
+    return name
+
+
+def _atomic_copy(source: Path, target: Path) -> None:
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _usd(value) -> str:
+    return display.usd_label(value)
+
+
+def _span(low, high) -> str:
+    if low is None:
+        return display.MISSING
+    if high is None or round(high) == round(low):
+        return f"${low:,.0f}"
+    return f"${low:,.0f}–${high:,.0f}"
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters |= {"usd": _usd, "span": _span, "pct": display.pct_label, "integer": display.integer_label,
+                    "compact": display.compact_label, "precision": lambda p: display.PAGE_000_PRECISION.get(p, p)}
+    return env
+
+
+def _records(frame: pl.DataFrame) -> list[dict]:
+    return json.loads(frame.write_json())
+
+
+def _column_lists(frame: pl.DataFrame) -> dict[str, list]:
+    """A frame as {column: values}, dates as ISO text: the compact way to embed a table once in a page."""
+    return frame.with_columns(pl.col(pl.Date, pl.Datetime).cast(pl.String)).to_dict(as_series=False)
+
+
+def _run(con: duckdb.DuckDBPyConnection, day: date) -> dict:
+    """The day's latest run that was not a failure: id, times, status, quality and its reasons."""
+    rows = con.sql(
+        """select run_id, started_at, finished_at, status, quality, quality_reasons, estimator_version
+           from runs where snapshot_date = ? and status != 'failed' order by started_at desc limit 1""",
+        params=[day]).pl()
+    if rows.is_empty():
+        raise views.ViewError(f"no published run on {day}")
+    run = rows.row(0, named=True)
+    run["reasons"] = [r for r in (run["quality_reasons"] or "").splitlines() if r.strip()]
+    return run
+
+
+def _sources(con: duckdb.DuckDBPyConnection, day: date) -> list[dict]:
+    """Each source's latest fetch of the day: status, when it finished, requests, listings (or FX rates)."""
+    return _records(con.sql(
+        """select source, arg_max(status, started_at) as status, max(finished_at) as fetched_at,
+                  arg_max(offers_loaded, started_at) as listings, arg_max(record_count, started_at) as records,
+                  arg_max(requests, started_at) as requests,
+                  arg_max(error, started_at) as error
+           from fetches where snapshot_date = ? group by source order by source""", params=[day]).pl()
+        .with_columns(pl.col("fetched_at").dt.strftime("%Y-%m-%d %H:%M UTC"),
+                      pl.col("source").is_in(PROVIDERS).alias("lists_gpus")))
+
+
+def _settings(con: duckdb.DuckDBPyConnection, day: date) -> list[tuple[str, int, int]]:
+    """The (precision, context, streams) settings the day's cost table holds for the calculator method."""
+    rows = con.execute(
+        "select distinct precision, context_tokens, streams from cost_per_mtok where snapshot_date = ? and method = ?"
+        " order by all", [day, METHOD]).fetchall()
+    return [(p, int(c), int(s)) for p, c, s in rows]
+
+
+def _market_groups(market: pl.DataFrame) -> list[dict]:
+    """Today's prices grouped by GPU for the table, in the frame's order."""
+    groups: dict[str, list[dict]] = {}
+    for row in _records(market):
+        groups.setdefault(row["gpu"], []).append(row)
+    return [{"gpu": gpu, "rows": rows} for gpu, rows in groups.items()]
+
+
+def market_page(con: duckdb.DuckDBPyConnection, day: date) -> dict:
+    """The market page's context: run, quality, sources, today's prices, history and listing counts."""
+    index = con.sql("select * from price_index").pl()
+    history = pages.price_history(index)
+    counts = pages.listing_counts(queries.listing_history(con), PROVIDERS)
+    featured = [g for g in history["gpu"].unique(maintain_order=True).to_list() if pages.FEATURED.search(g)]
+    return {
+        "market": _market_groups(pages.market_today(index, day)),
+        "days": history["snapshot_date"].n_unique(),
+        "chart": {"history": _column_lists(history),
+                  "featured": featured,
+                  "counts": _column_lists(counts)},
+    }
+
+
+def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
+               settings: list[tuple[str, int, int]]) -> dict:
+    """A model page's context: every setting's table, cards, FAQ and own-vs-rent, and page 000's cards.
+
+    Each setting's entry is built here and only here: a further column (another method's $/M) joins the
+    calculator table before `table_rows`, a further price line (e.g. an API price) appends to `price_lines`.
+    """
+    card = data.models.filter(pl.col("model_id") == model).row(0, named=True)
+    frames = views.calculator(data, model, [], settings, method=METHOD)
+    own = con.sql("select * from own_vs_rent where snapshot_date = ? and model = ? and method = ?",
+                  params=[data.day, model, METHOD]).pl()
+    bytes_per_param = presets.preset(METHOD).bytes_per_param
+    entries = {}
+    for setting, calc in frames.items():
+        p, c, s = setting
+        own_at = own.filter((pl.col("precision") == p) & (pl.col("context_tokens") == c) & (pl.col("streams") == s))
+        entries[_key(setting)] = {
+            "table": _column_lists(pages.table_rows(calc.table)),
+            "cards": _column_lists(pages.card_rows(calc.cards, calc.replicas)),
+            "faq": pages.faq(card, setting, calc.table, calc.one_stream, calc.cards, bytes_per_param, data.day, METHOD),
+            "own": _column_lists(pages.own_rows(own_at)),
+        }
+    ceiling = views.estimate_cards(data, model, METHOD, [], None, presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREAMS)
+    price_lines: list[dict] = []  # one line per further price source (e.g. an API's $/M), shown above the cards
+    default = DEFAULT_SETTING if DEFAULT_SETTING in frames else next(iter(frames))
+    return {
+        "model": card,
+        "estimate_cards": _records(ceiling),
+        "price_lines": price_lines,
+        "data": {
+            "settings": [{"key": _key(st), "precision": st[0], "context": st[1], "streams": st[2]} for st in frames],
+            "default": _key(default),
+            "columns": [{"key": k, "label": label} for k, label in pages.TABLE_COLUMNS],
+            "pricing": pages.PRICING_TEXT,
+            "ownership": pages.ownership_terms(own),
+            "views": entries,
+        },
+    }
+
+
+def _key(setting: tuple[str, int, int]) -> str:
+    return "/".join(map(str, setting))
+
+
+def published_days(root: Path) -> list[str]:
+    """The days whose pages are in the report root, latest first."""
+    return sorted((p.parent.name.removeprefix("date=") for p in root.glob("date=*/index.html")), reverse=True)
+
+
+def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: date | None = None,
+               models: list[str] | None = None) -> Site:
+    """Write the day's market page and model pages, the shared assets and the root's list of days."""
+    root = (root or report_root()).absolute()
+    data = views.load_day(con, day)
+    run = _run(con, data.day)
+    env = _environment()
+    assets = root / "assets"
+    assets.mkdir(parents=True, exist_ok=True)
+    for name in ASSETS:
+        _atomic_copy(TEMPLATES / name, assets / name)
+    settings = _settings(con, data.day)
+    model_ids = models or data.models["model_id"].sort().to_list()
+    common = {
+        "day": data.day.isoformat(), "run": run, "sources": _sources(con, data.day),
+        "plotly": _plotly_asset(assets), "assets": "../assets",
+        "estimator_version": estimator.ESTIMATOR_VERSION, "generated_at": config.utc_now().strftime("%Y-%m-%d %H:%M UTC"),
+        "models": [{"id": m, "file": f"{m}.html"} for m in model_ids],
+    }
+    folder = root / f"date={data.day.isoformat()}"
+    written = [folder / "index.html"]
+    _atomic_write(written[0], env.get_template("market.html.j2").render(**common, **market_page(con, data.day)))
+    for model in model_ids:
+        context = model_page(data, con, model, settings)
+        written.append(folder / f"{model}.html")
+        _atomic_write(written[-1], env.get_template("model.html.j2").render(**common, **context))
+    quality = dict(con.execute("select snapshot_date::varchar, arg_max(quality, started_at) from runs "
+                               "where status != 'failed' group by 1").fetchall())
+    days = [{"day": d, "quality": quality.get(d)} for d in published_days(root)]
+    _atomic_write(root / "index.html", env.get_template("index.html.j2").render(
+        days=days, assets="assets", generated_at=common["generated_at"]))
+    log.info("report for %s: %d pages in %s", data.day, len(written), folder)
+    return Site(root, data.day, written)

@@ -1,0 +1,232 @@
+// gpuledger report pages: draw the charts and follow the model page's settings from the page's embedded JSON.
+// Every number shown was computed by gpuledger; this script only picks, orders and draws them.
+(function () {
+  "use strict";
+  const source = document.getElementById("page-data");
+  const data = source ? JSON.parse(source.textContent) : null;
+  const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+  const FONT = { family: "system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif", size: 12, color: "#1d2330" };
+  const VENDOR_COLOURS = { NVIDIA: "#3f8f29", AMD: "#d1343b", Intel: "#2f6fd0", Huawei: "#c0392b",
+    Google: "#f4a300", AWS: "#ff7f0e", Other: "#7f7f7f" };
+  const PALETTE = ["#2f5fd0", "#d1343b", "#3f8f29", "#f4a300", "#8e44ad", "#16a085", "#e67e22", "#7f8c8d"];
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "text") node.textContent = v; else node.setAttribute(k, v === true ? "" : v);
+    }
+    for (const child of children.flat()) if (child !== null && child !== undefined) node.append(child);
+    return node;
+  }
+  const dash = "—";
+  const usd = (v) => v === null || v === undefined ? dash
+    : v >= 1000 ? "$" + Math.round(v).toLocaleString("en-US") : "$" + v.toFixed(2);
+  const layout = (extra) => Object.assign({ font: FONT, margin: { l: 64, r: 16, t: 16, b: 48 },
+    paper_bgcolor: "#fff", plot_bgcolor: "#fff", hoverlabel: { font: FONT } }, extra);
+
+  function groupBy(columns, key) {
+    const groups = new Map();
+    columns[key].forEach((value, i) => { if (!groups.has(value)) groups.set(value, []); groups.get(value).push(i); });
+    return groups;
+  }
+
+  // ---- market page ----
+  function market(d) {
+    const h = d.history, featured = new Set(d.featured);
+    const traces = [];
+    let colour = 0;
+    for (const [gpu, idx] of groupBy(h, "gpu")) {
+      const shown = featured.size ? featured.has(gpu) : colour < 4;
+      const line = { color: PALETTE[colour++ % PALETTE.length], width: 2 };
+      const x = idx.map((i) => h.snapshot_date[i]);
+      const listings = idx.map((i) => h.listings[i]);
+      for (const [stat, dashStyle] of [["min", "solid"], ["median", "dot"]]) {
+        traces.push({ type: "scatter", mode: "lines+markers", name: stat === "min" ? gpu : gpu + " (median)",
+          legendgroup: gpu, showlegend: stat === "min", visible: shown ? true : "legendonly",
+          x, y: idx.map((i) => h[stat + "_usd_per_gpu_hr"][i]), customdata: listings,
+          line: Object.assign({ dash: dashStyle }, line), marker: { size: 5 },
+          hovertemplate: `<b>${gpu}</b><br>%{x}<br>${stat} $%{y:.2f}/GPU-hr<br>%{customdata} listings<extra></extra>` });
+      }
+    }
+    Plotly.newPlot("history-chart", traces, layout({ yaxis: { title: { text: "$ per GPU-hour" }, rangemode: "tozero",
+      tickprefix: "$" }, xaxis: dayAxis(h.snapshot_date), legend: { font: { size: 11 } } }), PLOT_CONFIG);
+    const c = d.counts, bars = [];
+    let i = 0;
+    for (const [provider, idx] of groupBy(c, "provider")) {
+      bars.push({ type: "bar", name: provider, x: idx.map((j) => c.snapshot_date[j]), y: idx.map((j) => c.listings[j]),
+        marker: { color: PALETTE[i++ % PALETTE.length] } });
+    }
+    Plotly.newPlot("counts-chart", bars, layout({ barmode: "group", yaxis: { title: { text: "listings" } },
+      xaxis: dayAxis(c.snapshot_date) }), PLOT_CONFIG);
+  }
+
+  // Daily series: one tick a day while the days fit, never a tick between two days.
+  function dayAxis(days) {
+    const count = new Set(days).size;
+    return count <= 14 ? { type: "date", dtick: 86400000, tickformat: "%b %-d" } : { type: "date", tickformat: "%b %-d, %Y" };
+  }
+
+  // ---- model page ----
+  function model(d) {
+    const settings = new Map(d.settings.map((s) => [s.key, s]));
+    const state = { key: d.default, sortKey: null, descending: false };
+    const picks = { precision: document.getElementById("precision"), context: document.getElementById("context"),
+      streams: document.getElementById("streams") };
+    const current = settings.get(state.key);
+    for (const [name, select] of Object.entries(picks)) {
+      const values = [...new Set(d.settings.map((s) => s[name]))];
+      for (const v of values) {
+        const label = name === "precision" ? String(v).toUpperCase() : name === "context"
+          ? Number(v).toLocaleString("en-US") + " tokens" : v + (v === 1 ? " stream" : " streams");
+        select.append(el("option", { value: v, selected: v === current[name], text: label }));
+      }
+      select.addEventListener("change", () => {
+        const want = { precision: picks.precision.value, context: picks.context.value, streams: picks.streams.value };
+        const match = d.settings.find((s) => String(s.precision) === want.precision && String(s.context) === want.context
+          && String(s.streams) === want.streams);
+        if (match) { state.key = match.key; render(); }
+      });
+    }
+    if (d.ownership) {
+      const t = d.ownership;
+      document.getElementById("own-note").textContent = `Buying the hardware at its list or market price over ${t.years} years, `
+        + `power at $${t.usd_per_kwh}/kWh, $${t.maintenance_usd_per_month} maintenance a month, ${Math.round(t.utilisation * 100)}% utilised; `
+        + "against renting the cheapest replica today. Break-even is the monthly volume above which owning is cheaper "
+        + "(— when it exceeds what the hardware can serve, or nothing is rented).";
+    }
+    const pricedOnly = document.getElementById("priced-only");
+    pricedOnly.addEventListener("change", render);
+    render();
+
+    function render() {
+      const view = d.views[state.key], s = settings.get(state.key);
+      document.body.dataset.setting = state.key;
+      document.getElementById("setting-note").textContent =
+        `${s.precision.toUpperCase()}, ${s.context.toLocaleString("en-US")} tokens, ${s.streams} streams: on-demand prices`;
+      cards(view.cards);
+      table(view.table);
+      scatter(view.table);
+      own(view.own);
+      faq(view.faq);
+    }
+
+    function provenance(t, i) {
+      return t.offer_ids[i] ? `listings ${t.offer_ids[i]} · ${t.provider[i]} ${t.price_kind[i]} · seen ${t.price_observed_at[i]}` : null;
+    }
+
+    function cards(c) {
+      const best = [], vendors = new Map();
+      c.card.forEach((card, i) => {
+        const split = card.indexOf(": ");
+        if (split < 0) { best.push(i); return; }
+        const vendor = card.slice(0, split);
+        if (!vendors.has(vendor)) vendors.set(vendor, {});
+        vendors.get(vendor)[card.slice(split + 2)] = i;
+      });
+      document.getElementById("calc-cards").replaceChildren(...best.map((i) => el("div", { class: "card", "data-card": c.card[i] },
+        el("div", { class: "title", text: c.card[i] }),
+        el("div", { class: "part", text: `${c.tp[i]} x ${c.gpu[i]}` }),
+        el("dl", {}, el("dt", { text: "Tokens/s" }), el("dd", { class: "tok", text: c.agg_tok_s_label[i] }),
+          el("dt", { text: "Per hour" }), el("dd", { class: "usd-hr", text: c.replica_usd_per_hr_label[i] }),
+          el("dt", { text: "Per M tokens" }), el("dd", { class: "usd-m", text: c.usd_per_mtok_label[i] }),
+          el("dt", { text: "Memory used" }), el("dd", { text: c.memory_used_pct_label[i] })),
+        el("div", { class: "src", text: c.provider[i]
+          ? `${c.provider[i]} ${c.price_kind[i]}, listings ${c.offer_ids[i]}, seen ${c.price_observed_at[i]}` : "no live price" }))));
+      const part = (i) => i === undefined ? dash : `${c.tp[i]} x ${c.gpu[i]}, ${c.agg_tok_s_label[i]} tok/s`
+        + (c.replica_usd_per_hr[i] === null ? "" : ` for ${c.replica_usd_per_hr_label[i]}/hr (${c.usd_per_mtok_label[i]}/M, ${c.provider[i]})`);
+      document.querySelector("#vendor-table tbody").replaceChildren(...[...vendors].map(([vendor, picks]) =>
+        el("tr", { "data-vendor": vendor }, el("td", { text: vendor }),
+          el("td", { class: "wrap", text: part(picks["best value"]), title: picks["best value"] === undefined ? null
+            : `listings ${c.offer_ids[picks["best value"]]}, seen ${c.price_observed_at[picks["best value"]]}` }),
+          el("td", { class: "wrap", text: part(picks["fewest GPUs"]) }))));
+    }
+
+    function table(t) {
+      const n = t.gpu.length;
+      let order = [...Array(n).keys()];
+      if (pricedOnly.checked) order = order.filter((i) => t.usd_per_mtok[i] !== null);
+      if (state.sortKey) {
+        const values = t[state.sortKey], sign = state.descending ? -1 : 1;
+        order.sort((a, b) => {
+          const x = values[a], y = values[b];
+          if (x === null || y === null) return (x === null) - (y === null);
+          return (x < y ? -1 : x > y ? 1 : 0) * sign || a - b;
+        });
+      }
+      const numericColumns = new Set(d.columns.filter((col) => typeof t[col.key].find((v) => v !== null) === "number")
+        .map((col) => col.key));
+      const head = el("tr", {}, d.columns.map((col) => {
+        const numeric = numericColumns.has(col.key);
+        const th = el("th", { class: "sortable" + (numeric ? " num" : ""), "data-key": col.key, text: col.label,
+          "aria-sort": state.sortKey === col.key ? (state.descending ? "descending" : "ascending") : null });
+        th.addEventListener("click", () => {
+          state.descending = state.sortKey === col.key ? !state.descending : false;
+          state.sortKey = col.key;
+          table(t);
+        });
+        return th;
+      }));
+      document.querySelector("#model-table thead").replaceChildren(head);
+      const body = order.map((i) => el("tr", { class: t.usd_per_mtok[i] === null ? "unpriced" : "priced", "data-gpu": t.gpu[i],
+        "data-provider": t.provider[i], "data-pricing": t.replica_pricing[i] },
+        d.columns.map((col) => {
+          const label = t[col.key + "_label"] ? t[col.key + "_label"][i] : t[col.key][i];
+          const numeric = numericColumns.has(col.key);
+          const attrs = { class: numeric ? "num" : null, "data-key": col.key, text: label === null ? dash : String(label) };
+          if (col.key === "replica_usd_per_hr" || col.key === "usd_per_mtok") attrs.title = provenance(t, i);
+          if (col.key === "replica_pricing") { attrs.title = d.pricing[t.replica_pricing[i]] || null; }
+          if (col.key === "gpu") attrs.title = `${t.vendor[i] || ""}${t.uncertain[i] ? " · uncertain spec" : ""}`;
+          return el("td", attrs);
+        })));
+      document.querySelector("#model-table tbody").replaceChildren(...body);
+      const unpriced = n - t.usd_per_mtok.filter((v) => v !== null).length;
+      document.getElementById("table-note").textContent = `${n} parts fit within one node, ${n - unpriced} with a live price` +
+        (pricedOnly.checked ? ` (the ${unpriced} without one are hidden).` : ". Click a header to sort; hover a price for its listings.");
+    }
+
+    function scatter(t) {
+      const byVendor = new Map();
+      t.gpu.forEach((_, i) => {
+        if (t.replica_usd_per_hr[i] === null) return;
+        const vendor = t.vendor[i] || "Other";
+        if (!byVendor.has(vendor)) byVendor.set(vendor, []);
+        byVendor.get(vendor).push(i);
+      });
+      let k = 0;
+      const traces = [...byVendor].map(([vendor, idx]) => ({
+        type: "scatter", mode: "markers", name: vendor,
+        x: idx.map((i) => t.agg_tok_s[i]), y: idx.map((i) => t.replica_usd_per_hr[i]),
+        marker: { size: idx.map((i) => 8 + 5 * Math.log2(t.tp[i])), color: VENDOR_COLOURS[vendor] || PALETTE[k++ % PALETTE.length],
+          opacity: 0.8, line: { width: 1, color: "#fff" } },
+        customdata: idx.map((i) => [t.gpu[i], t.tp[i], t.provider[i], t.usd_per_mtok_label[i], t.offer_ids[i], t.agg_tok_s_label[i]]),
+        hovertemplate: "<b>%{customdata[1]} x %{customdata[0]}</b><br>%{customdata[5]} tok/s · $%{y:.2f}/hr · %{customdata[3]}/M tokens"
+          + "<br>%{customdata[2]}, listings %{customdata[4]}<extra></extra>",
+      }));
+      Plotly.react("scatter", traces, layout({ xaxis: { title: { text: "tokens/s (all streams)" }, rangemode: "tozero" },
+        yaxis: { title: { text: "$ per hour (one replica)" }, rangemode: "tozero", tickprefix: "$" },
+        legend: { title: { text: "vendor" } } }), PLOT_CONFIG);
+    }
+
+    function own(o) {
+      const heads = ["part", "hardware", "GPUs", "price", "own $/hr", "own $/M", "rent $/M", "break-even (M tokens/month)"];
+      document.querySelector("#own-table thead").replaceChildren(el("tr", {}, heads.map((h, i) => el("th", { class: i > 1 ? "num" : null, text: h }))));
+      document.querySelector("#own-table tbody").replaceChildren(...o.gpu.map((gpu, i) => el("tr", { "data-gpu": gpu },
+        el("td", { text: gpu }), el("td", { text: `${o.price_kind[i]} price (${o.quoted_on[i]})` }),
+        el("td", { class: "num", text: `${o.gpu_count[i]} (${o.replicas[i]} x TP${o.tp[i]})` }),
+        el("td", { class: "num", text: usd(o.hardware_usd[i]) }), el("td", { class: "num", text: usd(o.own_usd_per_hr[i]) }),
+        el("td", { class: "num", text: usd(o.own_usd_per_mtok[i]) }),
+        el("td", { class: "num", text: o.rent_usd_per_mtok[i] === null ? dash : `${usd(o.rent_usd_per_mtok[i])} (${o.rent_provider[i]})` }),
+        el("td", { class: "num", text: o.breakeven_mtok_per_month[i] === null ? dash
+          : Math.round(o.breakeven_mtok_per_month[i]).toLocaleString("en-US") }))));
+    }
+
+    function faq(items) {
+      document.getElementById("faq").replaceChildren(...items.map((f, i) => el("details", { class: "faq", open: i < 2 },
+        el("summary", { text: f.q }), el("p", { text: f.a }))));
+    }
+  }
+
+  if (document.body.dataset.page === "market") market(data);
+  else if (document.body.dataset.page === "model") model(data);
+})();

@@ -1,0 +1,107 @@
+"""The published views' data: what one date's tables are built from, and the frames both `gpuledger table`
+and `gpuledger report` show, so a number on a page and in the terminal come from the same code."""
+
+from dataclasses import dataclass
+from datetime import date
+
+import duckdb
+import polars as pl
+
+from flows.derive import hardware_usd
+from transforms import api_prices, costs, estimator, presets, tables
+from warehouse import queries
+
+
+class ViewError(ValueError):
+    """A view cannot be built: no published day, or the estimator refused its inputs."""
+
+
+@dataclass
+class Day:
+    """What one date's tables are built from."""
+
+    day: date
+    models: pl.DataFrame
+    gpus: pl.DataFrame
+    overlays: pl.DataFrame
+    hardware: pl.DataFrame
+    fx_rates: pl.DataFrame
+    offers: pl.DataFrame
+    ranges: pl.DataFrame
+    quality: str | None
+    api: pl.DataFrame  # per model, the cheapest API price fetched on or before the day
+
+
+@dataclass
+class Calculator:
+    """One setting of the calculator view: its estimates (and at one stream), the replica prices, table and cards."""
+
+    estimates: pl.DataFrame
+    one_stream: pl.DataFrame
+    replicas: pl.DataFrame
+    table: pl.DataFrame
+    cards: pl.DataFrame
+
+
+def latest_published(con: duckdb.DuckDBPyConnection) -> date:
+    day = con.execute("select max(snapshot_date) from runs where status in ('ok', 'partial')").fetchall()[0][0]
+    if day is None:
+        raise ViewError("no published day yet: run `gpuledger nightly` (or `make demo`) first")
+    return day
+
+
+def load_day(con: duckdb.DuckDBPyConnection, day: date | None) -> Day:
+    day = day or latest_published(con)
+    quality = con.execute("select arg_max(quality, started_at) from runs where snapshot_date = ? and status != 'failed'",
+                          [day]).fetchall()[0][0]
+    return Day(
+        day, queries.table(con, "models"), queries.table(con, "gpus"), queries.table(con, "gpu_overlays"),
+        queries.table(con, "hardware_prices"), queries.table(con, "fx_rates"), queries.offers_for_date(con, day),
+        con.sql("select * from rental_ranges where snapshot_date = ?", params=[day]).pl(), quality,
+        api_prices.cheapest_api(queries.api_prices_asof(con, day)),
+    )
+
+
+def estimate(data: Day, method: str, grid: pl.DataFrame) -> pl.DataFrame:
+    gpus = estimator.apply_overlay(data.gpus, data.overlays, method)
+    try:
+        return estimator.estimate(data.models, gpus, grid, presets.preset(method))
+    except (estimator.EstimatorError, presets.ParamError) as exc:
+        raise ViewError(str(exc)) from None
+
+
+def estimate_cards(data: Day, model: str, method: str, names: list[str], precision: str | None, context: int,
+                   streams: int) -> pl.DataFrame:
+    """Page 000's cards as one table: every named part, or the labelled and the rented ones."""
+    priced = set(data.ranges["gpu"].to_list())
+    names = names or [g for g, label in zip(data.gpus["name"], data.gpus["label_000"], strict=True)
+                      if label or g in priced]
+    est = estimate(data, method, estimator.make_grid([model], names, [precision], [context], [streams]))
+    return tables.estimate_view(est, data.gpus, data.ranges, hardware_usd(data.hardware, data.fx_rates, data.day))
+
+
+ONE_STREAM = (4096, 1)  # the cards' bare minimum and cheapest per hour: a short context, one stream
+
+
+def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str, int, int]],
+               price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD,
+               ) -> dict[tuple[str, int, int], Calculator]:
+    """Page 001's table and cards for each (precision, context, streams): one estimate pass, one pricing pass."""
+    names = names or data.gpus["name"].to_list()
+    precisions = sorted({p for p, _, _ in settings})
+    grid = pl.concat([estimator.make_grid([model], names, [p], [c], [s]) for p, c, s in settings]
+                     + [estimator.make_grid([model], names, precisions, [ONE_STREAM[0]], [ONE_STREAM[1]])]).unique(
+        maintain_order=True)
+    est = estimate(data, method, grid)
+    replicas = tables.cheapest_replicas(costs.replica_prices(data.offers, est["tp"].drop_nulls().unique().to_list()),
+                                        price_kind)
+    out = {}
+    for precision, context, streams in settings:
+        at = est.filter((pl.col("precision") == precision) & (pl.col("context_tokens") == context)
+                        & (pl.col("streams") == streams))
+        one = est.filter((pl.col("precision") == precision) & (pl.col("context_tokens") == ONE_STREAM[0])
+                         & (pl.col("streams") == ONE_STREAM[1]))
+        table = tables.calculator_view(at, data.gpus, replicas)
+        out[(precision, context, streams)] = Calculator(at, one, replicas, table,
+                                                        tables.calculator_cards(table, one, replicas))
+    return out

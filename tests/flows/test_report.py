@@ -1,0 +1,126 @@
+"""`gpuledger report` and the data its pages embed, on a warehouse of three replayed days (no browser here)."""
+
+import json
+import re
+import shutil
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from flows import report
+from flows.cli import app
+from tests.report_support import DAYS, MODELS, SUSPECT_DAY, publish_days
+from tests.sources_support import SNAPSHOT
+from warehouse import db
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    base = tmp_path_factory.mktemp("report")
+    return publish_days(base / "home", base / "site")
+
+
+@pytest.fixture
+def home(published, gpuledger_home, monkeypatch):
+    """A private copy of the published warehouse."""
+    shutil.copytree(published.home, gpuledger_home)
+    monkeypatch.setenv("GPULEDGER_NOW", "2026-11-27T22:00:00")
+    return gpuledger_home
+
+
+def page_data(path) -> dict:
+    return json.loads(re.search(r'<script type="application/json" id="page-data">(.*?)</script>', path.read_text(),
+                                re.S)[1])
+
+
+def test_the_report_command_writes_the_days_pages_and_prints_where(home, tmp_path):
+    result = runner.invoke(app, ["report", "--model", "LLAMA-3.3-70b", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    day = tmp_path / "out" / f"date={SNAPSHOT}"
+    assert result.output.strip().splitlines()[-1] == str(day / "index.html")
+    assert sorted(p.name for p in day.iterdir()) == ["index.html", "llama-3.3-70b.html"]
+    assert (tmp_path / "out" / "index.html").exists()
+
+
+def test_bad_options_name_what_is_wrong(home):
+    assert "unknown model 'nope'" in runner.invoke(app, ["report", "--model", "nope"]).output
+    assert "--date '27.11.2026' is not YYYY-MM-DD" in runner.invoke(app, ["report", "--date", "27.11.2026"]).output
+    assert "no published run on 2020-01-01" in runner.invoke(app, ["report", "--date", "2020-01-01"]).output
+
+
+def test_the_root_lists_the_published_days_latest_first_with_their_quality(published):
+    text = (published.root / "index.html").read_text()
+    links = re.findall(r'href="date=([\d-]+)/index.html"', text)
+    assert links == [str(SNAPSHOT), str(SUSPECT_DAY)]
+    assert "quality suspect" in text and "quality ok" in text
+
+
+def test_every_page_loads_only_files_of_the_site_and_plotly_once(published):
+    assets = sorted(p.name for p in (published.root / "assets").iterdir())
+    assert assets == sorted(["report.css", "report.js", f"plotly-{_plotly_version()}.min.js"])
+    for site in published.sites.values():
+        for page in site.pages:
+            text = page.read_text()
+            refs = re.findall(r'(?:src|href)="([^"]+)"', text)
+            assert refs and not [r for r in refs if re.match(r"[a-z]+:|//", r)], page
+            assert text.count("<script src=") == 2 and text.count('id="page-data"') <= 1
+
+
+def _plotly_version() -> str:
+    from plotly.offline import get_plotlyjs_version
+
+    return get_plotlyjs_version()
+
+
+def test_a_suspect_day_carries_its_banner_and_reasons(published):
+    suspect = published.sites[SUSPECT_DAY].index.read_text()
+    assert 'id="suspect-banner"' in suspect and f"verda: no successful fetch on {SUSPECT_DAY}" in suspect
+    assert 'id="suspect-banner"' not in published.sites[SNAPSHOT].index.read_text()
+
+
+def test_the_market_page_embeds_every_days_history_and_listing_counts(published):
+    data = page_data(published.sites[SNAPSHOT].index)
+    assert sorted(set(data["history"]["snapshot_date"])) == [str(d) for d in DAYS]
+    assert data["featured"] and all(re.search(r"H100|H200|B200|RTX 4090", g) for g in data["featured"])
+    counts = pl.DataFrame(data["counts"])
+    assert set(counts.filter(pl.col("snapshot_date") == str(SUSPECT_DAY))["provider"]) == {"vastai", "runpod"}
+
+
+def cost_rows(home, day) -> pl.DataFrame:
+    with db.connect(home / "gpuledger.duckdb", read_only=True) as con:
+        return con.sql("select * from cost_per_mtok where snapshot_date = ? and method = ? "
+                       "and price_kind = 'on_demand'", params=[day, report.METHOD]).pl()
+
+
+def test_each_settings_priced_rows_are_what_cost_per_mtok_holds(published):
+    costs = cost_rows(published.home, SNAPSHOT)
+    for model in MODELS:
+        data = page_data(published.sites[SNAPSHOT].index.parent / f"{model}.html")
+        assert {s["key"] for s in data["settings"]} == {
+            f"{p}/{c}/{s}" for p, c, s in costs.select("precision", "context_tokens", "streams").unique().rows()}
+        for setting in data["settings"]:
+            table = pl.DataFrame(data["views"][setting["key"]]["table"]).filter(pl.col("usd_per_mtok").is_not_null())
+            assert table.height
+            held = costs.filter((pl.col("model") == model) & (pl.col("precision") == setting["precision"])
+                                & (pl.col("context_tokens") == setting["context"]) & (pl.col("streams") == setting["streams"]))
+            joined = table.join(held, on=["gpu", "provider", "replica_pricing"], how="left", suffix="_held")
+            assert joined["usd_per_mtok_held"].null_count() == 0
+            assert (joined["tp"] == joined["tp_held"]).all()
+            assert ((joined["usd_per_mtok"] / joined["usd_per_mtok_held"] - 1).abs() < 1e-4).all()
+
+
+def test_the_nightly_run_writes_the_report_after_the_exports(home, monkeypatch, tmp_path):
+    from flows import pipeline
+    from tests.pipeline_support import serve_fixtures
+
+    monkeypatch.setenv("GPULEDGER_EXPORTS", str(tmp_path / "exports"))
+    with serve_fixtures(monkeypatch):
+        summary = pipeline.run(None, SNAPSHOT, export_format="csv", trigger="test")
+    day = tmp_path / "exports" / "report" / f"date={SNAPSHOT}"
+    assert str(day / "index.html") in summary.exported
+    assert (tmp_path / "exports" / "cost_per_mtok" / f"date={SNAPSHOT}" / "data.csv").exists()
+    assert (day / "deepseek-v4-flash.html").exists() and report.published_days(tmp_path / "exports" / "report") == [
+        str(SNAPSHOT)]

@@ -1,0 +1,38 @@
+"""A warehouse with three published days for the report tests: two whole days around one without Verda
+(published as suspect), all from the replayed recordings, and the report site written for two of them."""
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+
+import pytest
+
+from flows import pipeline, report
+from tests.pipeline_support import serve_fixtures
+from tests.sources_support import SNAPSHOT
+from warehouse import db
+
+DAYS = (SNAPSHOT - timedelta(days=2), SNAPSHOT - timedelta(days=1), SNAPSHOT)
+SUSPECT_DAY = DAYS[1]
+MODELS = ["deepseek-v4-flash", "llama-3.3-70b"]
+
+
+@dataclass
+class Published:
+    home: Path
+    root: Path  # the report's root folder
+    sites: dict[date, report.Site]
+
+
+def publish_days(home: Path, root: Path) -> Published:
+    """Run the pipeline (no exports) for each of DAYS, then write the report for the suspect and the last day."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPULEDGER_HOME", str(home))
+        mp.setenv("GPULEDGER_EXPORTS", str(home / "exports"))
+        with serve_fixtures(mp):
+            for day in DAYS:
+                sources = ["vastai", "runpod", "fx"] if day == SUSPECT_DAY else None
+                pipeline.run(sources, day, export_format="", trigger="test")
+        with db.connect(read_only=True) as con:
+            sites = {day: report.write_site(con, root, day, MODELS) for day in (SUSPECT_DAY, SNAPSHOT)}
+    return Published(home, root, sites)

@@ -1,0 +1,192 @@
+"""The report's data: the frames a market page and a model page are drawn from (pure polars, no IO).
+
+The model page shows the calculator view (transforms/tables.py) exactly as `gpuledger table` builds it; this
+module only picks, labels and explains its columns, so a number on a page and in the terminal are the same.
+"""
+
+import re
+from datetime import date
+
+import polars as pl
+
+from transforms import display
+from transforms.costs import MULTI_LISTING, ONE_LISTING, SINGLE_GPU_LISTINGS
+
+# The parts readers look for first; every other part is one click away in the chart's legend.
+FEATURED = re.compile(r"\b(H100|H200|B200|RTX 4090)\b")
+PRICE_KIND_ORDER = ("on_demand", "interruptible", "reserved", "dynamic")
+PRICING_LABEL = {ONE_LISTING: "one host", MULTI_LISTING: "several nodes", SINGLE_GPU_LISTINGS: "TP single GPUs"}
+PRICING_TEXT = {
+    ONE_LISTING: "one listing holds the whole replica on one host",
+    MULTI_LISTING: "several whole-node listings, multi-node",
+    SINGLE_GPU_LISTINGS: "TP single-GPU listings on separate hosts (optimistic: they cannot form one TP group)",
+}
+# The page's table, in order: (column, header). Extra columns (e.g. another estimator method's $/M) go here,
+# with their values added to the frame `table_rows` receives.
+TABLE_COLUMNS = [
+    ("rank", "#"), ("gpu", "GPU"), ("tp", "TP"), ("memory_used_pct", "memory"), ("agg_tok_s", "tok/s"),
+    ("per_stream_tok_s", "per stream tok/s"), ("replica_usd_per_hr", "$/hr"), ("usd_per_mtok", "$/M tokens"),
+    ("power_kw", "power"), ("provider", "provider"), ("replica_pricing", "replica priced as"),
+]
+
+
+def featured_first(gpus: list[str]) -> list[str]:
+    """H100, H200, B200 and RTX 4090 parts first, then the rest, each group by name."""
+    unique = sorted(set(gpus))
+    return [g for g in unique if FEATURED.search(g)] + [g for g in unique if not FEATURED.search(g)]
+
+
+def _order(frame: pl.DataFrame, gpus: list[str]) -> pl.DataFrame:
+    rank = {g: i for i, g in enumerate(featured_first(gpus))}
+    kinds = {k: i for i, k in enumerate(PRICE_KIND_ORDER)}
+    return frame.with_columns(
+        pl.col("gpu").replace_strict(rank, return_dtype=pl.Int32).alias("_g"),
+        pl.col("price_kind").replace_strict(kinds, default=len(kinds), return_dtype=pl.Int32).alias("_k"),
+    )
+
+
+def market_today(price_index: pl.DataFrame, day: date) -> pl.DataFrame:
+    """Per GPU, price kind and provider on `day`: listings, cheapest and median $/GPU-hour (featured GPUs first)."""
+    today = price_index.filter((pl.col("snapshot_date") == day) & (pl.col("provider") != "all"))
+    return (
+        _order(today, today["gpu"].to_list())
+        .sort("_g", "_k", "min_usd_per_gpu_hr", "provider")
+        .select("gpu", "price_kind", "provider", "listings", "min_usd_per_gpu_hr", "median_usd_per_gpu_hr",
+                "min_change_1d", "median_change_1d")
+    )
+
+
+def price_history(price_index: pl.DataFrame, price_kind: str = "on_demand") -> pl.DataFrame:
+    """Per GPU and day over every provider: the minimum and median $/GPU-hour of the kind, featured GPUs first."""
+    rows = price_index.filter((pl.col("provider") == "all") & (pl.col("price_kind") == price_kind))
+    return (
+        _order(rows, rows["gpu"].to_list())
+        .sort("_g", "snapshot_date")
+        .select("gpu", "snapshot_date", "listings", "min_usd_per_gpu_hr", "median_usd_per_gpu_hr")
+    )
+
+
+def listing_counts(history: pl.DataFrame, providers: tuple[str, ...]) -> pl.DataFrame:
+    """Listings loaded per provider per day (from `warehouse.queries.listing_history`), oldest first; sources
+    that list no GPUs (FX) are left out."""
+    listed = history.rename({"source": "provider"}).filter(pl.col("provider").is_in(providers))
+    return listed.sort("snapshot_date", "provider").select(
+        "snapshot_date", "provider", "listings"
+    )
+
+
+SIGNIFICANT_DIGITS = 5  # raw values kept to sort and plot by: far finer than any label, a third of the bytes
+
+
+def compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """Floats to SIGNIFICANT_DIGITS significant digits: what a page embeds to sort and plot by."""
+    return frame.with_columns(pl.col(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS))
+
+
+def table_rows(table: pl.DataFrame) -> pl.DataFrame:
+    """The calculator view as the page's table: the TABLE_COLUMNS' raw values to sort and plot by, their labels,
+    and where each price came from (provider, price kind, listings, when they were seen)."""
+    approx = pl.col("fp4_estimated").fill_null(False)
+    tok = [
+        pl.struct(c, approx.alias("_a")).map_elements(
+            lambda r, c=c: display.compact_label(r[c], approx=bool(r["_a"])), return_dtype=pl.String
+        ).alias(f"{c}_label")
+        for c in ("agg_tok_s", "per_stream_tok_s")
+    ]
+    labelled = table.with_columns(
+        *tok,
+        pl.col("memory_used_pct").map_elements(display.pct_label, return_dtype=pl.String).alias("memory_used_pct_label"),
+        pl.col("power_kw").map_elements(display.kw_label, return_dtype=pl.String).alias("power_kw_label"),
+        pl.col("replica_usd_per_hr").map_elements(display.usd_label, return_dtype=pl.String).alias("replica_usd_per_hr_label"),
+        pl.col("usd_per_mtok").map_elements(display.usd_label, return_dtype=pl.String).alias("usd_per_mtok_label"),
+        pl.col("replica_pricing").replace_strict(PRICING_LABEL, default=None).alias("replica_pricing_label"),
+        pl.col("price_observed_at").dt.strftime("%Y-%m-%d %H:%M UTC").alias("price_observed_at"),
+    )
+    shown = [k for k, _ in TABLE_COLUMNS]
+    extra = ["vendor", "price_kind", "offer_ids", "price_observed_at", "uncertain"]
+    return compact(labelled.select(*shown, *(c for c in extra if c not in shown),
+                                   *(c for c in labelled.columns if c.endswith("_label"))))
+
+
+def card_rows(cards: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
+    """The calculator cards with where each price came from (the replica's listings and when they were seen)."""
+    provenance = replicas.select("gpu", "tp", "price_kind", "replica_pricing", "offer_ids",
+                                 pl.col("price_observed_at").dt.strftime("%Y-%m-%d %H:%M UTC"))
+    return compact(cards.join(provenance, on=["gpu", "tp"], how="left", maintain_order="left")).with_columns(
+        pl.col("agg_tok_s").map_elements(display.compact_label, return_dtype=pl.String).alias("agg_tok_s_label"),
+        pl.col("replica_usd_per_hr").map_elements(display.usd_label, return_dtype=pl.String).alias("replica_usd_per_hr_label"),
+        pl.col("usd_per_mtok").map_elements(display.usd_label, return_dtype=pl.String).alias("usd_per_mtok_label"),
+        pl.col("memory_used_pct").map_elements(display.pct_label, return_dtype=pl.String).alias("memory_used_pct_label"),
+    )
+
+
+def own_rows(own_vs_rent: pl.DataFrame) -> pl.DataFrame:
+    """Owning against renting at one setting: per part and hardware price, cheapest own $/M first."""
+    return compact(own_vs_rent).sort(pl.col("rent_usd_per_mtok").is_null(), "own_usd_per_mtok").select(
+        "gpu", "price_kind", "gpu_count", "tp", "replicas", "hardware_usd", "quoted_on", "own_usd_per_hr",
+        "own_usd_per_mtok", "capacity_mtok_per_month", "rent_usd_per_mtok", "rent_provider",
+        "breakeven_mtok_per_month",
+    )
+
+
+def ownership_terms(own_vs_rent: pl.DataFrame) -> dict | None:
+    """The assumptions every own-vs-rent row shares (years, $/kWh, maintenance, utilisation)."""
+    terms = own_vs_rent.select("years", "usd_per_kwh", "maintenance_usd_per_month", "utilisation").unique()
+    return terms.row(0, named=True) if terms.height == 1 else None
+
+
+def _precision(p: str) -> str:
+    return display.PAGE_000_PRECISION.get(p, p.upper())
+
+
+def _part(row: dict) -> str:
+    return f"{row['tp']} x {row['gpu']}"
+
+
+def _h100(frame: pl.DataFrame) -> dict | None:
+    """The H100 row to answer for: the SXM part when the view has it, else any H100."""
+    rows = frame.filter(pl.col("gpu").str.contains(r"\bH100\b"))
+    if rows.is_empty():
+        return None
+    return rows.sort(~pl.col("gpu").str.contains("SXM"), "gpu").row(0, named=True)
+
+
+def faq(model: dict, setting: tuple[str, int, int], table: pl.DataFrame, one_stream: pl.DataFrame,
+        cards: pl.DataFrame, bytes_per_param: dict[str, float], day: date, method: str) -> list[dict]:
+    """The questions everyone asks, answered from the setting's table: each answer says its date and method."""
+    precision, context, streams = setting
+    name, shown = model["name"], _precision(precision)
+    at = f"at {shown}, {context:,} tokens of context and {streams} streams"
+    out = []
+    weights = ", ".join(f"{model['total_params_b'] * bytes_per_param[p]:,.0f} GB at {_precision(p)}"
+                        for p in ("bf16", "fp8", "int4") if p in bytes_per_param)
+    kv = model.get("kv_bytes_per_token")
+    kv_text = (f" Each concurrent stream adds {kv / 1024:.1f} KB of KV cache per token: "
+               f"{kv * context / 1e9:.1f} GB at {context:,} tokens." if kv else "")
+    out.append({"q": f"How much GPU memory does {name} need?", "a": f"The weights take {weights}.{kv_text}"})
+    bare = cards.filter(pl.col("card").str.starts_with("bare minimum"))
+    if not bare.is_empty():
+        b = bare.row(0, named=True)
+        out.append({"q": f"What is the bare minimum to run {name}?",
+                    "a": f"{_part(b)} at {shown} with 4,096 tokens of context and one stream: about "
+                         f"{display.compact_label(b['agg_tok_s'])} tokens/s for {display.usd_label(b['replica_usd_per_hr'])}"
+                         f"/hr ({b['provider']}, live price of {day})."})
+    one, now = _h100(one_stream.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node"))), _h100(table)
+    if one and now:
+        out.append({"q": f"How many H100s do you need to run {name}?",
+                    "a": f"{one['tp']} x {one['gpu']} at {shown} for 4,096 tokens of context and one stream; "
+                         f"{now['tp']} {at} ({method} estimate)."})
+    if now and now["usd_per_mtok"] is not None:
+        cheapest = table.filter(pl.col("usd_per_mtok").is_not_null()).sort("usd_per_mtok").row(0, named=True)
+        out.append({"q": f"What does {name} cost per million tokens on an H100?",
+                    "a": f"About {display.usd_label(now['usd_per_mtok'])} per million output tokens on {_part(now)} "
+                         f"{at}, renting one replica for {display.usd_label(now['replica_usd_per_hr'])}/hr "
+                         f"({now['provider']} {now['price_kind']}, listings {now['offer_ids']}, {day}). The cheapest "
+                         f"part per token is {_part(cheapest)} at {display.usd_label(cheapest['usd_per_mtok'])} "
+                         f"({cheapest['provider']}, {day})."})
+    elif now:
+        out.append({"q": f"What does {name} cost per million tokens on an H100?",
+                    "a": f"No H100 listing could price {_part(now)} on {day}; the table shows every priced part."})
+    out.append({"q": f"What precision does {name} ship in?",
+                "a": f"The published checkpoint is {_precision(model['native_precision'])}."})
+    return out
