@@ -31,3 +31,22 @@ def gpuledger_home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("GPULEDGER_HOME", str(home))
     monkeypatch.setenv("GPULEDGER_EXPORTS", str(tmp_path / "exports"))
     return home
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """One moto S3 server on 127.0.0.1 for the session; tests take their own bucket from it."""
+    from tests.s3_support import S3Server
+
+    server = S3Server().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server, monkeypatch):
+    """The AWS environment pointed at the local S3 server, and a fresh bucket's URL (s3://bucket)."""
+    from tests.s3_support import point_at
+
+    point_at(monkeypatch, s3_server)
+    return f"s3://{s3_server.bucket()}"
