@@ -152,7 +152,7 @@ def rebuild(
             from flows.nightly import rebuild as rebuild_flow
 
             done = rebuild_flow(start=first, end=last, export_format=export_format)
-    except (db.WarehouseError, WriterBusy) as exc:
+    except (db.WarehouseError, WriterBusy, ValueError, OSError) as exc:  # a bad or unreachable raw mirror
         raise fail(str(exc)) from None
     render(pl.DataFrame([{"date": d, **counts} for d, counts in done.items()]), title="Rebuilt")
 

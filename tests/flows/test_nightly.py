@@ -98,4 +98,4 @@ def test_the_nightly_command_prints_each_source_and_exits_non_zero_on_a_failure(
         result = CliRunner().invoke(app, ["nightly", "--format", "csv"])
     assert result.exit_code == 1
     assert "partial" in result.output and "runpod" in result.output and "HTTP 500" in result.output
-    assert list((config.exports_dir() / "cost_per_mtok").glob("date=2026-11-27/data.csv"))
+    assert list((config.exports_dir() / "cost_per_mtok").glob("date=2026-11-27/part-*.csv"))
