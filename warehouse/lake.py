@@ -17,6 +17,7 @@ ignores AWS_ENDPOINT_URL when constructed directly (measured with pyarrow 26), s
 
 import hashlib
 import json
+import mimetypes
 import os
 import uuid
 from pathlib import Path
@@ -95,7 +96,8 @@ class S3Store:
         return f"{self.base}/{key}"
 
     def put(self, key: str, data: bytes) -> None:
-        with self.fs.open_output_stream(self._key(key)) as out:
+        kind = mimetypes.guess_type(key)[0] or "application/octet-stream"  # a published site is served as typed
+        with self.fs.open_output_stream(self._key(key), metadata={"Content-Type": kind}) as out:
             out.write(data)
 
     def get(self, key: str) -> bytes:

@@ -120,3 +120,13 @@ def test_keys_cannot_leave_the_store(tmp_path, s3, key):
     for store in (lake.open_store(tmp_path / "lake"), lake.open_store(s3)):
         with pytest.raises(ValueError):
             store.put(key, b"x")
+
+
+def test_objects_carry_their_content_type_so_a_published_site_is_served_as_pages(s3):
+    from pyarrow import fs
+
+    store = lake.open_store(s3 + "/site")
+    store.put("report/index.html", b"<p>hi</p>")
+    info = store.fs.open_input_stream(f"{store.base}/report/index.html").metadata()
+    assert info["Content-Type"] == b"text/html"
+    assert isinstance(store.fs, fs.S3FileSystem)
