@@ -83,7 +83,7 @@ def export_cmd(
         written = []
         for offset in range(days):
             written += export.export_date(con, end - timedelta(days=offset), store, tables or EXPORTED, fmt)
-    except (export.ExportError, ValueError, OSError) as exc:  # ValueError: a bad location; OSError: the store
+    except (ValueError, OSError) as exc:  # ExportError and a bad location are ValueErrors; OSError: the store
         raise fail(str(exc)) from None
     finally:
         con.close()
@@ -129,7 +129,7 @@ def nightly(
                                      f"quality {summary['quality']}{durability}")
     render(pl.DataFrame({"table": list(summary["derived"]), "rows": list(summary["derived"].values())}))
     for warning in summary["warnings"]:  # the day is in the warehouse; the lake or the mirror catches up next run
-        typer.echo(f"not yet off this machine: {warning}", err=True)
+        typer.echo(f"left for the next run: {warning}", err=True)
     if summary["status"] != "ok" or summary["warnings"]:
         raise typer.Exit(1)
 
