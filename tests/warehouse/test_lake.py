@@ -130,3 +130,9 @@ def test_objects_carry_their_content_type_so_a_published_site_is_served_as_pages
     info = store.fs.open_input_stream(f"{store.base}/report/index.html").metadata()
     assert info["Content-Type"] == b"text/html"
     assert isinstance(store.fs, fs.S3FileSystem)
+
+
+def test_an_s3_location_outside_the_fixture_goes_to_loopback_and_fails_fast(monkeypatch):
+    """tests/conftest.py points every s3:// location at a closed port on 127.0.0.1: no test reaches AWS."""
+    with pytest.raises(OSError, match="127.0.0.1:9"):
+        lake.open_store("s3://any-real-bucket/x").put("probe", b"x")
