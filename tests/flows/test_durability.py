@@ -13,20 +13,26 @@ from flows.derive import EXPORTED
 from tests.pipeline_support import serve_fixtures
 from tests.s3_support import S3Server, point_at
 from tests.sources_support import SNAPSHOT
-from warehouse import config, db, lake, mirror
+from warehouse import config, db, export, lake, mirror
 
 NEXT_DAY = SNAPSHOT + timedelta(days=1)
 
 
-def warehouse_rows(table: str, days: list[date]) -> pl.DataFrame:
+def date_column(table: str) -> str:
     with db.connect(read_only=True) as con:
-        return con.sql(f"select * from {table} where snapshot_date in ? order by all", params=[days]).pl()
+        return export.exportable(con)[table]
+
+
+def warehouse_rows(table: str, days: list[date]) -> pl.DataFrame:
+    column = date_column(table)
+    with db.connect(read_only=True) as con:
+        return con.sql(f"select * from {table} where {column} in ? order by all", params=[days]).pl()
 
 
 def lake_rows(table: str) -> pl.DataFrame:
     """The table as an analyst reads it: polars on the s3:// glob, hive partitions by date."""
     frame = pl.read_parquet(f"{config.exports_location()}/{table}/*/*.parquet", hive_partitioning=True)
-    assert frame["date"].to_list() == frame["snapshot_date"].to_list()  # the partition holds its date only
+    assert frame["date"].to_list() == frame[date_column(table)].to_list()  # a partition holds its date only
     return frame.drop("date").sort(pl.all())
 
 
