@@ -147,8 +147,14 @@ def _file_entry(name: str, data: bytes, rows: int | None) -> dict:
     return {"file": name, "rows": rows, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def _digest(manifest: dict) -> str:
+    body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def _write_manifest_then_prune(store: Store, prefix: str, manifest: dict) -> dict:
     """Steps 2 and 3: the manifest makes the new files the content; then nothing else stays under prefix."""
+    manifest = manifest | {"manifest_sha256": _digest(manifest)}
     before = store.list(prefix)
     store.put(f"{prefix}/{MANIFEST}", json.dumps(manifest, indent=1, sort_keys=True).encode())
     keep = {f"{prefix}/{entry['file']}" for entry in manifest["files"]} | {f"{prefix}/{MANIFEST}"}
@@ -195,25 +201,43 @@ def publish_directory(local_dir: Path, prefix: str, run_id: str, store: Store | 
     return _write_manifest_then_prune(store, prefix, manifest)
 
 
+class TornRead(ValueError):
+    """Bytes that are not one whole manifest: it was being replaced while read."""
+
+
 def read_manifest(store: Store, prefix: str) -> dict | None:
+    """The partition's manifest (None when it has none), checked against its own sha256.
+
+    The check matters: pyarrow's S3 reader asks for the object's size, then its bytes, so a manifest
+    replaced in between comes back cut short or padded with bytes of neither version (measured against
+    the local S3 server).
+    """
     try:
-        return json.loads(store.get(f"{prefix}/{MANIFEST}"))
+        data = store.get(f"{prefix}/{MANIFEST}")
     except FileNotFoundError:
         return None
+    try:
+        manifest = json.loads(data)
+    except ValueError:
+        raise TornRead(f"{store.url}/{prefix}/{MANIFEST}: not one whole manifest") from None
+    if not isinstance(manifest, dict) or manifest.get("manifest_sha256") != _digest(manifest):
+        raise TornRead(f"{store.url}/{prefix}/{MANIFEST}: its sha256 does not match its content")
+    return manifest
 
 
 def read_partition(store: Store, prefix: str) -> tuple[dict, dict[str, bytes]] | None:
     """The manifest and the bytes of every file it lists, all of one publication; None when unpublished.
 
-    A listed file gone means the partition was replaced after the manifest was read: read it again.
+    A listed file gone means the partition was replaced after the manifest was read, and a torn manifest was
+    read while being replaced: either way, read it again.
     """
     for _ in range(READ_ATTEMPTS):
-        manifest = read_manifest(store, prefix)
-        if manifest is None:
-            return None
         try:
+            manifest = read_manifest(store, prefix)
+            if manifest is None:
+                return None
             files = {e["file"]: store.get(f"{prefix}/{e['file']}") for e in manifest["files"]}
-        except FileNotFoundError:
+        except (FileNotFoundError, TornRead):
             continue
         for entry in manifest["files"]:
             if hashlib.sha256(files[entry["file"]]).hexdigest() != entry["sha256"]:

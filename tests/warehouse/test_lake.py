@@ -136,3 +136,13 @@ def test_an_s3_location_outside_the_fixture_goes_to_loopback_and_fails_fast(monk
     """tests/conftest.py points every s3:// location at a closed port on 127.0.0.1: no test reaches AWS."""
     with pytest.raises(OSError, match="127.0.0.1:9"):
         lake.open_store("s3://any-real-bucket/x").put("probe", b"x")
+
+
+def test_a_manifest_that_is_not_one_whole_version_is_a_torn_read(tmp_path):
+    store = lake.open_store(tmp_path)
+    lake.replace_partition(store, PREFIX, generation(1), "parquet", "run-1")
+    whole = store.get(f"{PREFIX}/{lake.MANIFEST}")
+    for torn in (whole[: len(whole) // 2], whole.replace(b'"rows": 2', b'"rows": 3'), whole[:40] + b"\xc0" * 9):
+        store.put(f"{PREFIX}/{lake.MANIFEST}", torn)
+        with pytest.raises(lake.TornRead):
+            lake.read_manifest(store, PREFIX)
