@@ -7,7 +7,7 @@ import duckdb
 import polars as pl
 import typer
 
-from flows import cli_estimate, cli_pipeline, cli_sources, cli_table
+from flows import cli_estimate, cli_history, cli_pipeline, cli_sources, cli_table
 from flows.cli_common import FormatOption, fail, open_read_only
 from flows.output import Format, render
 from warehouse import catalog, config, db
@@ -82,9 +82,15 @@ def _catalog_frame(query: str) -> pl.DataFrame:
 @app.command()
 def gpus(
     vendor: Annotated[str | None, typer.Option(help="Only this vendor (NVIDIA, AMD, ...).")] = None,
+    resolve: Annotated[str | None, typer.Option(help="Show which part a provider's raw GPU name maps to, and why.")] = None,
+    memory: Annotated[float | None, typer.Option(help="With --resolve: the per-GPU memory (GB) the listing reports.")] = None,
+    provider: Annotated[str | None, typer.Option(help="With --resolve: only this provider's aliases (default: each).")] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """List the GPU catalogue."""
+    """List the GPU catalogue, or resolve a raw GPU name (--resolve) as the nightly load does."""
+    if resolve is not None:
+        render(_resolved(resolve, memory, provider), fmt)
+        return
     df = _catalog_frame(
         "select name, vendor, memory_gb, bandwidth_gbs, bf16_tflops, fp8_tflops, int8_tops, fp4_tflops, tdp_w, "
         "fabric, announced, solved_from_page, uncertain from gpus order by vendor, bandwidth_gbs desc"
@@ -94,6 +100,20 @@ def gpus(
     render(df, fmt)
 
 
+
+
+def _resolved(raw: str, memory: float | None, provider: str | None) -> pl.DataFrame:
+    from scrapers import sources
+    from transforms import gpu_names
+
+    providers = [provider] if provider else [s for s in sources.SOURCES if s != "fx"]
+    parts = _catalog_frame("select name, memory_gb from gpus")
+    aliases = _catalog_frame("select provider, gpu_raw, memory_gb, gpu, note from gpu_aliases")
+    names = pl.DataFrame({"gpu_raw": [raw], "gpu_memory_gb": [memory]}, schema=gpu_names.NAMES_SCHEMA)
+    rows = [gpu_names.resolve(names, gpu_names.catalogue(parts, aliases, p)).with_columns(provider=pl.lit(p))
+            for p in providers]
+    joined = pl.concat(rows).join(parts.rename({"name": "gpu", "memory_gb": "part_memory_gb"}), on="gpu", how="left")
+    return joined.select("provider", "gpu_raw", "gpu_memory_gb", "gpu", "part_memory_gb", "gpu_rule")
 
 
 @app.command()
@@ -117,6 +137,8 @@ app.command()(cli_pipeline.rebuild)
 app.command()(cli_pipeline.serve)
 app.command()(cli_sources.fetch)
 app.command()(cli_sources.replay)
+app.command()(cli_history.history)
+app.command()(cli_history.changes)
 
 
 def main() -> None:

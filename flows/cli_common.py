@@ -1,6 +1,7 @@
 """What every command shares: the error channel, the read-only warehouse connection, the format option."""
 
 import difflib
+from datetime import date
 from typing import Annotated
 
 import duckdb
@@ -26,6 +27,14 @@ def open_read_only() -> duckdb.DuckDBPyConnection:
         return db.connect(read_only=True)
     except (db.WarehouseError, duckdb.Error) as exc:
         raise fail(str(exc)) from None
+
+
+def parse_day(text: str | None, option: str) -> date | None:
+    """A YYYY-MM-DD option's date (None when not given); a clear error naming the option otherwise."""
+    try:
+        return date.fromisoformat(text) if text else None
+    except ValueError:
+        raise fail(f"{option} {text!r} is not YYYY-MM-DD") from None
 
 
 def resolve_name(name: str, names: dict[str, str], what: str) -> str:
