@@ -1,7 +1,6 @@
 """Pipeline commands: nightly, rebuild, serve, export and status."""
 
 from datetime import date, timedelta
-from pathlib import Path
 from typing import Annotated
 
 import polars as pl
@@ -9,7 +8,7 @@ import typer
 
 from flows.cli_common import FormatOption, fail, open_read_only, parse_day
 from flows.output import Format, render
-from warehouse import config, db, derived, export, queries
+from warehouse import config, db, derived, export, lake, mirror, queries
 from warehouse.lock import WriterBusy
 
 STALE_HOURS = 36.0
@@ -29,6 +28,7 @@ def status(
         freshness = queries.source_freshness(con, config.utc_now(), STALE_HOURS)
         days = queries.published_days(con, derived.BY_DATE)
         counts = queries.row_counts(con, COUNTED)
+        unpublished = queries.unpublished(con)
     finally:
         con.close()
     render(recent, fmt, title="Recent runs")
@@ -41,6 +41,23 @@ def status(
     stale = freshness.filter(pl.col("stale"))["source"].to_list()
     if stale:
         typer.echo(f"stale sources: {', '.join(stale)}", err=True)
+    if unpublished.height:
+        render(unpublished, fmt, title="Days not in the lake yet (the next run publishes them)")
+    _mirror_status(fmt)
+
+
+def _mirror_status(fmt: Format) -> None:
+    """What of the raw archive lives only on this machine."""
+    if not config.raw_mirror():
+        typer.echo("GPULEDGER_RAW_MIRROR is unset: the raw archive lives only on this machine", err=True)
+        return
+    waiting = [{"source": d.parts[-3], "date": d.parts[-2], "run_id": d.name, "files": len(names)}
+               for d, names in mirror.pending(config.raw_dir())]
+    if waiting:
+        render(pl.DataFrame(waiting), fmt, title=f"Raw files not yet mirrored to {config.raw_mirror()} "
+                                                 "(the next run copies them)")
+    else:
+        typer.echo(f"raw archive: every file is mirrored to {config.raw_mirror()}", err=True)
 
 
 def _latest_published(con) -> date:
@@ -56,18 +73,22 @@ def export_cmd(
     fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
     days: Annotated[int, typer.Option(help="Export this many days ending at --date.")] = 1,
 ) -> None:
-    """Write tables to exports/<table>/date=YYYY-MM-DD/ (hive layout), atomically, replacing the partition."""
+    """Write tables to <exports>/<table>/date=YYYY-MM-DD/ (hive layout, a folder or s3://), replacing the
+    partition behind its manifest."""
+    from flows.derive import EXPORTED
+
     con = open_read_only()
     try:
         end = parse_day(day, "--date") or _latest_published(con)
-        written: list[Path] = []
+        store = lake.exports_store()
+        written = []
         for offset in range(days):
-            written += export.export_date(con, end - timedelta(days=offset), config.exports_dir(), tables, fmt)
-    except export.ExportError as exc:
+            written += export.export_date(con, end - timedelta(days=offset), store, tables or EXPORTED, fmt)
+    except (ValueError, OSError) as exc:  # ExportError and a bad location are ValueErrors; OSError: the store
         raise fail(str(exc)) from None
     finally:
         con.close()
-    render(pl.DataFrame({"file": [str(p) for p in written], "bytes": [p.stat().st_size for p in written]}))
+    render(pl.DataFrame({"file": [f"{store.url}/{key}" for key in written]}))
 
 
 def nightly(
@@ -99,10 +120,14 @@ def nightly(
     except (ValueError, db.WarehouseError, WriterBusy) as exc:  # SettingsError is a ValueError
         raise fail(str(exc)) from None
     rows = [{"source": s, "status": st, "error": summary["errors"].get(s)} for s, st in summary["sources"].items()]
+    durability = "".join(f", {name} {summary[key]}" for name, key in (("lake", "publication"), ("raw mirror", "mirror"))
+                         if summary[key])
     render(pl.DataFrame(rows), title=f"Run {summary['run_id']} for {summary['snapshot_date']}: {summary['status']}, "
-                                     f"quality {summary['quality']}")
+                                     f"quality {summary['quality']}{durability}")
     render(pl.DataFrame({"table": list(summary["derived"]), "rows": list(summary["derived"].values())}))
-    if summary["status"] != "ok":
+    for warning in summary["warnings"]:  # the day is in the warehouse; the lake or the mirror catches up next run
+        typer.echo(f"left for the next run: {warning}", err=True)
+    if summary["status"] != "ok" or summary["warnings"]:
         raise typer.Exit(1)
 
 
@@ -124,7 +149,7 @@ def rebuild(
             from flows.nightly import rebuild as rebuild_flow
 
             done = rebuild_flow(start=first, end=last, export_format=export_format)
-    except (db.WarehouseError, WriterBusy) as exc:
+    except (db.WarehouseError, WriterBusy, ValueError, OSError) as exc:  # a bad or unreachable raw mirror
         raise fail(str(exc)) from None
     render(pl.DataFrame([{"date": d, **counts} for d, counts in done.items()]), title="Rebuilt")
 

@@ -23,7 +23,7 @@ from scrapers.http import SourceClient
 from scrapers.settings import Settings, from_env
 from transforms import api_prices, gpu_names
 from transforms.normalise import fx_rates_frame, listings_frame, normalise, rejections_frame
-from warehouse import archive, catalog, config
+from warehouse import archive, catalog, config, lake, mirror
 from warehouse.load import Batch, FetchRow, finish_run, load_batch, start_run
 
 log = logging.getLogger("gpuledger.fetching")
@@ -221,6 +221,22 @@ def fetch_concurrently(names: list[str], run_id: str, snapshot_date: date,
         return {n: future.result() for n, future in futures.items()}
 
 
+def sync_mirror() -> mirror.SyncResult | None:
+    """Copy the raw archive's new files to $GPULEDGER_RAW_MIRROR (None when unset); a failure is returned."""
+    location = config.raw_mirror()
+    if not location:
+        return None
+    result = mirror.sync(lake.open_store(location), config.raw_dir())
+    if result.error:
+        log.warning("%s; %d file(s) wait for the next run", result.error, result.pending)
+    return result
+
+
+def mirror_state(result: mirror.SyncResult | None) -> str | None:
+    """runs.mirror: mirrored, pending (some files are only on this machine) or None (no mirror)."""
+    return None if result is None else "pending" if result.pending else "mirrored"
+
+
 def fetch_and_load(con: duckdb.DuckDBPyConnection, names: list[str] | None, run_id: str, snapshot_date: date, *,
                    trigger: str = "cli", settings: Settings | None = None) -> list[FetchRow]:
     """One run without deriving: start it, fetch the sources concurrently, load each (FX first), finish it."""
@@ -228,9 +244,10 @@ def fetch_and_load(con: duckdb.DuckDBPyConnection, names: list[str] | None, run_
     start_run(con, run_id, snapshot_date, trigger, wanted)
     try:
         results = fetch_concurrently(wanted, run_id, snapshot_date, settings)
+        mirrored = sync_mirror()
         rows = [load_source(con, results[name]) for name in wanted]
     except BaseException as exc:
         finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
         raise
-    finish_run(con, run_id)
+    finish_run(con, run_id, mirror=mirror_state(mirrored))
     return rows

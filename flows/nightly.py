@@ -31,9 +31,13 @@ def _fetch_as_tasks(names: list[str], run_id: str, day: date) -> dict[str, fetch
 
 
 def _final_state(summary: pipeline.RunSummary):
-    """Completed when every source is ok, Completed named Partial when some failed, Failed when all did."""
-    if summary.status == "ok":
+    """Completed when every source is ok, Completed named Partial when some failed (or the day did not reach
+    the lake or the raw mirror), Failed when all did."""
+    if summary.status == "ok" and not summary.warnings:
         return Completed(message=f"run {summary.run_id}: every source ok", data=asdict(summary))
+    if summary.status == "ok":
+        message = f"run {summary.run_id}: every source ok; {'; '.join(summary.warnings)}"
+        return Completed(name="Partial", message=message, data=asdict(summary))
     failures = "; ".join(f"{s}: {e}" for s, e in summary.errors.items())
     message = f"run {summary.run_id}: {summary.status}; failed: {failures}"
     if summary.status == "partial":

@@ -7,14 +7,15 @@ whole run, so two runs never interleave. Progress goes to the `gpuledger.pipelin
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
 from flows import fetching
 from flows.derive import EXPORTED, DerivePlan, derive_date
 from scrapers import settings as source_settings
-from warehouse import archive, catalog, config, db, export, load
+from scrapers import sources as source_registry
+from warehouse import archive, catalog, config, db, export, lake, load, mirror
 from warehouse.lock import writer_lock
 
 log = logging.getLogger("gpuledger.pipeline")
@@ -38,6 +39,9 @@ class RunSummary:
     errors: dict[str, str]
     derived: dict[str, int]
     exported: list[str]
+    publication: str | None = None  # published | unpublished | None (no export)
+    mirror: str | None = None  # mirrored | pending | None (no mirror configured)
+    warnings: list[str] = field(default_factory=list)  # what did not reach the lake or the mirror, and why
 
 
 def _close_interrupted_runs(con) -> None:
@@ -46,27 +50,40 @@ def _close_interrupted_runs(con) -> None:
         load.finish_run(con, run_id, error="interrupted: the process running it stopped before it finished")
 
 
-def publish(con, day: date, export_format: str):
-    """Derive the day's tables behind the quality gates, then export them."""
+def publish(con, day: date, export_format: str, run_id: str):
+    """Derive the day's tables behind the quality gates, then export them to the lake (None: no export)."""
     log.info("phase derive %s", day)
     counts, verdict = derive_date(con, day, DerivePlan())
     log.info("phase export %s", day)
-    files = export.export_date(con, day, config.exports_dir(), EXPORTED, export_format) if export_format else []
+    pub = export.publish_date(con, day, EXPORTED, export_format, run_id) if export_format else None
+    if pub and pub.error:
+        log.warning("%s stays unpublished until the next run: %s", day, pub.error)
     if export_format:
-        files += _write_report(con, day)
-    return counts, verdict, [str(f) for f in files]
+        _write_report(con, day, run_id)
+    return counts, verdict, pub
 
 
-def _write_report(con, day: date) -> list:
-    """The day's report pages after the exports; a page that cannot be drawn never fails the stored data."""
+def publish_pending(con, run_id: str) -> list[export.Publication]:
+    """Publish again every date the lake refused earlier (the store was down); they are already derived."""
+    done = []
+    for day, fmt, tables in export.unpublished(con, lake.exports_store().url):
+        log.info("phase export %s (left unpublished earlier)", day)
+        done.append(export.publish_date(con, day, tables, fmt, run_id))
+    return done
+
+
+def _write_report(con, day: date, run_id: str) -> None:
+    """The day's report pages after the exports, published beside them when the exports live in an object store;
+    a page that cannot be drawn or sent never fails the stored data."""
     from flows import report
 
     log.info("phase report %s", day)
     try:
-        return report.write_site(con, report.report_root(), day).pages
+        site = report.write_site(con, report.report_root(), day)
+        if report.report_root() != config.exports_dir() / "report":  # the exports are an object store
+            lake.publish_directory(site.root, "report", run_id)
     except Exception:  # the tables are committed and exported; `gpuledger report --date` redraws the pages
         log.exception("the report for %s was not written", day)
-        return []
 
 
 def run(
@@ -81,6 +98,9 @@ def run(
     source_settings.from_env()  # a bad setting or secrets file fails the run now, not in every source
     day = snapshot_date or config.utc_today()
     run_id = fetching.new_run_id()
+    lake.exports_store()  # a bad lake or mirror location fails the run now, before any fetch
+    if config.raw_mirror():
+        lake.open_store(config.raw_mirror())
     with writer_lock(f"run {run_id}", wait_s=run_lock_wait_s()):
         with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
             _close_interrupted_runs(con)
@@ -88,27 +108,52 @@ def run(
             load.start_run(con, run_id, day, trigger, names)
         log.info("phase fetch %s", run_id)
         results = fetch_all(names, run_id, day)
+        log.info("phase mirror %s", run_id)
+        mirrored = fetching.sync_mirror()
         with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
             try:
                 rows = []
                 for name in names:
                     log.info("phase load %s", name)
                     rows.append(fetching.load_source(con, results[name]))
-                counts, verdict, files = publish(con, day, export_format)
+                counts, verdict, pub = publish(con, day, export_format, run_id)
+                if pub and pub.status == "published":  # the lake is reachable again: catch up
+                    publish_pending(con, run_id)
             except BaseException as exc:
                 load.finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
                 raise
-            status = load.finish_run(con, run_id, quality=verdict.quality, quality_reasons=verdict.text)
+            status = load.finish_run(con, run_id, quality=verdict.quality, quality_reasons=verdict.text,
+                                     publication=pub and pub.status, mirror=fetching.mirror_state(mirrored))
     log.info("phase done %s: %s", run_id, status)
+    warnings = [w for w in (pub and pub.error, mirrored and mirrored.error) if w]
     return RunSummary(run_id, day.isoformat(), status, verdict.quality, {r.source: r.status for r in rows},
-                      {r.source: r.error for r in rows if r.status != "ok"}, counts, files)
+                      {r.source: r.error for r in rows if r.status != "ok"}, counts, list(pub.files) if pub else [],
+                      pub and pub.status, fetching.mirror_state(mirrored), warnings)
+
+
+def restore_from_mirror(day: date) -> int:
+    """Copy the day's raw run directories this machine lacks from $GPULEDGER_RAW_MIRROR (0 when unset)."""
+    location = config.raw_mirror()
+    if not location:
+        return 0
+    try:
+        restored = mirror.restore(lake.open_store(location), config.raw_dir(), day, source_registry.SOURCES)
+    except OSError as exc:
+        if any(config.raw_dir().glob(f"*/{day.isoformat()}/*")):
+            log.warning("%s: the mirror is unreachable (%s); rebuilding from the local archive", day, exc)
+            return 0
+        raise
+    log.info("restored %d raw file(s) of %s from the mirror", restored, day)
+    return restored
 
 
 def rebuild(start: date, end: date | None = None, export_format: str = "parquet") -> dict[str, dict]:
-    """Re-parse the raw archive for each date from start to end and recompute its tables; no network."""
+    """Re-parse the raw archive for each date from start to end and recompute its tables; no network but the
+    raw mirror, which first gives back the run directories this machine lacks (a fresh machine: all of them)."""
     done = {}
     day = start
     while day <= (end or start):
+        restored = restore_from_mirror(day)  # a fresh machine gets the day's raw files back first
         run_dirs = sorted(Path(p) for p in config.raw_dir().glob(f"*/{day.isoformat()}/*") if p.is_dir())
         with writer_lock(f"rebuild {day}", wait_s=run_lock_wait_s()), db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
             catalog.load_catalogs(con)
@@ -124,12 +169,13 @@ def rebuild(start: date, end: date | None = None, export_format: str = "parquet"
                     fetching.load_source(con, run_dir)
                 if run_id not in known:
                     load.finish_run(con, run_id)
-            counts, verdict, _ = publish(con, day, export_format)
+            counts, verdict, pub = publish(con, day, export_format, f"rebuild-{config.utc_now():%Y%m%dT%H%M%SZ}")
             latest = con.execute("select arg_max(run_id, started_at) from runs where snapshot_date = ?", [day]).fetchall()
             if latest[0][0]:
                 con.execute("update runs set quality = ?, quality_reasons = ? where run_id = ?",
                             [verdict.quality, verdict.text, latest[0][0]])
-        done[day.isoformat()] = counts | {"quality": verdict.quality, "archived_fetches": len(run_dirs)}
+        done[day.isoformat()] = counts | {"quality": verdict.quality, "archived_fetches": len(run_dirs),
+                                          "restored_files": restored, "publication": pub and pub.status}
         log.info("rebuilt %s from %d archived fetches", day, len(run_dirs))
         day += timedelta(days=1)
     return done

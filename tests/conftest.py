@@ -20,6 +20,15 @@ os.environ["GPULEDGER_NETGUARD"] = "1"
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(NETGUARD), os.environ.get("PYTHONPATH")]))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
+# pyarrow's S3 client is C++ and bypasses the guard above: every s3:// location a test does not point at its
+# own local S3 server (the `s3` fixture) goes to a closed loopback port, with fake credentials and no
+# instance-metadata or profile lookup, so no test can reach AWS.
+os.environ.update({"AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID": "testing",
+                   "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                   "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull,
+                   "AWS_SHARED_CREDENTIALS_FILE": os.devnull})
+for _name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
+    os.environ.pop(_name, None)
 # One Prefect home for the session, outside the repository; a test that needs its own sets it explicitly.
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="gpuledger-prefect-")
 
@@ -31,3 +40,22 @@ def gpuledger_home(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("GPULEDGER_HOME", str(home))
     monkeypatch.setenv("GPULEDGER_EXPORTS", str(tmp_path / "exports"))
     return home
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """One moto S3 server on 127.0.0.1 for the session; tests take their own bucket from it."""
+    from tests.s3_support import S3Server
+
+    server = S3Server().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server, monkeypatch):
+    """The AWS environment pointed at the local S3 server, and a fresh bucket's URL (s3://bucket)."""
+    from tests.s3_support import point_at
+
+    point_at(monkeypatch, s3_server)
+    return f"s3://{s3_server.bucket()}"

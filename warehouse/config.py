@@ -19,8 +19,19 @@ def raw_dir() -> Path:
 
 
 def exports_dir() -> Path:
-    """$GPULEDGER_EXPORTS (default ./exports): the hive-partitioned CSV/Parquet exports."""
+    """$GPULEDGER_EXPORTS (default ./exports) as a local folder: the hive-partitioned CSV/Parquet exports."""
     return Path(os.environ.get("GPULEDGER_EXPORTS", "exports")).absolute()
+
+
+def exports_location() -> str:
+    """$GPULEDGER_EXPORTS as given when it is a URL (s3://bucket/prefix), else the absolute folder."""
+    setting = os.environ.get("GPULEDGER_EXPORTS", "exports")
+    return setting if "://" in setting else str(exports_dir())
+
+
+def raw_mirror() -> str | None:
+    """$GPULEDGER_RAW_MIRROR (unset: no mirror): the object store (or folder) every raw response is copied to."""
+    return os.environ.get("GPULEDGER_RAW_MIRROR") or None
 
 
 def lock_wait_s() -> float:

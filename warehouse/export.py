@@ -1,69 +1,110 @@
-"""Exports: one table's rows for one date as `<root>/<table>/date=YYYY-MM-DD/data.<parquet|csv>`, atomically."""
+"""Exports: one table's rows for one date as a hive partition `<lake>/<table>/date=YYYY-MM-DD/` of the lake.
 
-import os
-import uuid
+The lake is a folder or an object store (warehouse/lake.py); each partition holds its data file under a
+unique name and a `_manifest.json` written last. Whether a date reached the lake is kept in `publications`,
+so a date the store refused is published again by the next run.
+"""
+
+import io
+from dataclasses import dataclass
 from datetime import date
-from pathlib import Path
 
 import duckdb
 
-# The tables a date partition can be cut from, and the column that dates their rows.
-EXPORTABLE = {
-    "offers": "snapshot_date",
-    "daily_prices": "snapshot_date",
-    "rental_ranges": "snapshot_date",
-    "cost_per_mtok": "snapshot_date",
-    "own_vs_rent": "snapshot_date",
-    "price_index": "snapshot_date",
-    "api_prices": "snapshot_date",
-    "own_rent_api": "snapshot_date",
-    "fx_rates": "date",
-}
+from warehouse import config, lake
+
 FORMATS = ("parquet", "csv")
-TMP_PREFIX = ".tmp-"
+DATE_COLUMNS = ("snapshot_date", "date")  # the column that dates a table's rows, in order of preference
 
 
 class ExportError(ValueError):
     """An export that was not asked for in a way it can be done safely."""
 
 
-def partition_dir(root: Path, table: str, day: date) -> Path:
-    """The partition folder, checked to stay inside root whatever the table name says."""
-    if table not in EXPORTABLE:
-        raise ExportError(f"cannot export {table!r}: exportable tables are {', '.join(sorted(EXPORTABLE))}")
+@dataclass(frozen=True)
+class Publication:
+    snapshot_date: date
+    location: str
+    status: str  # published | unpublished
+    files: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def exportable(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Every warehouse table with a date column, and that column: any of them can be cut into partitions."""
+    found: dict[str, str] = {}
+    rows = con.execute(
+        "select table_name, column_name from information_schema.columns where table_schema = 'main' "
+        "and column_name in ? order by table_name", [list(DATE_COLUMNS)]).fetchall()
+    for table, column in sorted(rows, key=lambda r: (r[0], DATE_COLUMNS.index(r[1]))):
+        found.setdefault(table, column)
+    return found
+
+
+def partition_prefix(table: str, day: date) -> str:
+    return f"{table}/date={day.isoformat()}"
+
+
+def _render(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[bytes, int]:
+    tables = exportable(con)
+    if table not in tables:
+        raise ExportError(f"cannot export {table!r}: exportable tables are {', '.join(sorted(tables))}")
     if not isinstance(day, date):
         raise ExportError(f"an export date must be a date, not {day!r}")
-    target = (root / table / f"date={day.isoformat()}").resolve()
-    if not target.is_relative_to(root.resolve()):
-        raise ExportError(f"export path {target} leaves the export folder {root}")
-    return target
-
-
-def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, root: Path, fmt: str = "parquet") -> Path:
-    """Write the table's rows for day to its partition; a rerun replaces the file and removes stale ones."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}: use {' or '.join(FORMATS)}")
-    folder = partition_dir(root, table, day)
-    folder.mkdir(parents=True, exist_ok=True)
-    frame = con.sql(f"select * from {table} where {EXPORTABLE[table]} = ? order by all", params=[day]).pl()
-    final = folder / f"data.{fmt}"
-    tmp = folder / f"{TMP_PREFIX}{uuid.uuid4().hex}"
+    frame = con.sql(f"select * from {table} where {tables[table]} = ? order by all", params=[day]).pl()
+    buffer = io.BytesIO()
+    if fmt == "parquet":
+        frame.write_parquet(buffer)
+    else:
+        frame.write_csv(buffer)
+    return buffer.getvalue(), frame.height
+
+
+def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: lake.Store, fmt: str = "parquet",
+                 run_id: str | None = None) -> dict:
+    """Replace the table's partition for day in the lake; return its manifest."""
+    data, rows = _render(con, table, day, fmt)
+    run_id = run_id or f"export-{config.utc_now():%Y%m%dT%H%M%SZ}"
+    return lake.replace_partition(store, partition_prefix(table, day), [(data, rows)], fmt, run_id,
+                                  table=table, date=day.isoformat())
+
+
+def export_date(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, tables, fmt: str = "parquet",
+                run_id: str | None = None) -> list[str]:
+    """Export the given tables for one date; return the keys of the files written."""
+    keys = []
+    for table in tables:
+        manifest = export_table(con, table, day, store, fmt, run_id)
+        keys += [f"{partition_prefix(table, day)}/{entry['file']}" for entry in manifest["files"]]
+    return keys
+
+
+def record(con: duckdb.DuckDBPyConnection, pub: Publication, fmt: str, run_id: str, tables) -> None:
+    now = config.utc_now()
+    con.execute(
+        "insert or replace into publications (snapshot_date, location, format, tables, status, run_id, error, "
+        "attempted_at, published_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [pub.snapshot_date, pub.location, fmt, ",".join(tables), pub.status, run_id, pub.error, now,
+         now if pub.status == "published" else None])
+
+
+def publish_date(con: duckdb.DuckDBPyConnection, day: date, tables, fmt: str, run_id: str,
+                 store: lake.Store | None = None) -> Publication:
+    """Export the date to the lake and record the outcome; a store that fails leaves it `unpublished`."""
+    store = store or lake.exports_store()
     try:
-        if fmt == "parquet":
-            frame.write_parquet(tmp)
-        else:
-            frame.write_csv(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)  # readers see the old file or the new one, never half of one
-    finally:
-        tmp.unlink(missing_ok=True)
-    for stale in folder.iterdir():
-        if stale != final and (stale.suffix == final.suffix or stale.name.startswith(TMP_PREFIX)):
-            stale.unlink()
-    return final
+        keys = export_date(con, day, store, tables, fmt, run_id)
+        pub = Publication(day, store.url, "published", tuple(keys))
+    except OSError as exc:  # the store is unreachable or refused a write: the warehouse already holds the day
+        pub = Publication(day, store.url, "unpublished", error=f"{store.url}: {exc}")
+    record(con, pub, fmt, run_id, tables)
+    return pub
 
 
-def export_date(con: duckdb.DuckDBPyConnection, day: date, root: Path, tables=None, fmt: str = "parquet") -> list[Path]:
-    """Export the given tables (default: all exportable) for one date."""
-    return [export_table(con, table, day, root, fmt) for table in (tables or EXPORTABLE)]
+def unpublished(con: duckdb.DuckDBPyConnection, location: str) -> list[tuple[date, str, list[str]]]:
+    """Dates (with format and tables) whose last publication to location failed, oldest first."""
+    rows = con.execute("select snapshot_date, format, tables from publications where location = ? "
+                       "and status = 'unpublished' order by snapshot_date", [location]).fetchall()
+    return [(day, fmt, tables.split(",")) for day, fmt, tables in rows]

@@ -66,8 +66,11 @@ def start_run(con: duckdb.DuckDBPyConnection, run_id: str, snapshot_date: date, 
 
 
 def finish_run(con: duckdb.DuckDBPyConnection, run_id: str, *, error: str | None = None,
-               quality: str | None = None, quality_reasons: str | None = None) -> str:
-    """Close the run from its `fetches` rows: ok (all sources ok), partial (some), failed (none, or error)."""
+               quality: str | None = None, quality_reasons: str | None = None, publication: str | None = None,
+               mirror: str | None = None) -> str:
+    """Close the run from its `fetches` rows: ok (all sources ok), partial (some), failed (none, or error).
+
+    publication and mirror say whether the day reached the lake and the raw responses the mirror."""
     found = con.execute("select sources from runs where run_id = ?", [run_id]).fetchall()
     if not found:
         raise KeyError(f"no run {run_id!r}")
@@ -76,10 +79,10 @@ def finish_run(con: duckdb.DuckDBPyConnection, run_id: str, *, error: str | None
     ok = [s for s in requested if statuses.get(s) == "ok"]
     status = "failed" if error or not ok else "ok" if len(ok) == len(requested) else "partial"
     con.execute(
-        "update runs set finished_at = ?, status = ?, source_status = ?, error = ?, quality = ?, quality_reasons = ? "
-        "where run_id = ?",
+        "update runs set finished_at = ?, status = ?, source_status = ?, error = ?, quality = ?, quality_reasons = ?, "
+        "publication = ?, mirror = ? where run_id = ?",
         [config.utc_now(), status, ",".join(f"{s}={statuses.get(s, 'missing')}" for s in requested), error, quality,
-         quality_reasons, run_id],
+         quality_reasons, publication, mirror, run_id],
     )
     return status
 

@@ -57,7 +57,8 @@ def latest_date(con: duckdb.DuckDBPyConnection, table_name: str = "cost_per_mtok
 def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 10) -> pl.DataFrame:
     return con.sql(
         """
-        select run_id, snapshot_date, started_at, finished_at, status, quality, source_status, quality_reasons
+        select run_id, snapshot_date, started_at, finished_at, status, quality, source_status, quality_reasons,
+               publication, mirror
         from runs order by started_at desc limit $limit
         """,
         params={"limit": limit},
@@ -104,6 +105,16 @@ def published_days(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], limi
         join runs r using (snapshot_date) group by d.snapshot_date order by d.snapshot_date desc
         """,
         params={"limit": limit},
+    ).pl()
+
+
+def unpublished(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Dates whose last export to a lake location failed, with why."""
+    return con.sql(
+        """
+        select snapshot_date, location, format, attempted_at, published_at as last_published_at, error
+        from publications where status = 'unpublished' order by snapshot_date
+        """
     ).pl()
 
 

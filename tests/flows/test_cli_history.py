@@ -12,7 +12,7 @@ from flows.cli import app
 from flows.derive import derive_date
 from tests.trends_support import MARKET, NOV, day_offers
 from transforms import presets
-from warehouse import catalog, config, db, export, load
+from warehouse import catalog, config, db, export, lake, load
 
 runner = CliRunner()
 DAYS = (1, 2, 4)  # the generated market up to 4 November
@@ -75,9 +75,12 @@ def test_derive_writes_price_index_with_changes_and_a_missing_day_left_null():
 @pytest.mark.usefixtures("generated")
 def test_price_index_is_exported_like_the_other_derived_tables():
     with db.connect(read_only=True) as con:
-        path = export.export_table(con, "price_index", NOV[4], config.exports_dir())
+        store = lake.open_store(config.exports_dir())
+        manifest = export.export_table(con, "price_index", NOV[4], store)
         stored = con.sql("select count(*) from price_index where snapshot_date = ?", params=[NOV[4]]).fetchall()[0][0]
-    assert pl.read_parquet(path).height == stored == 4  # H100 and B200, on vastai and over all providers
+    _, files = lake.read_partition(store, f"price_index/date={NOV[4].isoformat()}")
+    exported = sum(pl.read_parquet(data).height for data in files.values())
+    assert exported == manifest["rows"] == stored == 4  # H100 and B200, on vastai and over all providers
 
 
 @pytest.mark.usefixtures("generated")

@@ -125,7 +125,7 @@ def test_a_table_before_any_run_says_what_to_do():
 @pytest.mark.usefixtures("published")
 def test_export_writes_the_dates_partitions_and_status_reports_the_day():
     out = gpuledger("export", "--date", "2026-11-27", "--table", "cost_per_mtok", "--format", "csv")
-    assert "cost_per_mtok/date=2026-11-27/data.csv" in out
+    assert "cost_per_mtok/date=2026-11-27/part-" in out and ".csv" in out
     status = gpuledger("status", "-f", "json")
     assert '"snapshot_date": "2026-11-27"' in status and '"stale": false' in status
 

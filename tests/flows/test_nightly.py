@@ -84,6 +84,17 @@ def test_rebuild_recomputes_a_day_from_the_archive_without_network(monkeypatch):
     assert counts() == published
 
 
+def test_a_day_that_did_not_reach_the_lake_or_the_mirror_makes_a_partial_state():
+    from flows.nightly import _final_state
+    from flows.pipeline import RunSummary
+
+    summary = RunSummary("r1", "2026-11-27", "ok", "ok", {"fx": "ok"}, {}, {}, [], "unpublished", "mirrored",
+                         ["s3://lake: connection refused"])
+    state = _final_state(summary)
+    assert state.is_completed() and state.name == "Partial" and "s3://lake: connection refused" in state.message
+    assert _final_state(RunSummary("r1", "2026-11-27", "ok", "ok", {}, {}, {}, [], "published")).name == "Completed"
+
+
 def test_the_schedule_is_nightly_at_two_utc_unless_configured():
     schedule = nightly_schedule()
     assert (schedule.cron, schedule.timezone) == ("0 2 * * *", "UTC")
@@ -99,4 +110,4 @@ def test_the_nightly_command_prints_each_source_and_exits_non_zero_on_a_failure(
         result = CliRunner().invoke(app, ["nightly", "--format", "csv"])
     assert result.exit_code == 1
     assert "partial" in result.output and "runpod" in result.output and "HTTP 500" in result.output
-    assert list((config.exports_dir() / "cost_per_mtok").glob("date=2026-11-27/data.csv"))
+    assert list((config.exports_dir() / "cost_per_mtok").glob("date=2026-11-27/part-*.csv"))

@@ -14,7 +14,7 @@ import pytest
 from flows.derive import EXPORTED
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
-from warehouse import archive, config, db, derived
+from warehouse import archive, config, db, derived, lake
 
 # (phase marker, seconds after it): spread over every step; the fetch phase also archives as it goes.
 KILL_POINTS = [("fetch", d) for d in (0.0, 0.03, 0.06, 0.1, 0.2, 0.3)] + [
@@ -74,10 +74,13 @@ def assert_healed(reference: dict[str, int]) -> None:
         assert orphans == [(0,)]
         for table in EXPORTED:
             stored = con.execute(f"select count(*) from {table} where snapshot_date = ?", [SNAPSHOT]).fetchall()[0][0]
-            files = list((config.exports_dir() / table).glob("date=2026-11-27/*"))
-            assert [f.name for f in files] == ["data.parquet"], files
-            exported = duckdb.sql(f"select count(*) from read_parquet('{files[0]}')").fetchall()[0][0]
-            assert exported == stored, table
+            prefix = f"{table}/date=2026-11-27"
+            manifest = lake.read_manifest(lake.open_store(config.exports_dir()), prefix)
+            listed = sorted([lake.MANIFEST] + [entry["file"] for entry in manifest["files"]])
+            folder = config.exports_dir() / prefix
+            assert sorted(p.name for p in folder.iterdir()) == listed, table  # nothing stale or half-written
+            exported = duckdb.sql(f"select count(*) from read_parquet('{folder}/*.parquet')").fetchall()[0][0]
+            assert exported == stored == manifest["rows"], table
     for run_dir in (p for p in config.raw_dir().glob("*/*/*") if (p / archive.SUMMARY).exists()):
         responses = list(archive.read_responses(run_dir, ok_only=False))  # checks every body's sha256
         assert len(responses) == len(list(run_dir.glob("*.meta.json")))
