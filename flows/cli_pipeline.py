@@ -1,14 +1,16 @@
-"""Pipeline commands: nightly, rebuild, serve, export and status."""
+"""Pipeline commands: nightly, rebuild, serve, export and status.
+
+`status` answers without polars or Prefect: the other commands import them in their bodies.
+"""
 
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Annotated
 
-import polars as pl
 import typer
 
 from flows.cli_common import FormatOption, fail, open_read_only
-from flows.output import Format, render
+from flows.output import Format, Rows, render
 from warehouse import config, db, derived, export, queries
 from warehouse.lock import WriterBusy
 
@@ -24,20 +26,20 @@ def status(
     """The last runs, each source's freshness (stale after 36 hours) and the tables' row counts."""
     con = open_read_only()
     try:
-        recent = queries.recent_runs(con, runs)
-        freshness = queries.source_freshness(con, config.utc_now(), STALE_HOURS)
-        days = queries.published_days(con, derived.BY_DATE)
-        counts = queries.row_counts(con, COUNTED)
+        recent = Rows.of(queries.recent_runs(con, runs))
+        freshness = Rows.of(queries.source_freshness(con, config.utc_now(), STALE_HOURS))
+        days = Rows.of(queries.published_days(con, derived.BY_DATE))
+        counts = Rows.of(queries.row_counts(con, COUNTED))
     finally:
         con.close()
     render(recent, fmt, title="Recent runs")
     render(freshness, fmt, title=f"Sources (stale when the last success is over {STALE_HOURS:g} h old)")
     render(days, fmt, title="Published days: quality and derived rows per date")
     render(counts, fmt, title="Rows in every table")
-    suspect = days.filter(pl.col("quality") == "suspect")["snapshot_date"].to_list()
+    suspect = [d for d, q in zip(days.column("snapshot_date"), days.column("quality"), strict=True) if q == "suspect"]
     if suspect:
         typer.echo(f"suspect days (see quality_reasons in runs): {', '.join(map(str, suspect))}", err=True)
-    stale = freshness.filter(pl.col("stale"))["source"].to_list()
+    stale = [s for s, old in zip(freshness.column("source"), freshness.column("stale"), strict=True) if old]
     if stale:
         typer.echo(f"stale sources: {', '.join(stale)}", err=True)
 
@@ -56,6 +58,8 @@ def export_cmd(
     days: Annotated[int, typer.Option(help="Export this many days ending at --date.")] = 1,
 ) -> None:
     """Write tables to exports/<table>/date=YYYY-MM-DD/ (hive layout), atomically, replacing the partition."""
+    import polars as pl
+
     con = open_read_only()
     try:
         end = _parse_day(day, "--date") or _latest_published(con)
@@ -84,6 +88,8 @@ def nightly(
 ) -> None:
     """Run the nightly job once now: fetch, load, derive, export. Exit 1 unless every source was ok."""
     from dataclasses import asdict
+
+    import polars as pl
 
     from flows import pipeline
 
@@ -116,6 +122,8 @@ def rebuild(
     no_prefect: Annotated[bool, typer.Option("--no-prefect", help="The same steps without Prefect.")] = False,
 ) -> None:
     """Recompute the derived tables for a date range from the raw archive, without network."""
+    import polars as pl
+
     from flows import pipeline
 
     first, last = _parse_day(start, "--from"), _parse_day(end, "--to")
