@@ -32,8 +32,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check flows scrapers transforms warehouse tests bench
 
+# The bench extra (the peer gpuhunt) is added to .venv here only: it is never a runtime dependency.
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(UV) sync --locked --inexact --extra test --extra bench --python $(PYTHON)
+	$(BIN)/python -m bench $(SECTIONS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

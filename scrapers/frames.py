@@ -1,0 +1,36 @@
+"""Listings as one polars frame: the shape a parse hands to transforms/normalise.
+
+A source's parse returns typed `Listing` rows (record by record) or, for a large answer, the same rows built
+column by column (vastai.parse_frame); both become this frame.
+"""
+
+import json
+from dataclasses import fields
+
+import polars as pl
+
+from scrapers.base import Listing
+
+LISTING_SCHEMA = {
+    "offer_id": pl.String, "price_kind": pl.String, "price_field": pl.String, "native_per_hr": pl.Float64,
+    "gpu_raw": pl.String, "gpu_count": pl.Int64, "fetched_at": pl.Datetime("us"), "native_currency": pl.String,
+    "gpu_memory_gb": pl.Float64, "max_gpu_count": pl.Int64, "region": pl.String, "country": pl.String,
+    "tier": pl.String, "reliability": pl.Float64, "verified": pl.Boolean, "availability": pl.String,
+    "extras": pl.String, "record": pl.Object,  # the raw record, made JSON only when it is quarantined
+}
+
+
+def json_text(value) -> str | None:
+    """How extras and quarantined records are stored: sorted keys, anything unusual as its str()."""
+    return None if value is None else json.dumps(value, sort_keys=True, default=str)
+
+
+def shallow(item) -> dict:
+    # dataclasses.asdict deep-copies every nested record, which dominated the load of a large payload
+    return {f.name: getattr(item, f.name) for f in fields(item)}
+
+
+def listings_frame(listings: list[Listing]) -> pl.DataFrame:
+    """Listings as a frame; extras become JSON text, the raw record stays an object."""
+    rows = [shallow(item) | {"extras": json_text(item.extras)} for item in listings]
+    return pl.DataFrame(rows, schema=LISTING_SCHEMA, orient="row")
