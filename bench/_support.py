@@ -14,6 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GPULEDGER = [sys.executable, "-m", "flows.cli"]
+# Children run as a user's Python does: writing and reusing bytecode caches (a CI or sandbox may disable it,
+# which makes every import compile its module again: seconds for Prefect or httpx).
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ def run(args: list[str], env: dict[str, str] | None = None, check: bool = True) 
     """Run a child process; its wall time and peak resident memory (from its own rusage)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        child = subprocess.Popen(args, stdout=out, stderr=err, cwd=ROOT, env={**os.environ, **(env or {})})
+        child = subprocess.Popen(args, stdout=out, stderr=err, cwd=ROOT, env={**CHILD_ENV, **(env or {})})
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -64,7 +67,7 @@ def free_port() -> int:
 def replay_server(directory: Path) -> Iterator[str]:
     """`gpuledger replay` on the directory in its own process (it never competes with the measured one's GIL)."""
     port = free_port()
-    server = subprocess.Popen([*GPULEDGER, "replay", "--dir", str(directory), "--port", str(port)], cwd=ROOT,
+    server = subprocess.Popen([*GPULEDGER, "replay", "--dir", str(directory), "--port", str(port)], cwd=ROOT, env=CHILD_ENV,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60

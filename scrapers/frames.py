@@ -4,9 +4,9 @@ A source's parse returns typed `Listing` rows (record by record) or, for a large
 column by column (vastai.parse_frame); both become this frame.
 """
 
-import json
 from dataclasses import fields
 
+import orjson
 import polars as pl
 
 from scrapers.base import Listing
@@ -21,8 +21,14 @@ LISTING_SCHEMA = {
 
 
 def json_text(value) -> str | None:
-    """How extras and quarantined records are stored: sorted keys, anything unusual as its str()."""
-    return None if value is None else json.dumps(value, sort_keys=True, default=str)
+    """How extras and quarantined records are stored: compact JSON, sorted keys, anything unusual as its str().
+
+    orjson: ten times json.dumps's speed, which took 4 s for the extras of a 20,000-offer answer.
+    """
+    return None if value is None else orjson.dumps(value, default=str, option=_SORTED).decode()
+
+
+_SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 def shallow(item) -> dict:

@@ -199,7 +199,9 @@ def _columns(records: list[dict], raw: RawResponse):
     def column(key: str) -> list:
         return [record.get(key) for record in records]
 
-    places = [location(g) for g in column("geolocation")]
+    known: dict = {}  # a few hundred places among thousands of offers
+    places = [known[g] if g in known else known.setdefault(g, location(g)) if isinstance(g, str) else (None, None)
+              for g in column("geolocation")]
     gpu_ram = column("gpu_ram")
     frame = pl.DataFrame({
         "offer_id": [str(i) for i in column("id")],
