@@ -3,7 +3,6 @@
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,36 +50,19 @@ def python(code: str, env: dict[str, str] | None = None) -> Run:
     return run([sys.executable, "-c", code], env)
 
 
-def timings(code: str, env: dict[str, str] | None = None) -> tuple[dict, Run]:
-    """Run Python code that prints one JSON object as its last line; that object and the run."""
-    done = python(code, env)
-    return json.loads(done.stdout.strip().splitlines()[-1]), done
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def last_json(done: Run) -> dict:
+    """The JSON object a child printed as its last line."""
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @contextlib.contextmanager
-def replay_server(directory: Path) -> Iterator[str]:
-    """`gpuledger replay` on the directory in its own process (it never competes with the measured one's GIL)."""
-    port = free_port()
-    server = subprocess.Popen([*GPULEDGER, "replay", "--dir", str(directory), "--port", str(port)], cwd=ROOT, env=CHILD_ENV,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit(f"the replay server on port {port} did not start")
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+def replay_server(directory: Path) -> Iterator[dict[str, str]]:
+    """The replay server on the directory, in this process's threads (the measured commands run in children,
+    so they never share its GIL); yields the environment that points gpuledger at it."""
+    from flows.replay import ReplayServer
+
+    with ReplayServer(directory) as server:
+        yield server.env()
 
 
 def verdict(section: str, checks: list[tuple[str, float, float]]) -> None:

@@ -12,14 +12,13 @@ off. Each contender runs in its own process, in alternating rounds; the best rou
 Targets: fetch no slower than the peer (ratio <= 1), load within 1.5x the floor, fetch peak RSS <= 400 MB.
 """
 
-import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 
 from bench import _offers
-from bench._support import GPULEDGER, best, replay_server, run, verdict
+from bench._support import GPULEDGER, best, last_json, replay_server, run, verdict
 
 OFFERS = int(os.environ.get("GPULEDGER_BENCH_OFFERS", "20000"))
 ROUNDS = 3
@@ -74,9 +73,9 @@ def main() -> None:
         env = {"GPULEDGER_HOME": str(home), "GPULEDGER_VASTAI_MIN_INTERVAL_S": "0", "GPULEDGER_VASTAI_LIMIT": "50000",
                "GPULEDGER_HTTP_MAX_BYTES": str(2**30)}
         run([*GPULEDGER, "init"], env)
-        with replay_server(fixture) as url:
-            search = url + "/api/v0/bundles/"
-            env["GPULEDGER_VASTAI_URL"] = url
+        with replay_server(fixture) as replay:
+            search = replay["GPULEDGER_VASTAI_URL"] + "/api/v0/bundles/"
+            env["GPULEDGER_VASTAI_URL"] = replay["GPULEDGER_VASTAI_URL"]
             results: dict[str, list] = {"transfer": [], "peer": [], "fetch": []}
             for _ in range(ROUNDS):
                 results["transfer"].append(run(_code(TRANSFER, search)))
@@ -87,9 +86,8 @@ def main() -> None:
         bodies = sorted(str(p) for p in runs[-1].glob("*.body.gz"))
         loads = []
         for _ in range(ROUNDS):
-            loads.append(json.loads(run(_code(LOAD, str(runs[-1])), env).stdout.strip().splitlines()[-1]))
-        floors = [json.loads(run(_code(FLOOR, str(tmp / "floor.duckdb"), *bodies)).stdout.strip().splitlines()[-1])
-                  for _ in range(ROUNDS)]
+            loads.append(last_json(run(_code(LOAD, str(runs[-1])), env)))
+        floors = [last_json(run(_code(FLOOR, str(tmp / "floor.duckdb"), *bodies))) for _ in range(ROUNDS)]
         load, floor = min(loads, key=lambda x: x["seconds"]), min(floors, key=lambda x: x["seconds"])
         floor_process = best(_code(FLOOR, str(tmp / "floor.duckdb"), *bodies), 1)
     print(f"  {'what':<44} {'wall':>8} {'peak RSS':>9}")
