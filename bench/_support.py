@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,12 @@ def python(code: str, env: dict[str, str] | None = None) -> Run:
 def last_json(done: Run) -> dict:
     """The JSON object a child printed as its last line."""
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
