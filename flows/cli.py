@@ -120,6 +120,14 @@ def sql(
     render(df, fmt)
 
 
+def _catalog_frame(query: str):
+    con = open_read_only()
+    try:
+        return con.sql(query).pl()
+    finally:
+        con.close()
+
+
 def _catalog_rows(query: str, params: list | None = None) -> Rows:
     con = open_read_only()
     try:
@@ -131,13 +139,35 @@ def _catalog_rows(query: str, params: list | None = None) -> Rows:
 @app.command()
 def gpus(
     vendor: Annotated[str | None, typer.Option(help="Only this vendor (NVIDIA, AMD, ...).")] = None,
+    resolve: Annotated[str | None, typer.Option(help="Show which part a provider's raw GPU name maps to, and why.")] = None,
+    memory: Annotated[float | None, typer.Option(help="With --resolve: the per-GPU memory (GB) the listing reports.")] = None,
+    provider: Annotated[str | None, typer.Option(help="With --resolve: only this provider's aliases (default: each).")] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """List the GPU catalogue."""
+    """List the GPU catalogue, or resolve a raw GPU name (--resolve) as the nightly load does."""
+    if resolve is not None:
+        render(_resolved(resolve, memory, provider), fmt)
+        return
     render(_catalog_rows(
         "select name, vendor, memory_gb, bandwidth_gbs, bf16_tflops, fp8_tflops, int8_tops, fp4_tflops, tdp_w, "
         "fabric, announced, solved_from_page, uncertain from gpus where $vendor is null or lower(vendor) = $vendor "
         "order by vendor, bandwidth_gbs desc", {"vendor": vendor.lower() if vendor else None}), fmt)
+
+
+def _resolved(raw: str, memory: float | None, provider: str | None):
+    import polars as pl
+
+    from scrapers import sources
+    from transforms import gpu_names
+
+    providers = [provider] if provider else [s for s in sources.SOURCES if s != "fx"]
+    parts = _catalog_frame("select name, memory_gb from gpus")
+    aliases = _catalog_frame("select provider, gpu_raw, memory_gb, gpu, note from gpu_aliases")
+    names = pl.DataFrame({"gpu_raw": [raw], "gpu_memory_gb": [memory]}, schema=gpu_names.NAMES_SCHEMA)
+    rows = [gpu_names.resolve(names, gpu_names.catalogue(parts, aliases, p)).with_columns(provider=pl.lit(p))
+            for p in providers]
+    joined = pl.concat(rows).join(parts.rename({"name": "gpu", "memory_gb": "part_memory_gb"}), on="gpu", how="left")
+    return joined.select("provider", "gpu_raw", "gpu_memory_gb", "gpu", "part_memory_gb", "gpu_rule")
 
 
 @app.command()
@@ -165,6 +195,10 @@ lazy_command("fetch", "flows.cli_sources:fetch", "Fetch, archive, parse and load
              "source failed.")
 lazy_command("replay", "flows.cli_sources:replay", "Serve recorded responses on 127.0.0.1 at the providers' real "
              "paths, with optional faults, until Ctrl-C.")
+lazy_command("history", "flows.cli_history:history", "The daily price series: a sparkline per GPU on the terminal, "
+             "the daily numbers as csv, json or markdown.")
+lazy_command("changes", "flows.cli_history:changes", "What moved since the previous published day: parts first "
+             "seen, back or gone, the biggest price moves, and sources whose listing count jumped or fell.")
 
 
 def main() -> None:

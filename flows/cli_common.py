@@ -6,6 +6,7 @@ Imported by every command, so only light modules load here (see flows/cli.py on 
 from __future__ import annotations
 
 import difflib
+from datetime import date
 from functools import cache
 from typing import TYPE_CHECKING, Annotated
 
@@ -41,6 +42,14 @@ def open_read_only() -> duckdb.DuckDBPyConnection:
         return db.connect(read_only=True)
     except (db.WarehouseError, duckdb.Error) as exc:
         raise fail(str(exc)) from None
+
+
+def parse_day(text: str | None, option: str) -> date | None:
+    """A YYYY-MM-DD option's date (None when not given); a clear error naming the option otherwise."""
+    try:
+        return date.fromisoformat(text) if text else None
+    except ValueError:
+        raise fail(f"{option} {text!r} is not YYYY-MM-DD") from None
 
 
 def resolve_name(name: str, names: dict[str, str], what: str) -> str:

@@ -9,14 +9,14 @@ from typing import Annotated
 
 import typer
 
-from flows.cli_common import FormatOption, fail, open_read_only
+from flows.cli_common import FormatOption, fail, open_read_only, parse_day
 from flows.output import Format, Rows, render
 from warehouse import config, db, derived, export, queries
 from warehouse.lock import WriterBusy
 
 STALE_HOURS = 36.0
 COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates", "daily_prices", "rental_ranges",
-           "estimates", "cost_per_mtok", "own_vs_rent")
+           "estimates", "cost_per_mtok", "own_vs_rent", "price_index")
 
 
 def status(
@@ -62,7 +62,7 @@ def export_cmd(
 
     con = open_read_only()
     try:
-        end = _parse_day(day, "--date") or _latest_published(con)
+        end = parse_day(day, "--date") or _latest_published(con)
         written: list[Path] = []
         for offset in range(days):
             written += export.export_date(con, end - timedelta(days=offset), config.exports_dir(), tables, fmt)
@@ -73,38 +73,34 @@ def export_cmd(
     render(pl.DataFrame({"file": [str(p) for p in written], "bytes": [p.stat().st_size for p in written]}))
 
 
-def _parse_day(text: str | None, option: str) -> date | None:
-    try:
-        return date.fromisoformat(text) if text else None
-    except ValueError:
-        raise fail(f"{option} {text!r} is not YYYY-MM-DD") from None
-
-
 def nightly(
     source: Annotated[list[str] | None, typer.Option("--source", "-s", help="Only this source (repeatable).")] = None,
     day: Annotated[str | None, typer.Option("--date", help="Snapshot date YYYY-MM-DD; default today (UTC).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Export format: parquet, csv or none.")] = "parquet",
     no_prefect: Annotated[bool, typer.Option("--no-prefect", help="The same steps without Prefect (cron, containers).")] = False,
 ) -> None:
-    """Run the nightly job once now: fetch, load, derive, export. Exit 1 unless every source was ok."""
+    """Run the nightly job once now: fetch, load, derive, export (live progress per source on a terminal). Exit 1
+    unless every source was ok."""
     from dataclasses import asdict
 
     import polars as pl
 
     from flows import pipeline
+    from flows.cli_progress import live_progress
 
-    export_format, snapshot = ("" if fmt == "none" else fmt), _parse_day(day, "--date")
+    export_format, snapshot = ("" if fmt == "none" else fmt), parse_day(day, "--date")
     try:
-        if no_prefect:
-            summary = asdict(pipeline.run(source, snapshot, export_format, trigger="cli"))
-        else:
-            from flows.nightly import nightly as nightly_flow
+        with live_progress():
+            if no_prefect:
+                summary = asdict(pipeline.run(source, snapshot, export_format, trigger="cli"))
+            else:
+                from flows.nightly import nightly as nightly_flow
 
-            state = nightly_flow(sources=source, snapshot_date=snapshot, export_format=export_format, trigger="cli",
-                                 return_state=True)
-            summary = state.result(raise_on_failure=False)
-            if not isinstance(summary, dict):
-                raise fail(f"the run failed: {state.message or summary}")
+                state = nightly_flow(sources=source, snapshot_date=snapshot, export_format=export_format,
+                                     trigger="cli", return_state=True)
+                summary = state.result(raise_on_failure=False)
+        if not isinstance(summary, dict):
+            raise fail(f"the run failed: {state.message or summary}")
     except (ValueError, db.WarehouseError, WriterBusy) as exc:  # SettingsError is a ValueError
         raise fail(str(exc)) from None
     rows = [{"source": s, "status": st, "error": summary["errors"].get(s)} for s, st in summary["sources"].items()]
@@ -126,7 +122,7 @@ def rebuild(
 
     from flows import pipeline
 
-    first, last = _parse_day(start, "--from"), _parse_day(end, "--to")
+    first, last = parse_day(start, "--from"), parse_day(end, "--to")
     export_format = "" if fmt == "none" else fmt
     try:
         if no_prefect:

@@ -7,11 +7,11 @@ import duckdb
 import polars as pl
 
 from scrapers.sources import PROVIDERS
-from transforms import aggregate, costs, estimator, fx, presets
+from transforms import aggregate, costs, estimator, fx, presets, trends
 from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
 
-EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent")
+EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index")
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ def derive_date(
         "rental_ranges": aggregate.rental_ranges(offers),
         "cost_per_mtok": cost,
         "own_vs_rent": costs.own_vs_rent(grid, hardware, cost, plan.ownership),
+        "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)

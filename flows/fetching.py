@@ -7,7 +7,9 @@ fetch.json. load_source parses from the archive only, so a rebuild can re-load a
 import asyncio
 import logging
 import secrets
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -19,6 +21,7 @@ from scrapers import sources
 from scrapers.base import SourceError
 from scrapers.http import SourceClient
 from scrapers.settings import Settings, from_env
+from transforms import gpu_names
 from transforms.normalise import fx_rates_frame, listings_frame, normalise, rejections_frame
 from warehouse import archive, catalog, config
 from warehouse.load import Batch, FetchRow, finish_run, load_batch, start_run
@@ -53,6 +56,36 @@ class FetchResult:
                              "finished_at": datetime.fromisoformat(data["finished_at"])})
 
 
+@dataclass(frozen=True)
+class SourceProgress:
+    """How far one source has got: sent while it fetches (per response) and when it is loaded."""
+
+    source: str
+    stage: str  # fetching | fetched | failed | loaded
+    requests: int
+    records: int | None = None  # records parsed, once loaded
+    listings: int | None = None  # offers loaded
+
+
+_listeners: list[Callable[[SourceProgress], None]] = []
+
+
+@contextmanager
+def progress_to(listener: Callable[[SourceProgress], None]) -> Iterator[None]:
+    """Send every source's progress to listener while the block runs (from the fetch threads, Prefect's too:
+    a process-wide hook, since a callable cannot travel through a flow's parameters)."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+def _report(progress: SourceProgress) -> None:
+    for listener in list(_listeners):
+        listener(progress)
+
+
 def new_run_id() -> str:
     """A sortable, unique run id: UTC time of the clock (GPULEDGER_NOW when pinned) plus random hex."""
     return f"{config.utc_now():%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
@@ -66,7 +99,12 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
     directory = archive.run_dir(name, snapshot_date, run_id)
     directory.mkdir(parents=True, exist_ok=True)
     writer = archive.ArchiveWriter(directory)
-    client = SourceClient(name, settings, transport=transport, on_response=writer.write)
+
+    def archived(raw) -> None:
+        writer.write(raw)
+        _report(SourceProgress(name, "fetching", client.requests))
+
+    client = SourceClient(name, settings, transport=transport, on_response=archived)
     started, error = config.utc_now(), None
 
     async def run() -> None:
@@ -85,13 +123,15 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
         status="failed" if error else "ok", started_at=started, finished_at=config.utc_now(),
         requests=client.requests, http_status=client.last_status, error=error, notes=client.notes)
     writer.write_summary(result.to_json())
+    _report(SourceProgress(name, "failed" if error else "fetched", client.requests))
     return result
 
 
-def _aliases(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    if not con.execute("select count(*) from gpu_aliases").fetchall()[0][0]:
+def _gpu_names(con: duckdb.DuckDBPyConnection, provider: str) -> gpu_names.Catalogue:
+    if not con.execute("select count(*) from gpus").fetchall()[0][0]:
         catalog.load_catalogs(con)
-    return con.sql("select provider, gpu_raw, memory_gb, gpu from gpu_aliases").pl()
+    return gpu_names.catalogue(con.sql("select name, memory_gb from gpus").pl(),
+                               con.sql("select provider, gpu_raw, memory_gb, gpu, note from gpu_aliases").pl(), provider)
 
 
 def _fetch_row(fetched: FetchResult, status: str, error: str | None, notes: list[str]) -> FetchRow:
@@ -110,7 +150,7 @@ def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> Batch:
     listings = parsed.frame if parsed.frame is not None else listings_frame(parsed.listings)
     needs_fx = listings.filter(pl.col("native_currency").str.to_uppercase() != "USD").height > 0
     rates = con.sql("select date, base, quote, rate, source from fx_rates").pl() if needs_fx else None
-    result = normalise(listings, rejections_frame(parsed.rejected), _aliases(con), rates,
+    result = normalise(listings, rejections_frame(parsed.rejected), _gpu_names(con, fetched.source), rates,
                        provider=fetched.source, run_id=fetched.run_id, snapshot_date=fetched.snapshot_date,
                        quarantined_at=config.utc_now())
     notes = fetched.notes + parsed.notes
@@ -129,6 +169,13 @@ def load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult | Path) -> 
     """
     if isinstance(fetched, Path):
         fetched = FetchResult.from_json(archive.read_summary(fetched))
+    row = _load_source(con, fetched)
+    _report(SourceProgress(row.source, "loaded" if row.status == "ok" else "failed", row.requests or 0,
+                           row.record_count, row.offers_loaded))
+    return row
+
+
+def _load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> FetchRow:
     if fetched.status != "ok":
         return load_batch(con, Batch(_fetch_row(fetched, "failed", fetched.error, fetched.notes)))
     try:

@@ -1,9 +1,12 @@
 """RunPod: GraphQL `gpuTypes` with `lowestPrice` (keyless), or the REST v2 catalogue `GET /v2/catalog/gpus` (key).
 
 Prices are per GPU-hour, so each listing is one GPU (`gpu_count` 1) with `max_gpu_count` the most one pod
-takes. One listing per GPU type and cloud (`offer_id` "<type id>:secure|community", the same for both APIs).
-A null or 0 price on a cloud the type is not offered in means "not offered" (REST v2 writes 0.0 there); on a
-cloud it is offered in, a null or 0 price goes to quarantine. Savings-plan prices
+takes. One listing per GPU type and cloud (`offer_id` "<type id>:secure|community", the same for both APIs);
+`gpu_raw` is the type id, the vendor's full name (`NVIDIA RTX PRO 6000 Blackwell Workstation Edition`), since
+display names drop what tells variants apart (`RTX PRO 6000`). A cloud flagged as not offered gives no
+listing whatever its price says (the real feed puts 0 or a 0.5 placeholder there), and a price of 0 means
+"not offered" on any cloud (REST v2 writes 0.0 there); a null price on a cloud the type is offered in goes to
+quarantine. The `unknown` pseudo-type offers nothing, so it gives no listing. Savings-plan prices
 (`oneMonthPrice`, ...) are secure-cloud per-GPU-hour prices. GraphQL is announced to retire in early 2027:
 with RUNPOD_API_KEY set, the REST v2 catalogue is used (GPULEDGER_RUNPOD_API=graphql|rest overrides).
 """
@@ -109,9 +112,11 @@ def _graphql_records(raw: RawResponse) -> list:
     return types
 
 
-def _priced(offered: bool, price: float | None) -> bool:
-    """Where offered, always listed (a null or zero price is quarantined); elsewhere only a positive price."""
-    return offered or positive(price)
+def _priced(offered: bool | None, price: float | None) -> bool:
+    """Listed unless the cloud is flagged as not offered or the price is 0; a null price where offered is quarantined."""
+    if offered is False or price == 0:
+        return False
+    return offered is True or positive(price)
 
 
 def _listing(record: dict, raw: RawResponse, tier: str, **fields) -> Listing:
@@ -135,13 +140,13 @@ def _graphql_listings(record, raw: RawResponse) -> list[Listing]:
         raise RecordError("lowestPrice", f"expected an object, got {type(lowest).__name__}")
     stock = lowest.get("stockStatus")
     common = dict(
-        gpu_raw=text(record.get("displayName"), "displayName", required=True),
+        gpu_raw=text(record.get("id"), "id", required=True),
         gpu_memory_gb=number(record.get("memoryInGb"), "memoryInGb"),
         availability=stock.lower() if isinstance(stock, str) else "none",  # null stockStatus: out of stock
     )
     extras = {
         "api": "graphql",
-        "runpod_id": record["id"],
+        "displayName": record.get("displayName"),
         "manufacturer": record.get("manufacturer"),
         "stockStatus": stock,
         "maxGpuCount": record.get("maxGpuCount"),
@@ -149,7 +154,7 @@ def _graphql_listings(record, raw: RawResponse) -> list[Listing]:
     }
     out = []
     for tier, flag, price_key, spot_key, max_key in CLOUDS:
-        offered = record.get(flag) is True
+        offered = record.get(flag) if isinstance(record.get(flag), bool) else None
         max_count = integer(record.get(max_key), max_key)
         fields = dict(common, max_gpu_count=max_count or integer(record.get("maxGpuCount"), "maxGpuCount"),
                       extras=extras | {flag: record.get(flag)})
@@ -157,7 +162,7 @@ def _graphql_listings(record, raw: RawResponse) -> list[Listing]:
         kinds += list(SAVINGS) if tier == "secure" else []
         for kind, key in kinds:
             price = number(record.get(key), key)
-            if _priced(offered, price) if kind == "on_demand" else positive(price):
+            if _priced(offered, price) if kind == "on_demand" else offered is not False and positive(price):
                 out.append(_listing(record, raw, tier, price_kind=kind, price_field=key, native_per_hr=price, **fields))
     return out
 
@@ -171,15 +176,15 @@ def _rest_listings(record, raw: RawResponse) -> list[Listing]:
         raise RecordError("price", "expected objects for price and maxCount")
     availability = record.get("availability")
     common = dict(
-        gpu_raw=text(record.get("name"), "name", required=True),
+        gpu_raw=text(record.get("id"), "id", required=True),
         gpu_memory_gb=number(record.get("memory"), "memory"),
         availability=availability.lower() if isinstance(availability, str) else None,
     )
-    extras = {"api": "rest_v2", "runpod_id": record["id"], "manufacturer": record.get("manufacturer"),
+    extras = {"api": "rest_v2", "name": record.get("name"), "manufacturer": record.get("manufacturer"),
               "pool": record.get("pool"), "availability": availability, "dataCenters": record.get("dataCenters")}
     out = []
     for tier in ("secure", "community"):
-        offered = record.get(tier) is True
+        offered = record.get(tier) if isinstance(record.get(tier), bool) else None
         price = number(prices.get(tier), f"price.{tier}")
         if _priced(offered, price):
             out.append(_listing(

@@ -63,7 +63,10 @@ def _quota(raw: RawResponse) -> str | None:
 
 
 def offers_of(raw: RawResponse) -> list:
+    """The offers of one answer: the API wraps them as {"offers": [...]}; the CLI's --raw output is the bare list."""
     data = raw.json()
+    if isinstance(data, list):
+        return data
     if not isinstance(data, dict) or not isinstance(data.get("offers"), list):
         raise SchemaError(NAME, raw.path, "expected an object with a list of offers", field="offers")
     return data["offers"]

@@ -33,8 +33,13 @@ def daily_prices(offers: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _beyond_one_node(n_gpus: pl.Expr) -> pl.Expr:
+    """Sizes only several hosts make: whole multiples of a node."""
+    return (n_gpus > NODE_GPUS) & (n_gpus % NODE_GPUS == 0)
+
+
 def _fixed_size_groups(offers: pl.DataFrame, sizes: tuple[int, ...]) -> pl.DataFrame:
-    """N GPUs from listings of exactly N GPUs, or (beyond one node) N/8 distinct 8-GPU listings."""
+    """N GPUs from one listing of exactly N GPUs (one host), or, beyond one node, N/8 distinct 8-GPU listings."""
     keys = ["snapshot_date", "gpu", "provider", "price_kind"]
     fixed = offers.filter(pl.col("max_gpu_count").is_null())
     targets = pl.DataFrame({"n_gpus": list(sizes)}, schema={"n_gpus": pl.Int32})
@@ -43,19 +48,18 @@ def _fixed_size_groups(offers: pl.DataFrame, sizes: tuple[int, ...]) -> pl.DataF
         pl.col("usd_per_hr").rank("ordinal", descending=True).over(*keys, "gpu_count").alias("dear_rank"),
         pl.len().over(*keys, "gpu_count").alias("same_size"),
     ).join(targets, how="cross")
-    needed = pl.when(pl.col("n_gpus") <= NODE_GPUS).then(1).otherwise(pl.col("n_gpus") // NODE_GPUS)
-    usable = ranked.with_columns(needed.alias("k")).filter(
-        (pl.col("gpu_count") * pl.col("k") == pl.col("n_gpus"))
-        & ((pl.col("n_gpus") <= NODE_GPUS) | (pl.col("gpu_count") == NODE_GPUS))
-        & (pl.col("same_size") >= pl.col("k"))
-    )
-    return usable.group_by(*keys, "n_gpus").agg(
+    one_host = pl.col("gpu_count") == pl.col("n_gpus")
+    several_nodes = (pl.col("gpu_count") == NODE_GPUS) & _beyond_one_node(pl.col("n_gpus"))
+    usable = ranked.with_columns(
+        pl.when(one_host).then(1).otherwise(pl.col("n_gpus") // NODE_GPUS).alias("k")
+    ).filter((one_host | several_nodes) & (pl.col("same_size") >= pl.col("k")))
+    return usable.group_by(*keys, "n_gpus", "gpu_count").agg(
         pl.col("usd_per_hr").filter(pl.col("cheap_rank") <= pl.col("k")).sum().alias("min_usd_per_hr"),
         pl.col("usd_per_hr").filter(pl.col("dear_rank") <= pl.col("k")).sum().alias("max_usd_per_hr"),
         pl.len().cast(pl.Int32).alias("listings"),
         pl.col("k").first().cast(pl.Int32).alias("listings_per_group"),
         pl.col("fetched_at").max().alias("observed_at"),
-    )
+    ).drop("gpu_count")
 
 
 def _per_gpu_groups(offers: pl.DataFrame, sizes: tuple[int, ...]) -> pl.DataFrame:
@@ -66,7 +70,7 @@ def _per_gpu_groups(offers: pl.DataFrame, sizes: tuple[int, ...]) -> pl.DataFram
     pods = (pl.col("n_gpus") + pl.col("max_gpu_count") - 1) // pl.col("max_gpu_count")
     return (
         scalable.join(targets, how="cross")
-        .filter((pl.col("n_gpus") <= pl.col("max_gpu_count")) | (pl.col("n_gpus") > NODE_GPUS))
+        .filter((pl.col("n_gpus") <= pl.col("max_gpu_count")) | _beyond_one_node(pl.col("n_gpus")))
         .with_columns((pl.col("usd_per_gpu_hr") * pl.col("n_gpus")).alias("group_usd_per_hr"), pods.alias("k"))
         .group_by(*keys, "n_gpus")
         .agg(
@@ -83,9 +87,13 @@ def rental_ranges(offers: pl.DataFrame, sizes: tuple[int, ...] = RENTAL_SIZES) -
     """Per date × gpu × N GPUs × provider × price_kind: the cheapest and dearest $/hr to rent N GPUs.
 
     Fixed-size listings serve N GPUs only at exactly N GPUs on one host, or, beyond one node, as N/8
-    distinct 8-GPU listings (the k cheapest or dearest summed); per-GPU listings serve N × their price.
+    distinct 8-GPU listings (the k cheapest or dearest summed); per-GPU listings serve N × their price up to
+    their pod size, or whole pods beyond one node. Besides `sizes`, every GPU count a host offers that day is
+    a size (vast.ai hosts rent ×3, ×6, ×10, ...).
     """
     mapped = offers.filter(pl.col("gpu").is_not_null())
+    offered = mapped.filter(pl.col("max_gpu_count").is_null())["gpu_count"].unique().to_list()
+    sizes = tuple(sorted(set(sizes) | {int(n) for n in offered if n and n > 0}))
     parts = [
         _fixed_size_groups(mapped, sizes).with_columns(pl.lit("fixed_listings").alias("composition")),
         _per_gpu_groups(mapped, sizes).with_columns(pl.lit("per_gpu").alias("composition")),

@@ -68,3 +68,17 @@ def labels(estimates: pl.DataFrame, params: Params) -> pl.DataFrame:
         text("agg_tok_s", lambda v, a: number(v, mode, a)),
         text("power_kw", lambda v, _: kw_label(v, mode)),
     )
+
+
+SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float | None]) -> str:
+    """One bar per value, scaled from the series' low to its high; a missing value (a day without data) is a
+    blank, so a gap shows as a gap."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return " " * len(values)
+    low, span = min(present), max(present) - min(present)
+    top = len(SPARKS) - 1
+    return "".join(" " if v is None else SPARKS[round((v - low) / span * top) if span else top // 2] for v in values)

@@ -7,10 +7,10 @@ import polars as pl
 
 from scrapers.base import Rejection
 from scrapers.frames import json_text, listings_frame, shallow  # noqa: F401 (listings_frame: re-exported)
+from transforms import gpu_names
 from transforms.fx import attach_usd_rate
 
 MAX_USD_PER_GPU_HR = 100.0  # no GPU rents for more; a price above it is a unit or parsing error
-MEMORY_TOLERANCE = 0.10  # an alias with memory_gb matches a reported per-GPU memory within 10%
 
 REJECTION_SCHEMA = {"offer_id": pl.String, "price_kind": pl.String, "field": pl.String, "reason": pl.String,
                     "record": pl.String}
@@ -46,21 +46,6 @@ def fx_rates_frame(rates: list) -> pl.DataFrame:
     return pl.DataFrame([asdict(r) for r in rates], schema=FX_RATES_SCHEMA, orient="row")
 
 
-def map_gpus(frame: pl.DataFrame, aliases: pl.DataFrame, provider: str) -> pl.DataFrame:
-    """Add `gpu` from gpu_aliases: a memory-specific alias wins when the per-GPU memory is within tolerance."""
-    candidates = (
-        frame.select("_row", "gpu_raw", "gpu_memory_gb")
-        .join(aliases.filter(pl.col("provider") == provider).select("gpu_raw", "gpu", alias_gb="memory_gb"),
-              on="gpu_raw")
-        .with_columns(_gap=(pl.col("gpu_memory_gb") - pl.col("alias_gb")).abs() / pl.col("alias_gb"))
-        .filter(pl.col("alias_gb").is_null() | (pl.col("_gap") <= MEMORY_TOLERANCE))
-        .sort("_row", pl.col("alias_gb").is_null(), "_gap", nulls_last=True)
-        .unique(subset="_row", keep="first", maintain_order=True)
-        .select("_row", "gpu")
-    )
-    return frame.join(candidates, on="_row", how="left").sort("_row")
-
-
 def _problem(usd_per_gpu_hr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """(field, reason) of the first reason a listing cannot be priced, or nulls."""
     count, price, price_field = pl.col("gpu_count"), pl.col("native_per_hr"), pl.col("price_field")
@@ -84,7 +69,7 @@ def _problem(usd_per_gpu_hr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 def normalise(
     listings: pl.DataFrame,
     rejected: pl.DataFrame,
-    aliases: pl.DataFrame,
+    names: gpu_names.Catalogue,
     rates: pl.DataFrame | None,
     *,
     provider: str,
@@ -94,6 +79,7 @@ def normalise(
 ) -> Normalised:
     """Offers (one per offer id and price kind, first wins), quarantine rows with reasons, unmapped GPU names.
 
+    `gpu` comes from the name resolver (transforms/gpu_names.py), once per distinct raw name and memory.
     Prices in another currency are converted with the USD rate of their fetch date (or the latest before);
     rates may be None when every price is in USD.
     """
@@ -112,7 +98,7 @@ def normalise(
     field, reason = _problem(usd_per_gpu_hr)
     frame = frame.with_columns(usd_per_hr=usd_per_hr, usd_per_gpu_hr=usd_per_gpu_hr, field=field, reason=reason)
 
-    offers = map_gpus(frame.filter(pl.col("reason").is_null()), aliases, provider)
+    offers = gpu_names.resolve_listings(frame.filter(pl.col("reason").is_null()), names)
     unmapped = (
         offers.filter(pl.col("gpu").is_null())
         .group_by("gpu_raw")

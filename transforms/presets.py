@@ -165,6 +165,8 @@ PRESETS: dict[str, Params] = {p.name: p for p in (CEILING, CALCULATOR)}
 # Grid defaults when the caller gives none: page 001's settings (page 000 does not depend on them).
 DEFAULT_CONTEXT_TOKENS = 32768
 DEFAULT_STREAMS = 32
+# The method whose $/M a cost view shows unless asked for another (`gpuledger history --model`).
+DEFAULT_COST_METHOD = "calculator"
 
 
 def preset(name: str) -> Params:

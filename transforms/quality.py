@@ -18,7 +18,9 @@ class QualityRules:
     volume_drop: float = 0.5  # a source below this share of its median listing count over the history is flagged
     history_days: int = 7
     min_history_days: int = 3  # fewer earlier days than this: no volume check yet
-    max_unknown_share: float = 0.10  # share of a source's listings with an unknown GPU name
+    # share of a source's listings with an unknown GPU name above which the day is flagged: none, since the
+    # catalogue covers the markets and a new card must surface the day it appears (one catalogue row fixes it)
+    max_unknown_share: float = 0.0
     max_quarantined_share: float = 0.05  # share of the day's listings price sanity may remove quietly
 
 
@@ -83,12 +85,20 @@ def volume_flags(today: pl.DataFrame, history: pl.DataFrame, day: date, rules: Q
 
 
 def unknown_share_flags(offers: pl.DataFrame, rules: QualityRules) -> list[str]:
-    """Sources where too many listings carry a GPU name the aliases do not know."""
-    shares = offers.group_by("provider").agg(
-        pl.col("gpu").is_null().mean().alias("share"), pl.col("gpu").is_null().sum().alias("unknown")
+    """Sources with more listings than allowed whose GPU name the resolver does not know, naming the names."""
+    unknown = offers.filter(pl.col("gpu").is_null())
+    names = (
+        unknown.group_by("provider", "gpu_raw").len()
+        .sort("len", "gpu_raw", descending=[True, False])
+        .group_by("provider", maintain_order=True)
+        .agg(names=pl.format("{} ({})", "gpu_raw", "len").head(5).str.join(", "))
     )
+    shares = offers.group_by("provider").agg(
+        pl.col("gpu").is_null().mean().alias("share"), pl.col("gpu").is_null().sum().alias("unknown"), pl.len()
+    ).join(names, on="provider", how="left")
     return [
-        f"{r['provider']}: {r['share']:.0%} of listings ({r['unknown']}) have an unknown GPU name"
+        f"{r['provider']}: {r['unknown']} of {r['len']} listings ({r['share']:.1%}) have an unknown GPU name: "
+        f"{r['names']}"
         for r in shares.filter(pl.col("share") > rules.max_unknown_share).sort("provider").iter_rows(named=True)
     ]
 

@@ -10,7 +10,7 @@ import duckdb
 if TYPE_CHECKING:  # polars loads with the first frame: `gpuledger status` reads BY_DATE without it
     import polars as pl
 
-BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent")
+BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index")
 # Each derived table's key, checked before a replacement (the tables carry no index: see migration 0006).
 KEYS = {
     "daily_prices": ("snapshot_date", "provider", "gpu", "gpu_count", "price_kind", "tier"),
@@ -18,6 +18,7 @@ KEYS = {
     "cost_per_mtok": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider",
                       "price_kind", "replica_pricing", "method"),
     "own_vs_rent": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "method", "price_kind"),
+    "price_index": ("snapshot_date", "gpu", "provider", "price_kind"),
     "estimates": ("model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version"),
 }
 

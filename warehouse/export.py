@@ -14,6 +14,7 @@ EXPORTABLE = {
     "rental_ranges": "snapshot_date",
     "cost_per_mtok": "snapshot_date",
     "own_vs_rent": "snapshot_date",
+    "price_index": "snapshot_date",
     "fx_rates": "date",
 }
 FORMATS = ("parquet", "csv")

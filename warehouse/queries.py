@@ -99,3 +99,32 @@ def published_days(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], limi
         """,
         params={"limit": limit},
     )
+
+
+def price_index_before(con: duckdb.DuckDBPyConnection, day: date, days: int = 30) -> pl.DataFrame:
+    """Earlier price_index rows a day's index needs: the last `days` days, and each series' first row."""
+    return con.sql(
+        """
+        select * from price_index where snapshot_date < $day
+        qualify snapshot_date >= $day - $days::integer
+             or row_number() over (partition by gpu, provider, price_kind order by snapshot_date) = 1
+        """,
+        params={"day": day, "days": days},
+    ).pl()
+
+
+def price_index_between(con: duckdb.DuckDBPyConnection, start: date, end: date) -> pl.DataFrame:
+    """price_index rows dated start to end (both included)."""
+    return con.sql("select * from price_index where snapshot_date between $start and $end",
+                   params={"start": start, "end": end}).pl()
+
+
+def published_before(con: duckdb.DuckDBPyConnection, day: date, table_name: str = "price_index") -> date | None:
+    """The latest date before day that the table holds rows for."""
+    return con.execute(f"select max(snapshot_date) from {table_name} where snapshot_date < ?", [day]).fetchall()[0][0]
+
+
+def cost_series(con: duckdb.DuckDBPyConnection, model: str, start: date, end: date) -> pl.DataFrame:
+    """One model's cost_per_mtok rows dated start to end."""
+    return con.sql("select * from cost_per_mtok where model = $model and snapshot_date between $start and $end",
+                   params={"model": model, "start": start, "end": end}).pl()

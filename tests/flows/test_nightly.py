@@ -11,7 +11,7 @@ from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
 from warehouse import config, db
 
-DERIVED = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent")
+DERIVED = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index")
 
 
 @pytest.fixture(scope="module", autouse=True)

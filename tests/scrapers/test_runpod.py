@@ -56,14 +56,26 @@ def test_zero_spot_prices_and_clouds_not_offered_give_no_listing():
 
 def test_the_mig_slice_is_its_own_listing():
     mig = listings_of(graphql(), "NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb")
-    assert mig["secure", "on_demand"].gpu_raw == "PRO 6000 MIG 24GB"
+    assert mig["secure", "on_demand"].gpu_raw == "NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb"
+    assert mig["secure", "on_demand"].extras["displayName"] == "PRO 6000 MIG 24GB"
     assert mig["secure", "on_demand"].gpu_memory_gb == 24
 
 
-@pytest.mark.parametrize("price", [0, None])
-def test_a_zero_or_null_price_on_an_offered_cloud_is_listed_for_quarantine(price):
-    body = json.dumps({"data": {"gpuTypes": [dict(TYPES[2], communityPrice=price)]}})
-    assert listings_of(graphql(body), TYPES[2]["id"])["community", "on_demand"].native_per_hr == price
+def test_a_null_price_on_an_offered_cloud_is_listed_for_quarantine():
+    body = json.dumps({"data": {"gpuTypes": [dict(TYPES[2], communityPrice=None)]}})
+    assert listings_of(graphql(body), TYPES[2]["id"])["community", "on_demand"].native_per_hr is None
+
+
+def test_a_zero_price_means_not_offered_even_on_an_offered_cloud():
+    body = json.dumps({"data": {"gpuTypes": [dict(TYPES[2], communityPrice=0)]}})
+    assert ("community", "on_demand") not in listings_of(graphql(body), TYPES[2]["id"])
+
+
+def test_a_cloud_flagged_as_not_offered_gives_no_listing_whatever_its_placeholder_price():
+    # the real feed of 2025-06-21 prices B200 on the community cloud it does not offer at 0.50
+    body = json.dumps({"data": {"gpuTypes": [dict(TYPES[2], communityCloud=False, communityPrice=0.5,
+                                                  communitySpotPrice=0.3)]}})
+    assert {tier for tier, _ in listings_of(graphql(body), TYPES[2]["id"])} == {"secure"}
 
 
 def test_graphql_errors_and_changed_shapes_fail_loudly():
@@ -85,7 +97,8 @@ def test_rest_v2_catalogue():
         ("NVIDIA GeForce RTX 4090:community", 0.34, 8, "medium"),
         ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition:community", 1.49, 4, "low"),
     }
-    assert {i.gpu_raw for i in result.listings} == {"H200 SXM", "RTX 4090", "RTX PRO 6000 WK"}
+    assert {i.gpu_raw for i in result.listings} == {
+        "NVIDIA H200", "NVIDIA GeForce RTX 4090", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"}
 
 
 def run_fetch(**settings):

@@ -1,9 +1,8 @@
 """parse_frame (columns) against parse (record by record, the reference): the same listings, row for row.
 
-Inputs: the synthetic fixture with its quirks; every 10th offer of a real answer
-(tests/fixtures/real/vastai_offers_2024-11-05_every10th.json: the vast CLI's `--raw` output of 2024-11-05,
-1,396 offers, wrapped as the HTTP API does as {"offers": [...]}); records with malformed fields; and
-generated records with any JSON value in the fields the parse reads.
+Inputs: the synthetic fixture with its quirks; the trimmed real answer of 2024-11-05 (tests/fixtures/real/,
+min_bid above dph_base, discount_rate null or 0.0, odd GPU counts), wrapped and as a bare array; records with
+malformed fields; and generated records with any JSON value in the fields the parse reads.
 """
 
 import json
@@ -19,7 +18,7 @@ from scrapers.frames import json_text, listings_frame
 from tests.sources_support import fixture_json, raw
 
 OFFERS = fixture_json("vastai_bundles.json")["offers"]
-REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "real" / "vastai_offers_2024-11-05_every10th.json")
+REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "real" / "vastai_bundles_2024-11-05.json")
                   .read_text())["offers"]
 
 
@@ -45,6 +44,11 @@ def assert_same(answers: list) -> tuple:
 def test_the_fixture_and_a_real_answer_give_the_same_rows_in_the_same_order():
     _, columnar = assert_same(responses(OFFERS[:30], OFFERS[30:], REAL))
     assert columnar.frame.height > len(OFFERS) + len(REAL)  # interruptible rows too
+
+
+def test_a_bare_array_answer_gives_the_same_rows():
+    _, columnar = assert_same(responses([], text=json.dumps(REAL)))
+    assert columnar.record_count == len(REAL)
 
 
 def test_malformed_records_keep_their_place_and_their_rejection():

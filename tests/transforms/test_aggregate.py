@@ -42,3 +42,22 @@ def test_per_gpu_listings_scale_up_to_their_pod_size():
     assert dict(zip(ranges["n_gpus"], ranges["min_usd_per_hr"], strict=True)) == {
         1: 2.0, 2: 4.0, 4: 8.0, 16: 32.0, 32: 64.0}
     assert set(ranges["composition"]) == {"per_gpu"}
+
+
+def test_every_count_a_host_offers_is_a_rental_size_served_only_by_such_a_host():
+    ranges = rental_ranges(offers(
+        dict(gpu_count=3, usd_per_gpu_hr=1.0), dict(gpu_count=3, usd_per_gpu_hr=2.0),
+        dict(gpu_count=10, usd_per_gpu_hr=1.5), dict(gpu_count=1, usd_per_gpu_hr=0.5),
+        dict(gpu_count=1, usd_per_gpu_hr=0.6), dict(gpu_count=1, usd_per_gpu_hr=0.7),
+    ))
+    by_n = {r["n_gpus"]: r for r in ranges.iter_rows(named=True)}
+    assert (by_n[3]["min_usd_per_hr"], by_n[3]["max_usd_per_hr"], by_n[3]["listings"]) == (3.0, 6.0, 2)
+    assert (by_n[10]["min_usd_per_hr"], by_n[10]["listings_per_group"]) == (15.0, 1)  # one 10-GPU host
+    assert set(by_n) == {1, 3, 10}  # three 1-GPU hosts never make ×2 or ×3
+
+
+def test_sixteen_gpus_take_the_cheaper_of_one_sixteen_gpu_host_and_two_eight_gpu_hosts():
+    ranges = rental_ranges(offers(dict(gpu_count=16, usd_per_gpu_hr=1.0),
+                                  *(dict(gpu_count=8, usd_per_gpu_hr=p) for p in (0.5, 3.0))))
+    sixteen = ranges.filter(pl.col("n_gpus") == 16).row(0, named=True)
+    assert (sixteen["min_usd_per_hr"], sixteen["max_usd_per_hr"], sixteen["listings"]) == (16.0, 28.0, 3)

@@ -6,6 +6,7 @@ import pytest
 
 from scrapers.base import Listing, Rejection
 from tests.sources_support import NOW, SNAPSHOT
+from transforms import gpu_names
 from transforms.normalise import (
     MAX_USD_PER_GPU_HR,
     OFFER_COLUMNS,
@@ -15,7 +16,7 @@ from transforms.normalise import (
 )
 from warehouse import catalog
 
-ALIASES = catalog.read_all()["gpu_aliases"].drop("_line")
+CATALOGUES = catalog.read_all()
 
 
 def listing(offer_id="1", gpu_raw="H100 SXM", gpu_count=1, price=2.0, kind="on_demand", memory=80.0, **extra):
@@ -24,7 +25,8 @@ def listing(offer_id="1", gpu_raw="H100 SXM", gpu_count=1, price=2.0, kind="on_d
 
 
 def run(listings, rejected=(), rates=None, provider="vastai"):
-    return normalise(listings_frame(list(listings)), rejections_frame(list(rejected)), ALIASES, rates,
+    names = gpu_names.catalogue(CATALOGUES["gpus"], CATALOGUES["gpu_aliases"], provider)
+    return normalise(listings_frame(list(listings)), rejections_frame(list(rejected)), names, rates,
                      provider=provider, run_id="run-1", snapshot_date=SNAPSHOT, quarantined_at=NOW)
 
 
@@ -41,10 +43,10 @@ def test_offers_rows_have_the_table_columns_and_a_per_gpu_price():
 
 
 @pytest.mark.parametrize(("memory", "expected"), [
-    (40.0, "A100 SXM4 40GB"), (80.0, "A100 SXM4 80GB"), (81559 / 1024, "A100 SXM4 80GB"), (43.9, "A100 SXM4 40GB"),
-    (60.0, None), (None, None),
+    (40.0, "A100 SXM4 40GB"), (80.0, "A100 SXM4 80GB"), (81559 / 1024, "A100 SXM4 80GB"), (37.5, "A100 SXM4 40GB"),
+    (43.9, None), (60.0, None), (None, None),
 ])
-def test_a_name_covering_two_sizes_maps_by_memory_within_ten_percent(memory, expected):
+def test_a_name_covering_two_sizes_maps_by_memory_within_the_ecc_allowance(memory, expected):
     result = run([listing(gpu_raw="A100 SXM4", memory=memory)])
     assert result.offers["gpu"].to_list() == [expected]
 
@@ -59,12 +61,14 @@ def test_unknown_names_are_kept_with_gpu_null_and_counted_once_per_listing():
 
 
 def test_the_provider_decides_which_aliases_apply():
-    assert run([listing(gpu_raw="H200 SXM")], provider="runpod").offers["gpu"].to_list() == ["H200 SXM"]
-    assert run([listing(gpu_raw="H200 SXM")], provider="vastai").offers["gpu"].to_list() == [None]
+    assert run([listing(gpu_raw="NVIDIA H200", memory=141.0)], provider="runpod").offers["gpu"].to_list() == [
+        "H200 SXM"]
+    assert run([listing(gpu_raw="NVIDIA H200", memory=141.0)], provider="vastai").offers["gpu"].to_list() == [None]
 
 
 def test_the_mig_slice_maps_to_its_own_part():
-    result = run([listing(gpu_raw="PRO 6000 MIG 24GB", memory=24.0)], provider="runpod")
+    result = run([listing(gpu_raw="NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb", memory=24.0)],
+                 provider="runpod")
     assert result.offers["gpu"].to_list() == ["RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb"]
 
 

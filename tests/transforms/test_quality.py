@@ -56,9 +56,14 @@ def test_old_days_fall_out_of_the_window():
     assert quality.volume_flags(pl.DataFrame({"source": ["vastai"], "listings": [20]}), old, DAY, RULES) != []
 
 
-def test_a_high_share_of_unknown_gpu_names_is_flagged():
-    market = offers(dict(usd_per_gpu_hr=1.0, gpu=None), *[dict(usd_per_gpu_hr=1.0)] * 3)
-    assert quality.unknown_share_flags(market, RULES) == ["vastai: 25% of listings (1) have an unknown GPU name"]
+def test_one_new_card_flags_the_day_with_its_name_and_count():
+    market = offers(dict(usd_per_gpu_hr=1.0, gpu=None, gpu_raw="RTX 6090"), *[dict(usd_per_gpu_hr=1.0)] * 999)
+    assert quality.unknown_share_flags(market, RULES) == [
+        "vastai: 1 of 1000 listings (0.1%) have an unknown GPU name: RTX 6090 (1)"]
+
+
+def test_a_market_the_catalogue_covers_passes():
+    assert quality.unknown_share_flags(offers(*[dict(usd_per_gpu_hr=1.0)] * 4), RULES) == []
 
 
 def test_the_verdict_is_suspect_exactly_when_a_gate_gave_a_reason():

@@ -5,22 +5,27 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from transforms import gpu_names
 from warehouse import catalog, db
 
 SHARED_PROVIDERS_NAMES = {
-    # providers.md §1.5 (vast gpu_name), §2.3 (RunPod displayName), §3.3 (Verda gpu.description without "Nx ")
-    "vastai": ["H200", "H200 NVL", "H100 SXM", "H100 PCIE", "H100 NVL", "B200", "GH200 SXM", "A100 SXM4", "A100 PCIE",
-               "A100 SXM", "A100X", "A800 PCIE", "L40S", "L40", "L4", "A40", "A30", "A10", "A10g", "Tesla V100",
-               "Tesla T4", "RTX 5090", "RTX 5080", "RTX 4090", "RTX 4090D", "RTX 4080S", "RTX 4070S Ti",
-               "RTX 3090", "RTX 3090 Ti", "RTX A6000", "RTX 6000Ada", "RTX 5880Ada", "RTX PRO 6000", "RTX PRO 6000 S",
-               "RTX PRO 6000 WS", "RTX PRO 6000 Max-Q", "Q RTX 8000", "InstinctMI250X", "RX 7900 XTX", "PRO W7900",
-               "B300", "B300 PC"],
-    "runpod": ["H200 SXM", "H100 SXM", "H100 PCIe", "H100 NVL", "B200", "B300", "A100 SXM", "A100 PCIe", "L40S",
-               "RTX 4090", "RTX 5090", "RTX PRO 6000", "RTX PRO 6000 MaxQ", "RTX PRO 6000 WK", "PRO 6000 MIG 24GB",
-               "MI300X", "NVIDIA H200 NVL", "RTX 4000 Ada SFF"],
+    # providers.md §1.5 (vast gpu_name), §2.3 (RunPod type ids), §3.3 (Verda gpu.description without "Nx ");
+    # (name, memory) where one name covers two sizes
+    "vastai": ["H200", "H200 NVL", "H100 SXM", "H100 PCIE", "H100 NVL", "B200", ("GH200 SXM", 96), ("A100 SXM4", 40),
+               ("A100 PCIE", 80), ("A100 SXM", 80), "A100X", "A800 PCIE", "L40S", "L40", "L4", "A40", "A30", "A10",
+               "A10g", ("Tesla V100", 32), "Tesla T4", "RTX 5090", "RTX 5080", "RTX 4090", "RTX 4090D", "RTX 4080S",
+               "RTX 4070S Ti", "RTX 3090", "RTX 3090 Ti", "RTX A6000", "RTX 6000Ada", "RTX 5880Ada", "RTX PRO 6000",
+               "RTX PRO 6000 S", "RTX PRO 6000 WS", "RTX PRO 6000 Max-Q", "Q RTX 8000", "InstinctMI250X",
+               "RX 7900 XTX", "PRO W7900", "B300", "B300 PC"],
+    "runpod": ["NVIDIA H200", "NVIDIA H200 NVL", "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL",
+               "NVIDIA B200", "NVIDIA B300 SXM6 AC", "NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe", "NVIDIA L40S",
+               "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 5090", "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+               "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
+               "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+               "NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb", "AMD Instinct MI300X OAM"],
     "verda": ["B200 SXM6 180GB", "B300 SXM6 268GB", "B300 SXM6 262GB", "H200 SXM5 141GB", "H100 SXM5 80GB",
               "A100 SXM4 80GB", "A100 SXM4 40GB", "RTX6000 Ada 48GB", "RTX 6000 Ada 48GB", "RTX PRO 6000 96GB",
-              "RTX A6000 48GB", "Tesla V100 16GB", "L40S 48GB", "AMD 7900XTX"],
+              "RTX A6000 48GB", "Tesla V100 16GB", "L40S 48GB", "AMD 7900XTX", "GB200 186GB", "GB300 288GB"],
 }
 # vast lists "RTX 4090 Ti", a card that never shipped: no specs to map it to, so it is left to unmapped_gpus.
 DELIBERATELY_UNMAPPED = {("vastai", "RTX 4090 Ti")}
@@ -56,32 +61,48 @@ def test_values_solved_from_a_page_stay_marked():
     assert all("page 00" in source for source in solved["source"])
 
 
-def test_every_provider_string_in_the_fixtures_and_the_notes_has_an_alias():
+def resolved(provider: str, names: list) -> pl.DataFrame:
+    frames = catalog.read_all()
+    pairs = [(n, None) if isinstance(n, str) else (n[0], float(n[1])) for n in names]
+    return gpu_names.resolve(pl.DataFrame(pairs, schema=gpu_names.NAMES_SCHEMA, orient="row"),
+                             gpu_names.catalogue(frames["gpus"], frames["gpu_aliases"], provider))
+
+
+def test_every_provider_string_in_the_fixtures_and_the_notes_resolves_to_a_part():
     import json
 
     fixtures = Path(__file__).parents[1] / "fixtures" / "sources"
-    names = {(p, n) for p, ns in SHARED_PROVIDERS_NAMES.items() for n in ns}
-    names |= {("vastai", o["gpu_name"]) for o in json.loads((fixtures / "vastai_bundles.json").read_text())["offers"]}
-    gpu_types = json.loads((fixtures / "runpod_gputypes.json").read_text())["data"]["gpuTypes"]
-    names |= {("runpod", t["displayName"]) for t in gpu_types}
+    names = {p: set(ns) for p, ns in SHARED_PROVIDERS_NAMES.items()}
+    names["vastai"] |= {(o["gpu_name"], o["gpu_ram"] / 1024)
+                        for o in json.loads((fixtures / "vastai_bundles.json").read_text())["offers"]}
+    names["runpod"] |= {(t["id"], t["memoryInGb"])
+                        for t in json.loads((fixtures / "runpod_gputypes.json").read_text())["data"]["gpuTypes"]}
     for t in json.loads((fixtures / "verda_instance_types.json").read_text()):
         if t["gpu"]["number_of_gpus"]:
-            names.add(("verda", re.sub(r"^\d+x ", "", t["gpu"]["description"])))
-    aliases = catalog.read_all()["gpu_aliases"]
-    known = set(zip(aliases["provider"], aliases["gpu_raw"], strict=True))
-    assert names - known - DELIBERATELY_UNMAPPED == set()
+            names["verda"].add(re.sub(r"^\d+x ", "", t["gpu"]["description"]))
+    for provider, ns in names.items():
+        frame = resolved(provider, sorted(ns, key=str))
+        unmapped = {(provider, raw) for raw in frame.filter(pl.col("gpu").is_null())["gpu_raw"]}
+        assert unmapped == DELIBERATELY_UNMAPPED & unmapped, frame.filter(pl.col("gpu").is_null()).rows()
 
 
-def test_aliases_never_merge_form_factors_or_memory_sizes():
+def test_aliases_are_only_the_exceptions_the_resolver_cannot_read():
     frames = catalog.read_all()
-    aliases = frames["gpu_aliases"].join(frames["gpus"].select("name", "memory_gb", "form_factor"),
-                                         left_on="gpu", right_on="name")
+    aliases = frames["gpu_aliases"].join(frames["gpus"].select("name", "memory_gb"), left_on="gpu", right_on="name")
+    for row in aliases.iter_rows(named=True):
+        without = gpu_names.catalogue(frames["gpus"], frames["gpu_aliases"].clear(), row["provider"])
+        memory = row["memory_gb"] or row["memory_gb_right"]
+        got = gpu_names.resolve(pl.DataFrame({"gpu_raw": [row["gpu_raw"]], "gpu_memory_gb": [memory]}), without)
+        assert got["gpu"][0] != row["gpu"], f"{row['provider']} {row['gpu_raw']!r}: the resolver alone finds it"
+
+
+def test_aliases_never_merge_form_factors():
+    frames = catalog.read_all()
+    aliases = frames["gpu_aliases"]
     for raw, gpu in zip(aliases["gpu_raw"], aliases["gpu"], strict=True):
-        for tag in ("SXM", "PCIe", "NVL", "MIG"):
-            if tag.lower() in raw.lower() and tag != "SXM":
+        for tag in ("PCIe", "NVL", "MIG"):
+            if tag.lower() in raw.lower():
                 assert tag.lower() in gpu.lower(), (raw, gpu)
-    a100 = aliases.filter(pl.col("gpu_raw") == "A100 SXM4")
-    assert dict(zip(a100["memory_gb"], a100["gpu"], strict=True)) == {80.0: "A100 SXM4 80GB", 40.0: "A100 SXM4 40GB"}
 
 
 def test_hardware_prices_keep_the_quoted_currency_and_date():

@@ -50,3 +50,19 @@ def test_the_dates_offers_come_from_each_providers_latest_successful_fetch():
                            price_kind, usd_per_hr, usd_per_gpu_hr, native_currency, native_per_hr)
                            values (?, now(), ?, 'vastai', 'o1', 'H200', 1, 'on_demand', 2, 2, 'USD', 2)""", [DAY, run])
         assert queries.offers_for_date(con, DAY)["run_id"].to_list() == ["r3"]
+
+
+def test_the_rows_a_price_index_day_needs_are_the_last_30_days_and_each_series_first_row():
+    def index(day: date, gpu: str) -> pl.DataFrame:
+        return pl.DataFrame([dict(snapshot_date=day, gpu=gpu, provider="all", price_kind="on_demand", listings=1,
+                                  min_usd_per_gpu_hr=1.0, p10_usd_per_gpu_hr=1.0, median_usd_per_gpu_hr=1.0,
+                                  max_usd_per_gpu_hr=1.0, first_seen_date=date(2026, 9, 1), days_since_first_seen=0)])
+
+    with db.connect() as con:
+        for day, gpu in ((date(2026, 9, 1), "H200 SXM"), (date(2026, 9, 2), "H200 SXM"), (date(2026, 10, 28), "H200 SXM"),
+                         (date(2026, 10, 27), "B200 SXM"), (DAY, "H200 SXM")):
+            derived.replace_for_date(con, day, {"price_index": index(day, gpu)})
+        needed = queries.price_index_before(con, DAY).sort("snapshot_date")
+    # 2 September is neither within 30 days nor H200's first row; the 27 October is 31 days before, B200's first
+    assert needed.select("snapshot_date", "gpu").rows() == [
+        (date(2026, 9, 1), "H200 SXM"), (date(2026, 10, 27), "B200 SXM"), (date(2026, 10, 28), "H200 SXM")]

@@ -6,11 +6,12 @@ import pytest
 
 from scrapers.base import FxRate, Listing
 from tests.sources_support import NOW, SNAPSHOT
+from transforms import gpu_names
 from transforms.normalise import fx_rates_frame, listings_frame, normalise, rejections_frame
 from warehouse import catalog, db
 from warehouse.load import Batch, FetchRow, finish_run, load_batch, start_run
 
-ALIASES = catalog.read_all()["gpu_aliases"].drop("_line")
+CATALOGUES = catalog.read_all()
 
 
 @pytest.fixture
@@ -28,7 +29,8 @@ def batch(source="vastai", run_id="run-1", offers=2, status="ok", error=None, ra
                         gpu_raw="H100 SXM" if i else "Mystery GPU", gpu_count=1, fetched_at=NOW)
                 for i in range(offers)] + [Listing(offer_id="z", price_kind="on_demand", price_field="dph_base",
                                                    native_per_hr=0.0, gpu_raw="H100 SXM", gpu_count=1, fetched_at=NOW)]
-    n = normalise(listings_frame(listings), rejections_frame([]), ALIASES, None, provider=source, run_id=run_id,
+    names = gpu_names.catalogue(CATALOGUES["gpus"], CATALOGUES["gpu_aliases"], source)
+    n = normalise(listings_frame(listings), rejections_frame([]), names, None, provider=source, run_id=run_id,
                   snapshot_date=SNAPSHOT, quarantined_at=NOW)
     row = FetchRow(run_id=run_id, source=source, snapshot_date=SNAPSHOT, started_at=NOW, status=status, error=error,
                    record_count=offers + 1, notes=["a note", "another"])
