@@ -12,6 +12,8 @@ import json
 import math
 import re
 
+import polars as pl
+
 from scrapers.base import (
     Listing,
     ParseResult,
@@ -25,6 +27,7 @@ from scrapers.base import (
     positive,
     text,
 )
+from scrapers.frames import LISTING_SCHEMA, json_text, listings_frame
 
 NAME = "vastai"
 PATH = "/api/v0/bundles/"
@@ -157,6 +160,10 @@ def well_formed(record) -> bool:
     return all(_number(record.get(key)) for key in NUMBERS)
 
 
+KINDS = ("on_demand", "interruptible", "reserved")  # a record's listings, in the order `listings` makes them
+PRICE_FIELDS = {"on_demand": "dph_base", "interruptible": "min_bid", "reserved": "discounted_dph_total"}
+
+
 def parse_frame(responses: list[RawResponse]) -> ParseResult:
     """The listings `parse` returns, as one frame built column by column (result.frame, listings left empty).
 
@@ -164,10 +171,6 @@ def parse_frame(responses: list[RawResponse]) -> ParseResult:
     raw record (quarantine makes it for the few rows it keeps). The others go through `listings`, record by
     record, and every row keeps its place: the order of the answer, then on_demand, interruptible, reserved.
     """
-    import polars as pl
-
-    from scrapers.frames import LISTING_SCHEMA, listings_frame
-
     result = ParseResult()
     frames, odd, odd_order = [], [], []
     sequence = 0
@@ -185,19 +188,15 @@ def parse_frame(responses: list[RawResponse]) -> ParseResult:
         if clean:
             frames.append(_columns(clean, raw).with_columns(_order=pl.Series(clean_order, dtype=pl.Int64)))
     frames.append(listings_frame(odd).with_columns(_order=pl.Series(odd_order, dtype=pl.Int64)))
-    priced = [_priced(frame, kind) for frame in frames[:-1] for kind in KINDS] + [frames[-1].select(*LISTING_SCHEMA, "_order")]
+    odd_rows = frames.pop().select(*LISTING_SCHEMA, "_order")
+    priced = [_priced(frame, kind) for frame in frames for kind in KINDS] + [odd_rows]
     result.frame = pl.concat(priced).sort("_order").select(list(LISTING_SCHEMA))
     return result
 
 
-KINDS = ("on_demand", "interruptible", "reserved")
-
 
 def _columns(records: list[dict], raw: RawResponse):
     """One row per well-formed record: every Listing field but the price, and the three price candidates."""
-    import polars as pl
-
-    from scrapers.frames import json_text
 
     def column(key: str) -> list:
         return [record.get(key) for record in records]
@@ -234,15 +233,11 @@ def _columns(records: list[dict], raw: RawResponse):
 
 def _priced(frame, kind: str):
     """The rows of one price kind: on_demand always (normalise quarantines a zero price), the others when priced."""
-    import polars as pl
-
-    field = {"on_demand": "dph_base", "interruptible": "min_bid", "reserved": "discounted_dph_total"}[kind]
+    field = PRICE_FIELDS[kind]
     if kind == "interruptible":
         frame = frame.filter(pl.col("min_bid") > 0)
     elif kind == "reserved":
         frame = frame.filter((pl.col("discount_rate") > 0) & (pl.col("discounted_dph_total") > 0))
-    from scrapers.frames import LISTING_SCHEMA
-
     return frame.with_columns(price_kind=pl.lit(kind), price_field=pl.lit(field), native_per_hr=pl.col(field),
                               _order=pl.col("_order") + KINDS.index(kind)).select(*LISTING_SCHEMA, "_order")
 
