@@ -36,8 +36,10 @@ test: $(STAMP) browser
 lint: $(STAMP)
 	$(BIN)/ruff check flows scrapers transforms warehouse tests bench
 
+# The bench extra (the peer gpuhunt) is added to .venv here only: it is never a runtime dependency.
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(UV) sync --locked --inexact --extra test --extra bench --python $(PYTHON)
+	$(BIN)/python -m bench $(SECTIONS)
 
 # Fit the measured method to the committed benchmarks; rewrites transforms/measured_fit.json and docs/calibration.md.
 calibrate: $(STAMP)

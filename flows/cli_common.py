@@ -1,24 +1,39 @@
-"""What every command shares: the error channel, the read-only warehouse connection, the format option."""
+"""What every command shares: the error channel, the read-only warehouse connection, the format option.
+
+Imported by every command, so only light modules load here (see flows/cli.py on start-up time).
+"""
+
+from __future__ import annotations
 
 import difflib
 from datetime import date
-from typing import Annotated
+from functools import cache
+from typing import TYPE_CHECKING, Annotated
 
 import duckdb
-import polars as pl
 import typer
-from rich.console import Console
 
 from flows.output import Format
 from warehouse import db
 
-err = Console(stderr=True)
+if TYPE_CHECKING:
+    import polars as pl
+    from rich.console import Console
+
 FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+
+
+@cache
+def err() -> Console:
+    """The stderr console (rich loads on the first message)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print the message on stderr; the caller raises the returned Exit."""
-    err.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    err().print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

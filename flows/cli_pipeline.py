@@ -1,13 +1,15 @@
-"""Pipeline commands: nightly, rebuild, serve, export and status."""
+"""Pipeline commands: nightly, rebuild, serve, export and status.
+
+`status` answers without polars or Prefect: the other commands import them in their bodies.
+"""
 
 from datetime import date, timedelta
 from typing import Annotated
 
-import polars as pl
 import typer
 
 from flows.cli_common import FormatOption, fail, open_read_only, parse_day
-from flows.output import Format, render
+from flows.output import Format, Rows, render
 from warehouse import config, db, derived, export, lake, mirror, queries
 from warehouse.lock import WriterBusy
 
@@ -24,21 +26,21 @@ def status(
     """The last runs, each source's freshness (stale after 36 hours) and the tables' row counts."""
     con = open_read_only()
     try:
-        recent = queries.recent_runs(con, runs)
-        freshness = queries.source_freshness(con, config.utc_now(), STALE_HOURS)
-        days = queries.published_days(con, derived.BY_DATE)
-        counts = queries.row_counts(con, COUNTED)
-        unpublished = queries.unpublished(con)
+        recent = Rows.of(queries.recent_runs(con, runs))
+        freshness = Rows.of(queries.source_freshness(con, config.utc_now(), STALE_HOURS))
+        days = Rows.of(queries.published_days(con, derived.BY_DATE))
+        counts = Rows.of(queries.row_counts(con, COUNTED))
+        unpublished = Rows.of(queries.unpublished(con))
     finally:
         con.close()
     render(recent, fmt, title="Recent runs")
     render(freshness, fmt, title=f"Sources (stale when the last success is over {STALE_HOURS:g} h old)")
     render(days, fmt, title="Published days: quality and derived rows per date")
     render(counts, fmt, title="Rows in every table")
-    suspect = days.filter(pl.col("quality") == "suspect")["snapshot_date"].to_list()
+    suspect = [d for d, q in zip(days.column("snapshot_date"), days.column("quality"), strict=True) if q == "suspect"]
     if suspect:
         typer.echo(f"suspect days (see quality_reasons in runs): {', '.join(map(str, suspect))}", err=True)
-    stale = freshness.filter(pl.col("stale"))["source"].to_list()
+    stale = [s for s, old in zip(freshness.column("source"), freshness.column("stale"), strict=True) if old]
     if stale:
         typer.echo(f"stale sources: {', '.join(stale)}", err=True)
     if unpublished.height:
@@ -51,10 +53,9 @@ def _mirror_status(fmt: Format) -> None:
     if not config.raw_mirror():
         typer.echo("GPULEDGER_RAW_MIRROR is unset: the raw archive lives only on this machine", err=True)
         return
-    waiting = [{"source": d.parts[-3], "date": d.parts[-2], "run_id": d.name, "files": len(names)}
-               for d, names in mirror.pending(config.raw_dir())]
+    waiting = [(d.parts[-3], d.parts[-2], d.name, len(names)) for d, names in mirror.pending(config.raw_dir())]
     if waiting:
-        render(pl.DataFrame(waiting), fmt, title=f"Raw files not yet mirrored to {config.raw_mirror()} "
+        render(Rows(["source", "date", "run_id", "files"], [False, False, False, True], waiting), fmt, title=f"Raw files not yet mirrored to {config.raw_mirror()} "
                                                  "(the next run copies them)")
     else:
         typer.echo(f"raw archive: every file is mirrored to {config.raw_mirror()}", err=True)
@@ -75,6 +76,8 @@ def export_cmd(
 ) -> None:
     """Write tables to <exports>/<table>/date=YYYY-MM-DD/ (hive layout, a folder or s3://), replacing the
     partition behind its manifest."""
+    import polars as pl
+
     from flows.derive import EXPORTED
 
     con = open_read_only()
@@ -100,6 +103,8 @@ def nightly(
     """Run the nightly job once now: fetch, load, derive, export (live progress per source on a terminal). Exit 1
     unless every source was ok."""
     from dataclasses import asdict
+
+    import polars as pl
 
     from flows import pipeline
     from flows.cli_progress import live_progress
@@ -138,6 +143,8 @@ def rebuild(
     no_prefect: Annotated[bool, typer.Option("--no-prefect", help="The same steps without Prefect.")] = False,
 ) -> None:
     """Recompute the derived tables for a date range from the raw archive, without network."""
+    import polars as pl
+
     from flows import pipeline
 
     first, last = parse_day(start, "--from"), parse_day(end, "--to")

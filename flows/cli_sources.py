@@ -66,11 +66,11 @@ def replay(
     except (ValueError, FileNotFoundError, OSError) as exc:
         raise fail(str(exc), code=2) from None
     with server:
-        err.print(f"replaying {directory} on {server.url}; point gpuledger at it with:", highlight=False)
+        err().print(f"replaying {directory} on {server.url}; point gpuledger at it with:", highlight=False)
         for name, value in server.env().items():
             print(f"export {name}={value}")
         try:
             while True:
                 time.sleep(1)
         except KeyboardInterrupt:
-            err.print("stopped")
+            err().print("stopped")

@@ -145,8 +145,9 @@ def _fetch_row(fetched: FetchResult, status: str, error: str | None, notes: list
 def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> Batch:
     """Parse the archived responses and normalise them; raises SourceError/ArchiveError when they cannot be read."""
     module = sources.get(fetched.source)
-    parsed = module.parse(list(archive.read_responses(Path(fetched.archive_dir))))
-    listings = listings_frame(parsed.listings)
+    parse = getattr(module, "parse_frame", module.parse)  # by columns where the source has it (large answers)
+    parsed = parse(list(archive.read_responses(Path(fetched.archive_dir))))
+    listings = parsed.frame if parsed.frame is not None else listings_frame(parsed.listings)
     needs_fx = listings.filter(pl.col("native_currency").str.to_uppercase() != "USD").height > 0
     rates = con.sql("select date, base, quote, rate, source from fx_rates").pl() if needs_fx else None
     result = normalise(listings, rejections_frame(parsed.rejected), _gpu_names(con, fetched.source), rates,

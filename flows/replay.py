@@ -14,6 +14,7 @@ Faults, per path, are the plans of flows/faults.py: HTTP statuses, transport fau
 trickle, huge) and payload edits (invalid, html, empty, dup, missing:F, null:F, rename:F, string:F, type:CT).
 """
 
+import functools
 import json
 import logging
 import threading
@@ -178,16 +179,24 @@ class ReplayServer:
     def payload(self, route: Route, path: str, body: bytes) -> bytes:
         if path != VASTAI_SEARCH or route.status != 200 or (route.request_body and _same_json(route.request_body, body)):
             return route.body
+        offers = self._recorded_offers(path)
+        if offers is None:
+            return route.body  # not the documented shape: serve it as recorded, the client must notice
+        return json.dumps({"offers": vastai_search(offers, json.loads(body or b"{}"))}).encode()
+
+    @functools.cache  # noqa: B019 (one server, few paths: decoded once, not once per search of a large payload)
+    def _recorded_offers(self, path: str) -> list | None:
+        """Every recorded search's offers, once per offer id; None when a recording is not {"offers": [...]}."""
         recorded = [json.loads(r.body) for r in self.routes if r.path == path and r.status == 200]
         if not all(isinstance(data, dict) and isinstance(data.get("offers"), list) for data in recorded):
-            return route.body  # not the documented shape: serve it as recorded, the client must notice
+            return None
         offers, seen = [], set()
-        for data in recorded:  # every recorded search, once per offer id
+        for data in recorded:
             for offer in data["offers"]:
                 if offer.get("id") not in seen:
                     seen.add(offer.get("id"))
                     offers.append(offer)
-        return json.dumps({"offers": vastai_search(offers, json.loads(body or b"{}"))}).encode()
+        return offers
 
     def fault(self, path: str) -> str:
         plan = self._faults.get(path)

@@ -9,7 +9,10 @@ interruptible price when above 0, `discounted_dph_total` the reserved price when
 """
 
 import json
+import math
 import re
+
+import polars as pl
 
 from scrapers.base import (
     Listing,
@@ -24,6 +27,7 @@ from scrapers.base import (
     positive,
     text,
 )
+from scrapers.frames import LISTING_SCHEMA, json_text, listings_frame
 
 NAME = "vastai"
 PATH = "/api/v0/bundles/"
@@ -38,6 +42,7 @@ EXTRA_KEYS = (
 )
 _COUNTRY = re.compile(r"[A-Z]{2}")
 REQUIRED = ("id", "gpu_name", "num_gpus", "dph_base")
+TIERS = {1: "datacenter", 0: "community"}
 
 
 def bucket_queries(limit: int) -> list[dict]:
@@ -101,24 +106,140 @@ def truncation(queries: list[tuple[dict, int]]) -> list[str]:
     ]
 
 
-def parse(responses: list[RawResponse]) -> ParseResult:
-    result = ParseResult()
-    queries, every_offer = [], []
-    for raw in responses:
-        offers = offers_of(raw)
-        every_offer += offers
-        queries.append((json.loads(raw.request_body) if raw.request_body else {}, len(offers)))
-        for record in offers:
-            result.record_count += 1
-            try:
-                result.listings.extend(listings(record, raw))
-            except RecordError as exc:
-                offer_id = record.get("id") if isinstance(record, dict) else None
-                result.rejected.append(Rejection(None if offer_id is None else str(offer_id), exc.field, exc.reason, record))
+def _searches(responses: list[RawResponse], result: ParseResult) -> list[tuple[RawResponse, list]]:
+    """Each response with its offers; sets the result's record count, truncation notes and the schema checks."""
+    searches = [(raw, offers_of(raw)) for raw in responses]
+    every_offer = [offer for _, offers in searches for offer in offers]
     check_records(NAME, PATH, every_offer, "offers", REQUIRED)  # one search may be empty, not all of them
-    result.notes = truncation(queries)
+    result.record_count = len(every_offer)
+    result.notes = truncation([(json.loads(raw.request_body) if raw.request_body else {}, len(offers))
+                               for raw, offers in searches])
     result.truncated = bool(result.notes)
+    return searches
+
+
+def _record_listings(record, raw: RawResponse, result: ParseResult) -> list[Listing]:
+    """`listings` of one record; a record that cannot be read is added to the result's rejections."""
+    try:
+        return listings(record, raw)
+    except RecordError as exc:
+        offer_id = record.get("id") if isinstance(record, dict) else None
+        result.rejected.append(Rejection(None if offer_id is None else str(offer_id), exc.field, exc.reason, record))
+        return []
+
+
+def parse(responses: list[RawResponse]) -> ParseResult:
+    """Record by record into `Listing` rows: the mapping stated plainly, and the reference parse_frame is tested
+    against (tests/scrapers/test_vastai_frame.py)."""
+    result = ParseResult()
+    for raw, offers in _searches(responses, result):
+        for record in offers:
+            result.listings.extend(_record_listings(record, raw, result))
     return result
+
+
+# The fields `listings` reads as numbers: a record where each is a JSON number (or null) is read column-wise.
+NUMBERS = ("gpu_ram", "reliability", "dph_base", "min_bid", "discount_rate", "discounted_dph_total", "cpu_cores",
+           "cpu_cores_effective", "cpu_ram")
+_EXACT = range(-(2**53), 2**53)  # `integer` reads through a float: beyond this, leave it to `listings`
+
+
+def _number(value) -> bool:
+    kind = type(value)
+    return value is None or kind is int or (kind is float and math.isfinite(value))
+
+
+def well_formed(record) -> bool:
+    """A record whose every field `listings` reads has its documented JSON type: parse_frame reads those column
+    by column; any other record (a string price, a float id, not an object...) goes through `listings`."""
+    if type(record) is not dict or type(record.get("id")) is not int or record["id"] not in _EXACT:
+        return False
+    name, count = record.get("gpu_name"), record.get("num_gpus")
+    if type(name) is not str or not name or not (count is None or (type(count) is int and count in _EXACT)):
+        return False
+    return all(_number(record.get(key)) for key in NUMBERS)
+
+
+KINDS = ("on_demand", "interruptible", "reserved")  # a record's listings, in the order `listings` makes them
+PRICE_FIELDS = {"on_demand": "dph_base", "interruptible": "min_bid", "reserved": "discounted_dph_total"}
+
+
+def parse_frame(responses: list[RawResponse]) -> ParseResult:
+    """The listings `parse` returns, as one frame built column by column (result.frame, listings left empty).
+
+    Well-formed records (all of them in practice) are read as columns: no Listing object, no JSON text of the
+    raw record (quarantine makes it for the few rows it keeps). The others go through `listings`, record by
+    record, and every row keeps its place: the order of the answer, then on_demand, interruptible, reserved.
+    """
+    result = ParseResult()
+    frames, odd, odd_order = [], [], []
+    sequence = 0
+    for raw, offers in _searches(responses, result):
+        clean, clean_order = [], []
+        for record in offers:
+            if well_formed(record):
+                clean.append(record)
+                clean_order.append(sequence)
+            else:
+                found = _record_listings(record, raw, result)
+                odd += found
+                odd_order += [sequence + KINDS.index(item.price_kind) for item in found]
+            sequence += len(KINDS)
+        if clean:
+            frames.append(_columns(clean, raw).with_columns(_order=pl.Series(clean_order, dtype=pl.Int64)))
+    frames.append(listings_frame(odd).with_columns(_order=pl.Series(odd_order, dtype=pl.Int64)))
+    odd_rows = frames.pop().select(*LISTING_SCHEMA, "_order")
+    priced = [_priced(frame, kind) for frame in frames for kind in KINDS] + [odd_rows]
+    result.frame = pl.concat(priced).sort("_order").select(list(LISTING_SCHEMA))
+    return result
+
+
+
+def _columns(records: list[dict], raw: RawResponse):
+    """One row per well-formed record: every Listing field but the price, and the three price candidates."""
+
+    def column(key: str) -> list:
+        return [record.get(key) for record in records]
+
+    known: dict = {}  # a few hundred places among thousands of offers
+    places = [known[g] if g in known else known.setdefault(g, location(g)) if isinstance(g, str) else (None, None)
+              for g in column("geolocation")]
+    gpu_ram = column("gpu_ram")
+    frame = pl.DataFrame({
+        "offer_id": [str(i) for i in column("id")],
+        "gpu_raw": column("gpu_name"),
+        "gpu_count": pl.Series(column("num_gpus"), dtype=pl.Int64),
+        "fetched_at": pl.Series([raw.fetched_at] * len(records), dtype=pl.Datetime("us")),
+        "native_currency": "USD",
+        "gpu_memory_gb": pl.Series([m / 1024 if m else None for m in gpu_ram], dtype=pl.Float64),
+        "max_gpu_count": pl.Series([None] * len(records), dtype=pl.Int64),
+        "region": pl.Series([p[0] for p in places], dtype=pl.String),
+        "country": pl.Series([p[1] for p in places], dtype=pl.String),
+        "tier": pl.Series([TIERS.get(h) for h in column("hosting_type")], dtype=pl.String),
+        "reliability": pl.Series([float(r) if r is not None and 0 <= r <= 1 else None for r in column("reliability")],
+                                 dtype=pl.Float64),
+        "verified": pl.Series([v == "verified" if isinstance(v, str) else None for v in column("verification")],
+                              dtype=pl.Boolean),
+        "availability": pl.Series([None if r.get("rentable") is None else
+                                   "available" if r["rentable"] and not r.get("rented") else "unavailable"
+                                   for r in records], dtype=pl.String),
+        "extras": [json_text({k: r[k] for k in EXTRA_KEYS if k in r} | _share(r)) for r in records],
+        "record": pl.Series(records, dtype=pl.Object),
+        **{key: pl.Series(column(key), dtype=pl.Float64) for key in ("dph_base", "min_bid", "discount_rate",
+                                                                    "discounted_dph_total")},
+    })
+    return frame
+
+
+def _priced(frame, kind: str):
+    """The rows of one price kind: on_demand always (normalise quarantines a zero price), the others when priced."""
+    field = PRICE_FIELDS[kind]
+    if kind == "interruptible":
+        frame = frame.filter(pl.col("min_bid") > 0)
+    elif kind == "reserved":
+        frame = frame.filter((pl.col("discount_rate") > 0) & (pl.col("discounted_dph_total") > 0))
+    return frame.with_columns(price_kind=pl.lit(kind), price_field=pl.lit(field), native_per_hr=pl.col(field),
+                              _order=pl.col("_order") + KINDS.index(kind)).select(*LISTING_SCHEMA, "_order")
 
 
 def location(geolocation) -> tuple[str | None, str | None]:

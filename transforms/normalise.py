@@ -1,24 +1,17 @@
 """Typed rows from a source's parse -> `offers`, `quarantine` and `unmapped_gpus` rows: pure polars, no IO."""
 
-import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from datetime import date, datetime
 
 import polars as pl
 
-from scrapers.base import Listing, Rejection
+from scrapers.base import Rejection
+from scrapers.frames import json_text, listings_frame, shallow  # noqa: F401 (listings_frame: re-exported)
 from transforms import gpu_names
 from transforms.fx import attach_usd_rate
 
 MAX_USD_PER_GPU_HR = 100.0  # no GPU rents for more; a price above it is a unit or parsing error
 
-LISTING_SCHEMA = {
-    "offer_id": pl.String, "price_kind": pl.String, "price_field": pl.String, "native_per_hr": pl.Float64,
-    "gpu_raw": pl.String, "gpu_count": pl.Int64, "fetched_at": pl.Datetime("us"), "native_currency": pl.String,
-    "gpu_memory_gb": pl.Float64, "max_gpu_count": pl.Int64, "region": pl.String, "country": pl.String,
-    "tier": pl.String, "reliability": pl.Float64, "verified": pl.Boolean, "availability": pl.String,
-    "extras": pl.String, "record": pl.String,
-}
 REJECTION_SCHEMA = {"offer_id": pl.String, "price_kind": pl.String, "field": pl.String, "reason": pl.String,
                     "record": pl.String}
 OFFER_COLUMNS = (
@@ -40,23 +33,12 @@ class Normalised:
     duplicates: int  # listings dropped because the same offer id and price kind came earlier
 
 
-def _json(value) -> str | None:
-    return None if value is None else json.dumps(value, sort_keys=True, default=str)
-
-
-def _shallow(item) -> dict:
-    # dataclasses.asdict deep-copies every nested record, which dominated the load of a large payload
-    return {f.name: getattr(item, f.name) for f in fields(item)}
-
-
-def listings_frame(listings: list[Listing]) -> pl.DataFrame:
-    """Listings as a frame; extras and the raw record become JSON text."""
-    rows = [_shallow(item) | {"extras": _json(item.extras), "record": _json(item.record)} for item in listings]
-    return pl.DataFrame(rows, schema=LISTING_SCHEMA, orient="row")
+def _records_as_json(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.Series("record", [json_text(r) for r in frame["record"]], dtype=pl.String))
 
 
 def rejections_frame(rejections: list[Rejection]) -> pl.DataFrame:
-    rows = [_shallow(item) | {"record": _json(item.record)} for item in rejections]
+    rows = [shallow(item) | {"record": json_text(item.record)} for item in rejections]
     return pl.DataFrame(rows, schema=REJECTION_SCHEMA, orient="row")
 
 
@@ -126,7 +108,7 @@ def normalise(
                 gpu_raw="gpu_raw", gpu_memory_gb="gpu_memory_gb", listings=pl.col("listings").cast(pl.Int64))
     )
     quarantine = pl.concat([
-        frame.filter(pl.col("reason").is_not_null()).select(list(REJECTION_SCHEMA)),
+        _records_as_json(frame.filter(pl.col("reason").is_not_null()).select(list(REJECTION_SCHEMA))),
         rejected.select(list(REJECTION_SCHEMA)),
     ]).select(snapshot_date=pl.lit(snapshot_date, pl.Date), run_id=pl.lit(run_id), provider=pl.lit(provider),
               **{c: c for c in REJECTION_SCHEMA}, quarantined_at=pl.lit(quarantined_at, pl.Datetime("us")))

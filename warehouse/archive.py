@@ -20,6 +20,10 @@ from pathlib import Path
 from scrapers.base import RawResponse
 from warehouse import config
 
+# gzip's default level 9 took 13 s for a 51 MB vast.ai answer, level 3 1.7 s for a file 40% larger (7.4 MB
+# against 5.3 MB): the archive is written while the fetch waits, and read by any gzip reader either way.
+GZIP_LEVEL = 3
+
 SUMMARY = "fetch.json"
 REDACTION_NOTE = "credentials in this body were replaced with [REDACTED] before archiving; sha256 is of the stored body"
 
@@ -63,7 +67,7 @@ class ArchiveWriter:
         seq = f"{self._next:04d}"
         self._next += 1
         body_path = self.directory / f"{seq}.body.gz"
-        atomic_write(body_path, gzip.compress(raw.body, mtime=0))
+        atomic_write(body_path, gzip.compress(raw.body, compresslevel=GZIP_LEVEL, mtime=0))
         meta = {
             "source": raw.source,
             "method": raw.method,

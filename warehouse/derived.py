@@ -1,9 +1,14 @@
 """Derived tables: a date's rows are replaced together, in one transaction, so a rerun never duplicates."""
 
+from __future__ import annotations
+
 from datetime import date
+from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
+
+if TYPE_CHECKING:  # polars loads with the first frame: `gpuledger status` reads BY_DATE without it
+    import polars as pl
 
 BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
 # Each derived table's key, checked before a replacement (the tables carry no index: see migration 0006).
@@ -21,6 +26,8 @@ KEYS = {
 
 def check_keys(table: str, frame: pl.DataFrame) -> None:
     """Refuse a frame whose rows repeat the table's key, naming the first repeated key."""
+    import polars as pl
+
     keys = list(KEYS[table])
     repeated = frame.filter(pl.struct(keys).is_duplicated())
     if repeated.height:
@@ -32,6 +39,8 @@ def replace_for_date(
 ) -> dict[str, int]:
     """Replace each given table's rows for day with the frame's rows, and the day's price-sanity quarantine
     when given; all of it or none."""
+    import polars as pl
+
     unknown = set(frames) - set(BY_DATE)
     if unknown:
         raise ValueError(f"not a derived table: {', '.join(sorted(unknown))}")

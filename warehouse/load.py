@@ -12,6 +12,7 @@ from warehouse import config
 
 DATA_TABLES = ("offers", "unmapped_gpus", "quarantine")  # keyed by run_id and provider (= source name)
 API_TABLES = ("api_prices", "api_aliases", "unmapped_api_models")  # keyed by run_id and api_provider (= source)
+OFFER_KEY = ("offer_id", "price_kind")  # unique within a run and provider; checked here, `offers` has no index
 
 
 @dataclass
@@ -104,6 +105,11 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
             frames["fx_rates"] = batch.fx_rates.unique(subset=["date", "base", "quote", "source"], keep="first",
                                                        maintain_order=True).with_columns(run_id=pl.lit(row.run_id))
     frames = {table: frame for table, frame in frames.items() if frame is not None and not frame.is_empty()}
+    if "offers" in frames:
+        repeated = frames["offers"].filter(pl.struct(OFFER_KEY).is_duplicated())
+        if repeated.height:
+            raise duckdb.ConstraintException(f"offers: {repeated.height} rows repeat (offer_id, price_kind), e.g. "
+                                             f"{repeated.select(OFFER_KEY).row(0)} (migration 0012)")
     values = asdict(row) | {"notes": "\n".join(row.notes) or None}
     names = [f.name for f in fields(FetchRow)]
     for table, frame in frames.items():  # registered outside the transaction: an aborted one refuses unregister

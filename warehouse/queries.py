@@ -1,9 +1,18 @@
-"""Read queries the pipeline and the analyst commands share."""
+"""Read queries the pipeline and the analyst commands share.
+
+The pipeline's reads return polars frames; the ones behind `gpuledger status` return DuckDB relations, which
+the command fetches without loading polars.
+"""
+
+from __future__ import annotations
 
 from datetime import date
+from typing import TYPE_CHECKING
 
 import duckdb
-import polars as pl
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def offers_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
@@ -54,7 +63,7 @@ def latest_date(con: duckdb.DuckDBPyConnection, table_name: str = "cost_per_mtok
     return con.execute(f"select max(snapshot_date) from {table_name}").fetchall()[0][0]
 
 
-def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 10) -> pl.DataFrame:
+def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 10) -> duckdb.DuckDBPyRelation:
     return con.sql(
         """
         select run_id, snapshot_date, started_at, finished_at, status, quality, source_status, quality_reasons,
@@ -62,10 +71,10 @@ def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 10) -> pl.DataFrame
         from runs order by started_at desc limit $limit
         """,
         params={"limit": limit},
-    ).pl()
+    )
 
 
-def source_freshness(con: duckdb.DuckDBPyConnection, now, stale_hours: float) -> pl.DataFrame:
+def source_freshness(con: duckdb.DuckDBPyConnection, now, stale_hours: float) -> duckdb.DuckDBPyRelation:
     """Per source: its last attempt, its last success, how old that is, and whether it is stale."""
     return con.sql(
         """
@@ -84,15 +93,15 @@ def source_freshness(con: duckdb.DuckDBPyConnection, now, stale_hours: float) ->
         from last_try t left join last_ok o using (source) order by t.source
         """,
         params={"now": now, "stale": stale_hours},
-    ).pl()
+    )
 
 
-def row_counts(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> pl.DataFrame:
-    counts = [(t, con.execute(f"select count(*) from {t}").fetchall()[0][0]) for t in tables]
-    return pl.DataFrame(counts, schema=["table", "rows"], orient="row")
+def row_counts(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> duckdb.DuckDBPyRelation:
+    counts = " union all ".join(f"select {i} as i, '{t}' as name, count(*) as rows from {t}" for i, t in enumerate(tables))
+    return con.sql(f'select name as "table", rows from ({counts}) order by i')
 
 
-def published_days(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], limit: int = 7) -> pl.DataFrame:
+def published_days(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], limit: int = 7) -> duckdb.DuckDBPyRelation:
     """The latest published dates: their quality and each derived table's rows on that date."""
     counts = " ".join(
         f", (select count(*) from {t} where snapshot_date = d.snapshot_date) as {t}" for t in tables
@@ -105,17 +114,17 @@ def published_days(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], limi
         join runs r using (snapshot_date) group by d.snapshot_date order by d.snapshot_date desc
         """,
         params={"limit": limit},
-    ).pl()
+    )
 
 
-def unpublished(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+def unpublished(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """Dates whose last export to a lake location failed, with why."""
     return con.sql(
         """
         select snapshot_date, location, format, attempted_at, published_at as last_published_at, error
         from publications where status = 'unpublished' order by snapshot_date
         """
-    ).pl()
+    )
 
 
 def price_index_before(con: duckdb.DuckDBPyConnection, day: date, days: int = 30) -> pl.DataFrame:

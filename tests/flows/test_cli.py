@@ -71,3 +71,32 @@ def test_catalogue_listings():
 def test_every_command_has_help():
     for command in ("init", "sql", "gpus", "models"):
         assert "Usage" in gpuledger(command, "--help").output
+
+
+HEAVY = ("polars", "prefect", "httpx", "scrapers.sources", "flows.fetching", "transforms.estimator")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("initialised")
+@pytest.mark.parametrize("args", [["--help"], ["sql", "select 1"], ["status"], ["models"], ["gpus"]])
+def test_quick_commands_never_import_the_heavy_libraries(args):
+    # Start-up time is measured in bench/startup.py; this guards the reason it is short.
+    import subprocess
+    import sys
+
+    probe = ("import sys; from flows.cli import app\n"
+             "try:\n    app(prog_name='gpuledger')\nexcept SystemExit:\n    pass\n"
+             f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)")
+    run = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True)
+    assert "LOADED []" in run.stderr, run.stderr
+
+
+def test_lazy_commands_are_listed_with_their_docstring_and_run_when_named():
+    from flows.cli import LazyGroup, load_command
+
+    listing = " ".join(gpuledger("--help").output.split())
+    for name, (_, short_help) in LazyGroup.lazy.items():
+        command = load_command(name)
+        assert " ".join(command.help.split()).startswith(short_help), name
+        assert f"{name} {' '.join(short_help.split()[:3])}" in listing
+    assert "--fleet" in gpuledger("table", "--help").output

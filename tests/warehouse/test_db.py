@@ -91,3 +91,20 @@ def test_the_duckdb_shell_can_read_the_warehouse():
     out = subprocess.run([shell, "-readonly", "-csv", str(config.db_path()), "-c", "select count(*) from schema_migrations"],
                          capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[1] == str(len(db.migrations()))
+
+
+def test_migration_0012_keeps_the_offers_and_drops_their_index(monkeypatch):
+    known = db.migrations()
+    monkeypatch.setattr(db, "migrations", lambda: tuple(m for m in known if m[0] < 12))
+    row = ("2026-11-27", "2026-11-27 22:00:00", "run-1", "vastai", "42", "H100 SXM", "H100 SXM", 1, None, 80.0,
+           "on_demand", 2.0, 2.0, "USD", 2.0, "Texas", "US", "datacenter", 0.99, True, "available", '{"vcpus": 8}',
+           None, None, None)
+    with db.connect() as con:
+        con.execute(f"insert into offers values ({', '.join('?' * len(row))})", list(row))
+    monkeypatch.setattr(db, "migrations", lambda: known)
+    with db.connect() as con:
+        kept = con.execute("select offer_id, extras->>'vcpus', usd_per_gpu_hr from offers").fetchall()
+        constraints = con.execute("select constraint_type from duckdb_constraints() where table_name = 'offers' "
+                                  "and constraint_type != 'NOT NULL'").fetchall()
+        con.execute(f"insert into offers values ({', '.join('?' * len(row))})", list(row))  # the key is load's job
+    assert kept == [("42", "8", 2.0)] and constraints == []

@@ -70,11 +70,21 @@ def test_a_failed_source_gets_its_fetch_row_and_no_data_rows(con):
 def test_a_load_that_fails_midway_leaves_nothing_behind(con):
     load_batch(con, batch(offers=2))
     broken = batch(offers=3)
-    broken.offers = pl.concat([broken.offers, broken.offers.head(1)])  # a primary key violation after good rows
+    bad_row = broken.offers.head(1).with_columns(offer_id=pl.lit("late"), usd_per_hr=pl.lit(None, pl.Float64))
+    broken.offers = pl.concat([broken.offers, bad_row])  # a NOT NULL violation after good rows
     with pytest.raises(duckdb.ConstraintException):
         load_batch(con, broken)
     assert count(con, "select count(*) from offers") == 2  # the earlier load, untouched
     assert con.execute("select offers_loaded from fetches").fetchall() == [(2,)]
+
+
+def test_a_batch_repeating_an_offer_and_price_kind_is_refused_before_anything_is_written(con):
+    load_batch(con, batch(offers=2))
+    broken = batch(offers=3)
+    broken.offers = pl.concat([broken.offers, broken.offers.head(1)])
+    with pytest.raises(duckdb.ConstraintException, match="repeat"):
+        load_batch(con, broken)
+    assert count(con, "select count(*) from offers") == 2
 
 
 def test_fx_rates_already_stored_keep_their_first_value(con):

@@ -1,0 +1,112 @@
+"""A year of offers: warehouse size against zstd Parquet, and the analyst's queries through `gpuledger sql`.
+
+The year is one generated day (GPULEDGER_BENCH_DAY_OFFERS vast.ai offers, fetched from the replay server
+like any day, about 25,000 offers rows) repeated over 365 dates with prices moved a few percent by a hash of
+the row and the day. Baseline: the same rows exported as zstd Parquet, queried by DuckDB in-process.
+Targets: the warehouse at most 2x the Parquet bytes; each query through `gpuledger sql`, whole process,
+under 1 s; each query in-process on the warehouse no slower than on the Parquet file (ratio <= 1, with a
+10 ms allowance for timer noise on queries that take a few milliseconds).
+"""
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import _offers
+from bench._support import GPULEDGER, best, last_json, replay_server, run, verdict
+
+DAY_OFFERS = int(os.environ.get("GPULEDGER_BENCH_DAY_OFFERS", "13000"))
+DAYS = 365
+MAX_SIZE_RATIO, MAX_SQL_S, MAX_QUERY_RATIO = 2.0, 1.0, 1.0
+QUERIES = {
+    "one GPU's daily minimum": "select snapshot_date, min(usd_per_gpu_hr) as low from {t} where gpu = 'H100 SXM' "
+                               "and price_kind = 'on_demand' group by snapshot_date order by snapshot_date",
+    "monthly median per GPU": "select gpu, date_trunc('month', snapshot_date) as month, median(usd_per_gpu_hr) as "
+                              "median from {t} where price_kind = 'on_demand' group by all order by all",
+    "latest day's 20 cheapest": "select gpu, provider, gpu_count, usd_per_gpu_hr, region from {t} where "
+                                "snapshot_date = (select max(snapshot_date) from {t}) and price_kind = 'on_demand' "
+                                "order by usd_per_gpu_hr limit 20",
+}
+# Day d's copy of the generated day: dated d days earlier, a different run, prices moved by up to +-5%.
+REPEAT = """
+insert into offers by name
+select * exclude (d, m) replace (
+    snapshot_date - d::integer as snapshot_date, fetched_at - to_days(d::integer) as fetched_at,
+    run_id || '-' || d as run_id,
+    usd_per_hr * m as usd_per_hr, usd_per_gpu_hr * m as usd_per_gpu_hr, native_per_hr * m as native_per_hr)
+from (select *, 0.95 + (hash(offer_id, price_kind, d) % 1000) / 10000.0 as m
+      from offers, range({first}, {last}) t(d) where run_id = '{run}')
+"""
+TIMED = """
+import json, sys, time
+import duckdb
+con = duckdb.connect(sys.argv[1], read_only=sys.argv[1] != ":memory:")
+out = {}
+for name, query in json.loads(sys.argv[2]).items():
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        con.sql(query).fetchall()
+        best = min(best, time.perf_counter() - start)
+    out[name] = best
+print(json.dumps(out))
+"""
+
+
+def _year(home: Path, env: dict[str, str]) -> int:
+    """One generated day fetched into the warehouse, then repeated backwards over the year."""
+    import duckdb
+
+    fixture = _offers.replay_dir(home.parent / "replay", DAY_OFFERS, seed=1)
+    with replay_server(fixture) as replay:
+        run([*GPULEDGER, "fetch", "--source", "vastai"], env | {"GPULEDGER_VASTAI_URL": replay["GPULEDGER_VASTAI_URL"]})
+    con = duckdb.connect(str(home / "gpuledger.duckdb"))
+    try:
+        day_run = con.execute("select any_value(run_id) from offers").fetchall()[0][0]
+        for first in range(1, DAYS, 61):  # in slices: one insert of 9 M rows needs more memory than CI has
+            con.execute(REPEAT.format(run=day_run, first=first, last=min(first + 61, DAYS)))
+        con.execute("checkpoint")
+        return con.execute("select count(*) from offers").fetchall()[0][0]
+    finally:
+        con.close()
+
+
+def main() -> None:
+    import json
+
+    import duckdb
+
+    print(f"history: {DAYS} days of offers from a generated day of {DAY_OFFERS:,} vast.ai offers")
+    with tempfile.TemporaryDirectory(prefix="gpuledger-bench-") as tmp:
+        home = Path(tmp) / "home"
+        env = {"GPULEDGER_HOME": str(home), "GPULEDGER_VASTAI_MIN_INTERVAL_S": "0", "GPULEDGER_VASTAI_LIMIT": "50000",
+               "GPULEDGER_HTTP_MAX_BYTES": str(2**30)}
+        start = time.perf_counter()
+        rows = _year(home, env)
+        print(f"  {rows:,} offers rows written in {time.perf_counter() - start:.0f}s")
+        database, parquet = home / "gpuledger.duckdb", Path(tmp) / "offers.parquet"
+        con = duckdb.connect(str(database), read_only=True)
+        con.execute(f"copy (select * from offers) to '{parquet}' (format parquet, compression zstd)")
+        con.close()
+        warehouse_b, parquet_b = database.stat().st_size, parquet.stat().st_size
+        print(f"  warehouse file {warehouse_b / 1e6:,.0f} MB (every table); offers as zstd Parquet "
+              f"{parquet_b / 1e6:,.0f} MB")
+        on_parquet = {n: q.format(t=f"read_parquet('{parquet}')") for n, q in QUERIES.items()}
+        on_warehouse = {n: q.format(t="offers") for n, q in QUERIES.items()}
+        parquet_s = last_json(run([sys.executable, "-c", TIMED, ":memory:", json.dumps(on_parquet)]))
+        warehouse_s = last_json(run([sys.executable, "-c", TIMED, str(database), json.dumps(on_warehouse)]))
+        sql_s = {}
+        for name, query in on_warehouse.items():
+            run([*GPULEDGER, "sql", query], env)  # warm caches
+            sql_s[name] = best([*GPULEDGER, "sql", query], 3, env).wall_s
+    print(f"  {'query':<28} {'gpuledger sql':>14} {'warehouse':>10} {'parquet':>10}")
+    for name in QUERIES:
+        print(f"  {name:<28} {sql_s[name]:13.2f}s {warehouse_s[name] * 1000:8.0f}ms {parquet_s[name] * 1000:8.0f}ms")
+    verdict("history", [
+        ("warehouse / zstd Parquet bytes", warehouse_b / parquet_b, MAX_SIZE_RATIO),
+        *((f"gpuledger sql '{name}' wall s", sql_s[name], MAX_SQL_S) for name in QUERIES),
+        *((f"'{name}' warehouse / parquet", (warehouse_s[name] - 0.01) / parquet_s[name], MAX_QUERY_RATIO)
+          for name in QUERIES),
+    ])
