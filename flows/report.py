@@ -187,7 +187,7 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
             "own": _column_lists(pages.own_rows(own_at)),
         }
     ceiling = views.estimate_cards(data, model, METHOD, [], None, presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREAMS)
-    price_lines: list[dict] = []  # one line per further price source (e.g. an API's $/M), shown above the cards
+    price_lines = pages.api_price_lines(data.api, model)  # shown above the cards
     default = DEFAULT_SETTING if DEFAULT_SETTING in frames else next(iter(frames))
     return {
         "model": card,

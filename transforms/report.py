@@ -190,3 +190,12 @@ def faq(model: dict, setting: tuple[str, int, int], table: pl.DataFrame, one_str
     out.append({"q": f"What precision does {name} ship in?",
                 "a": f"The published checkpoint is {_precision(model['native_precision'])}."})
     return out
+
+
+def api_price_lines(api: pl.DataFrame, model: str) -> list[dict]:
+    """The model's cheapest API price (cheapest_api's frame) as a page's price line, dated by its fetch."""
+    return [
+        {"label": "API", "value": f"${r['usd_per_mtok_output']:,.2f}/M out, ${r['usd_per_mtok_input']:,.2f}/M in",
+         "source": f"{r['api_provider']} {r['api_model_id']}, fetched {r['fetched_at']:%Y-%m-%d}"}
+        for r in api.filter(pl.col("model") == model).iter_rows(named=True)
+    ]

@@ -124,3 +124,9 @@ def test_the_nightly_run_writes_the_report_after_the_exports(home, monkeypatch, 
     assert (tmp_path / "exports" / "cost_per_mtok" / f"date={SNAPSHOT}" / "_manifest.json").exists()
     assert (day / "deepseek-v4-flash.html").exists() and report.published_days(tmp_path / "exports" / "report") == [
         str(SNAPSHOT)]
+
+
+def test_a_model_page_shows_the_api_price_beside_self_hosting(published):
+    page = (published.sites[SNAPSHOT].index.parent / "deepseek-v4-flash.html").read_text()
+    assert re.search(r"<strong>API:</strong> \$[\d.]+/M out, \$[\d.]+/M in <span class=\"note\">\(openrouter "
+                     r"deepseek/deepseek-v4-flash, fetched \d{4}-\d\d-\d\d\)", page)

@@ -1,4 +1,4 @@
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import polars as pl
 import pytest
@@ -117,3 +117,11 @@ def test_ownership_terms_are_shared_by_every_row_or_none():
     assert report.ownership_terms(own) == {"years": 3.0, "usd_per_kwh": 0.1, "maintenance_usd_per_month": 500.0,
                                            "utilisation": 0.5}
     assert report.ownership_terms(own.with_columns(pl.Series("years", [3.0, 5.0]))) is None
+
+
+def test_the_api_price_line_is_the_models_cheapest_api_price_dated_by_its_fetch():
+    api = pl.DataFrame([dict(model="m", api_provider="openrouter", api_model_id="x/m", usd_per_mtok_input=0.0798,
+                             usd_per_mtok_output=0.1596, fetched_at=datetime(2026, 8, 19, 10))])
+    assert report.api_price_lines(api, "m") == [{"label": "API", "value": "$0.16/M out, $0.08/M in",
+                                                "source": "openrouter x/m, fetched 2026-08-19"}]
+    assert report.api_price_lines(api, "other") == []
