@@ -55,8 +55,8 @@ def _mirror_status(fmt: Format) -> None:
         return
     waiting = [(d.parts[-3], d.parts[-2], d.name, len(names)) for d, names in mirror.pending(config.raw_dir())]
     if waiting:
-        render(Rows(["source", "date", "run_id", "files"], [False, False, False, True], waiting), fmt, title=f"Raw files not yet mirrored to {config.raw_mirror()} "
-                                                 "(the next run copies them)")
+        render(Rows(["source", "date", "run_id", "files"], [False, False, False, True], waiting), fmt,
+               title=f"Raw files not yet mirrored to {config.raw_mirror()} (the next run copies them)")
     else:
         typer.echo(f"raw archive: every file is mirrored to {config.raw_mirror()}", err=True)
 

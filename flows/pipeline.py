@@ -80,7 +80,7 @@ def _write_report(con, day: date, run_id: str) -> None:
     log.info("phase report %s", day)
     try:
         site = report.write_site(con, report.report_root(), day)
-        if report.report_root() != config.exports_dir() / "report":  # the exports are an object store
+        if not config.exports_local():
             lake.publish_directory(site.root, "report", run_id)
     except Exception:  # the tables are committed and exported; `gpuledger report --date` redraws the pages
         log.exception("the report for %s was not written", day)

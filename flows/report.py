@@ -39,8 +39,7 @@ DEFAULT_SETTING = ("int4", presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREA
 def report_root() -> Path:
     """Where the site is drawn: beside the local exports, or under the home when the exports are an object store
     (the folder keeps every day's pages, and the pipeline publishes it to `<exports>/report/`)."""
-    local = config.exports_location() == str(config.exports_dir())
-    return (config.exports_dir() if local else config.home()) / "report"
+    return (config.exports_dir() if config.exports_local() else config.home()) / "report"
 
 
 @dataclass

@@ -29,6 +29,11 @@ def exports_location() -> str:
     return setting if "://" in setting else str(exports_dir())
 
 
+def exports_local() -> bool:
+    """Whether $GPULEDGER_EXPORTS is a folder on this machine rather than an object-store URL."""
+    return exports_location() == str(exports_dir())
+
+
 def raw_mirror() -> str | None:
     """$GPULEDGER_RAW_MIRROR (unset: no mirror): the object store (or folder) every raw response is copied to."""
     return os.environ.get("GPULEDGER_RAW_MIRROR") or None
