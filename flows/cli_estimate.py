@@ -32,17 +32,12 @@ def _read_catalogues() -> dict[str, pl.DataFrame]:
         con.close()
 
 
-def _lengths(params: presets.Params, context: int, prompt: int | None, answer: int | None) -> dict[str, pl.Expr]:
-    """The request of the measured method: given lengths, else the defaults when no --context was changed."""
+def _lengths(params: presets.Params, prompt: int | None, answer: int | None) -> dict[str, pl.Expr]:
+    """The request of the measured method as given; the estimator fills in what is not (see Params.input_per_output)."""
     if not params.serving_model:
         if prompt is not None or answer is not None:
             raise fail(f"--input-tokens/--output-tokens describe requests of the measured method, not {params.name}")
         return {}
-    if prompt is None and answer is None and context == presets.DEFAULT_CONTEXT_TOKENS:
-        prompt, answer = presets.DEFAULT_INPUT_TOKENS, presets.DEFAULT_OUTPUT_TOKENS
-    if (prompt is None) != (answer is None):  # one given: the other is the context's rest, or its default
-        answer = answer if answer is not None else presets.DEFAULT_OUTPUT_TOKENS
-        prompt = prompt if prompt is not None else max(context - answer, 0)
     return {"input_tokens": pl.lit(prompt, dtype=pl.Int64), "output_tokens": pl.lit(answer, dtype=pl.Int64)}
 
 
@@ -66,9 +61,9 @@ def estimate(
     streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
     tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it).")] = None,
     input_tokens: Annotated[int | None, typer.Option(
-        help=f"Prompt tokens per request (measured; default {presets.DEFAULT_INPUT_TOKENS}, or the context less the answer).")] = None,
+        help="Prompt tokens per request (measured; default: the context less the answer, or the context split at input_per_output, 3:1).")] = None,
     output_tokens: Annotated[int | None, typer.Option(
-        help=f"Answer tokens per request (measured; default {presets.DEFAULT_OUTPUT_TOKENS}, at most half the context).")] = None,
+        help="Answer tokens per request (measured; default: the context less the prompt, or its share at input_per_output).")] = None,
     assignments: Annotated[list[str] | None, typer.Option("--set", help="Override a parameter: NAME=VALUE (repeat).")] = None,
     show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu.")] = False,
     show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters and exit.")] = False,
@@ -102,7 +97,7 @@ def estimate(
             render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}: tokens/s as streams grow ({params.name})")
             return
         grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [context], [streams])
-        grid = grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64), **_lengths(params, context, input_tokens, output_tokens))
+        grid = grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64), **_lengths(params, input_tokens, output_tokens))
         out = estimator.estimate(frames["models"], gpus, grid, params)
     except estimator.EstimatorError as exc:
         raise fail(str(exc)) from None

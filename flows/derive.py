@@ -1,7 +1,7 @@
 """Derive a date's published tables from its facts and the catalogues: the wiring, transforms do the work."""
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 import duckdb
@@ -15,9 +15,16 @@ from warehouse import config, derived, estimates, queries
 EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
 
 
-def api_input_per_output() -> float:
-    """$GPULEDGER_API_INPUT_PER_OUTPUT: input tokens per output token in the blended $/M (default 3, i.e. 3:1)."""
-    return float(os.environ.get("GPULEDGER_API_INPUT_PER_OUTPUT", api_prices.DEFAULT_INPUT_PER_OUTPUT))
+def input_per_output() -> float:
+    """$GPULEDGER_INPUT_PER_OUTPUT (default 3, i.e. 3:1): prompt tokens per answer token of the requests the measured
+    method prices, and the mix API prices are blended at, so both describe the same requests."""
+    return float(os.environ.get("GPULEDGER_INPUT_PER_OUTPUT", presets.DEFAULT_INPUT_PER_OUTPUT))
+
+
+def method_params(name: str, mix: float) -> presets.Params:
+    """A method's preset with the requests of the cost tables (the measured method's mix; others ignore it)."""
+    params = presets.preset(name)
+    return replace(params, input_per_output=mix) if params.serving_model else params
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,7 @@ class DerivePlan:
     streams: tuple[int, ...] = (1, 32)
     ownership: costs.OwnershipParams = field(default_factory=costs.OwnershipParams)
     quality: gates.QualityRules = field(default_factory=gates.QualityRules)
-    input_per_output: float = field(default_factory=api_input_per_output)
+    input_per_output: float = field(default_factory=input_per_output)
 
 
 def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
@@ -48,7 +55,7 @@ def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFra
     ):
         gpus = estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], name)
         # A part whose memory the method's runtime overhead fills sizes no replica (tp NULL): nothing to store.
-        frames.append(estimator.estimate(cats["models"], gpus, grid, presets.preset(name)).filter(
+        frames.append(estimator.estimate(cats["models"], gpus, grid, method_params(name, plan.input_per_output)).filter(
             pl.col("tp").is_not_null()))
     return pl.concat(frames, how="vertical_relaxed")
 

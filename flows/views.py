@@ -7,7 +7,7 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from flows.derive import hardware_usd
+from flows.derive import hardware_usd, input_per_output, method_params
 from transforms import api_prices, costs, estimator, presets, tables
 from warehouse import queries
 
@@ -58,14 +58,14 @@ def load_day(con: duckdb.DuckDBPyConnection, day: date | None) -> Day:
         day, queries.table(con, "models"), queries.table(con, "gpus"), queries.table(con, "gpu_overlays"),
         queries.table(con, "hardware_prices"), queries.table(con, "fx_rates"), queries.offers_for_date(con, day),
         con.sql("select * from rental_ranges where snapshot_date = ?", params=[day]).pl(), quality,
-        api_prices.cheapest_api(queries.api_prices_asof(con, day)),
+        api_prices.cheapest_api(queries.api_prices_asof(con, day), input_per_output()),
     )
 
 
 def estimate(data: Day, method: str, grid: pl.DataFrame) -> pl.DataFrame:
     gpus = estimator.apply_overlay(data.gpus, data.overlays, method)
     try:
-        return estimator.estimate(data.models, gpus, grid, presets.preset(method))
+        return estimator.estimate(data.models, gpus, grid, method_params(method, input_per_output()))
     except (estimator.EstimatorError, presets.ParamError) as exc:
         raise ViewError(str(exc)) from None
 

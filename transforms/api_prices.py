@@ -11,11 +11,10 @@ import polars as pl
 
 from scrapers.base import ApiAlias, ApiPrice
 from transforms.costs import HOURS_PER_MONTH, SINGLE_GPU_LISTINGS
-from transforms.presets import DEFAULT_COST_METHOD
+from transforms.presets import DEFAULT_COST_METHOD, DEFAULT_INPUT_PER_OUTPUT
 
 RENT_PRICE_KIND = "on_demand"  # a replica kept up for a month is rented on demand, not on an interruptible bid
 API_PRICE_KIND = "standard"  # free variants are rate-limited and batch ones asynchronous: not like for like
-DEFAULT_INPUT_PER_OUTPUT = 3.0  # input tokens per output token in the blended price (3:1)
 
 API_PRICE_SCHEMA = {
     "api_model_id": pl.String, "price_kind": pl.String, "tier": pl.String, "usd_per_mtok_input": pl.Float64,
@@ -78,14 +77,22 @@ def cheapest_api(prices: pl.DataFrame, input_per_output: float = DEFAULT_INPUT_P
     )
 
 
-def blended(input_col: str, output_col: str, input_per_output: float) -> pl.Expr:
-    """USD per million tokens of a mix of input_per_output input tokens to each output token."""
+def blended(input_col: str, output_col: str, input_per_output: float | pl.Expr) -> pl.Expr:
+    """USD per million tokens of a mix of input_per_output input tokens to each output token (a number or a column)."""
     return (input_per_output * pl.col(input_col) + pl.col(output_col)) / (input_per_output + 1)
 
 
-def _seconds_per_mix(input_per_output: float) -> pl.Expr:
-    """Replica seconds for one output token and its input tokens, decode and prefill taking turns."""
-    return 1.0 / pl.col("agg_tok_s") + input_per_output / pl.col("prefill_tok_s")
+def _mix(input_per_output: float) -> tuple[pl.Expr, pl.Expr]:
+    """(prompt tokens per answer token, replica seconds per answer token with its prompt) of an estimate's requests.
+
+    A measured estimate describes whole requests (its input_tokens, output_tokens): its agg_tok_s already pays for
+    their prefill. A reference estimate decodes only, so the prompt's prefill at input_per_output is added.
+    """
+    whole = pl.col("input_tokens").is_not_null() & pl.col("output_tokens").is_not_null()
+    ratio = pl.when(whole).then(pl.col("input_tokens") / pl.col("output_tokens")).otherwise(pl.lit(input_per_output))
+    seconds = pl.when(whole).then(1.0 / pl.col("agg_tok_s")).otherwise(
+        1.0 / pl.col("agg_tok_s") + input_per_output / pl.col("prefill_tok_s"))
+    return ratio, seconds
 
 
 def own_rent_api(
@@ -94,16 +101,19 @@ def own_rent_api(
 ) -> pl.DataFrame:
     """Per model and setting: the cheapest rented replica, the cheapest owned configuration and the cheapest API.
 
-    Output-only $/M (as cost_per_mtok and own_vs_rent give them) and blended $/M at input_per_output, and the
-    monthly volume (M tokens at the blend) from which renting one replica for the month, or owning, costs less
-    than the API: its monthly cost over the API's blended price, NULL when that exceeds what it can serve.
+    Output-only $/M (as cost_per_mtok and own_vs_rent give them) and blended $/M over the tokens of the setting's
+    requests (input_per_output: the measured requests' own prompt:answer mix, else the argument), the API's price
+    blended at the same mix, and the monthly volume (M tokens at the blend) from which renting one replica for the
+    month, or owning, costs less than the API: its monthly cost over the API's blended price, NULL when that
+    exceeds what it can serve.
     `api` is cheapest_api's frame with api_provider, fetched_at and run_id.
     """
     keys = ["snapshot_date", "model", "precision", "context_tokens", "streams", "method"]
     setting = ["model", "gpu", "precision", "context_tokens", "streams", "method"]
-    rates = estimates.select(*setting, "agg_tok_s", "prefill_tok_s")
-    mix = _seconds_per_mix(input_per_output)
-    per_mix_tokens = (input_per_output + 1) / mix  # tokens a second at the blend
+    ratio, seconds = _mix(input_per_output)
+    rates = estimates.select(*setting, "agg_tok_s", ratio.alias("input_per_output"),
+                             ((ratio + 1) / seconds).alias("_mix_tok_s"))  # tokens a second at the blend
+    per_mix_tokens = pl.col("_mix_tok_s")
     rent = (
         costs.filter((pl.col("method") == method) & (pl.col("price_kind") == RENT_PRICE_KIND)
                      & (pl.col("replica_pricing") != SINGLE_GPU_LISTINGS))
@@ -112,7 +122,7 @@ def own_rent_api(
         .group_by(keys, maintain_order=True)
         .first()
         .select(
-            *keys, pl.col("gpu").alias("rent_gpu"), pl.col("tp").alias("rent_tp"),
+            *keys, "input_per_output", pl.col("gpu").alias("rent_gpu"), pl.col("tp").alias("rent_tp"),
             pl.col("provider").alias("rent_provider"), pl.col("price_kind").alias("rent_price_kind"),
             pl.col("replica_pricing").alias("rent_replica_pricing"),
             pl.col("replica_usd_per_hr").alias("rent_replica_usd_per_hr"), pl.col("usd_per_mtok").alias("rent_usd_per_mtok"),
@@ -127,7 +137,7 @@ def own_rent_api(
         .group_by(keys, maintain_order=True)
         .first()
         .select(
-            *keys, pl.col("gpu").alias("own_gpu"), pl.col("price_kind").alias("own_price_kind"),
+            *keys, "input_per_output", pl.col("gpu").alias("own_gpu"), pl.col("price_kind").alias("own_price_kind"),
             pl.col("gpu_count").alias("own_gpu_count"),
             (pl.col("own_usd_per_hr") * HOURS_PER_MONTH).alias("own_usd_per_month"), "utilisation",
             "own_usd_per_mtok",
@@ -140,17 +150,19 @@ def own_rent_api(
         "model", "api_provider", "api_model_id", pl.col("price_kind").alias("api_price_kind"),
         pl.col("usd_per_mtok_input").alias("api_usd_per_mtok_input"),
         pl.col("usd_per_mtok_output").alias("api_usd_per_mtok_output"),
-        blended("usd_per_mtok_input", "usd_per_mtok_output", input_per_output).alias("api_usd_per_mtok_blended"),
         pl.col("fetched_at").alias("api_fetched_at"), pl.col("run_id").alias("api_run_id"),
     )
-    both = rent.join(owned, on=keys, how="full", coalesce=True).join(api_cols, on="model", how="left")
+    # a setting's requests are the same whichever GPU serves them, so rent and own share their mix
+    both = rent.join(owned, on=[*keys, "input_per_output"], how="full", coalesce=True).join(
+        api_cols, on="model", how="left").with_columns(
+        blended("api_usd_per_mtok_input", "api_usd_per_mtok_output", pl.col("input_per_output"))
+        .alias("api_usd_per_mtok_blended"))
 
     def beats(monthly: pl.Expr, capacity: str) -> pl.Expr:
         volume = monthly / pl.col("api_usd_per_mtok_blended")
         return pl.when(volume <= pl.col(capacity)).then(volume)
 
     return both.with_columns(
-        pl.lit(input_per_output).alias("input_per_output"),
         beats(pl.col("rent_replica_usd_per_hr") * HOURS_PER_MONTH, "rent_capacity_mtok_per_month")
         .alias("rent_beats_api_mtok_per_month"),
         beats(pl.col("own_usd_per_month"), "own_capacity_mtok_per_month").alias("own_beats_api_mtok_per_month"),

@@ -88,7 +88,8 @@ def _fixed_multi_listing(priced: pl.DataFrame, targets: pl.DataFrame) -> pl.Data
 
 def cost_per_mtok(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
     """Each estimate priced by every live replica price of its GPU and TP: $/M output tokens, with the band
-    (usd_per_mtok_low/high) where the method has one (measured: its calibrated p10-p90; reference methods: NULL)."""
+    (usd_per_mtok_low/high) where the method has one (measured: its calibrated p10-p90; reference methods: NULL),
+    and the request it prices (measured: input_tokens in, output_tokens out, the prompt's prefill paid for)."""
     joined = estimates.filter(pl.col("agg_tok_s") > 0).join(prices, on=["gpu", "tp"], how="inner")
     return joined.with_columns(
         usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok"),
@@ -98,7 +99,7 @@ def cost_per_mtok(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame
     ).select(
         "snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider", "price_kind",
         "replica_pricing", "method", "estimator_version", "tp", "agg_tok_s", "replica_usd_per_hr", "usd_per_mtok",
-        "usd_per_mtok_low", "usd_per_mtok_high", *PRICE_COLUMNS,
+        "usd_per_mtok_low", "usd_per_mtok_high", "input_tokens", "output_tokens", *PRICE_COLUMNS,
     ).sort("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider", "price_kind",
            "replica_pricing")
 

@@ -9,7 +9,6 @@ import polars as pl
 
 from transforms.presets import (
     DEFAULT_CONTEXT_TOKENS,
-    DEFAULT_OUTPUT_TOKENS,
     DEFAULT_STREAMS,
     PEAK_COLUMN,
     PRECISIONS,
@@ -307,8 +306,12 @@ def _lengths(params: Params) -> dict[str, pl.Expr]:
     if not params.serving_model:
         return {"input_tokens": pl.lit(None, dtype=pl.Int64), "output_tokens": pl.lit(None, dtype=pl.Int64),
                 "_decode_context": pl.col("context_tokens"), "_prefill_context": pl.col("context_tokens")}
-    output = pl.coalesce("output_tokens", pl.min_horizontal(DEFAULT_OUTPUT_TOKENS, pl.col("context_tokens") // 2))
-    prompt = pl.coalesce("input_tokens", pl.col("context_tokens") - output)
+    # Given neither length, the request fills the context at params.input_per_output prompt tokens per answer token;
+    # given one, the other is the context's rest.
+    at_mix = (pl.col("context_tokens") / (1 + params.input_per_output)).round().cast(pl.Int64).clip(lower_bound=1)
+    output = pl.coalesce("output_tokens", pl.when(pl.col("input_tokens").is_not_null()).then(
+        (pl.col("context_tokens") - pl.col("input_tokens")).clip(lower_bound=1)).otherwise(at_mix))
+    prompt = pl.coalesce("input_tokens", (pl.col("context_tokens") - output).clip(lower_bound=0))
     return {"input_tokens": prompt, "output_tokens": output,
             # decode attends, on average over the answer, to the prompt and half the answer
             "_decode_context": prompt + output / 2, "_prefill_context": prompt}

@@ -85,6 +85,8 @@ class Params:
     step_overhead_s: float = _doc("fixed seconds per decode step (kernel launches, synchronisation, scheduling)")
     tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group")
     kv_fp8_when_quantized: bool = _doc("the KV cache is stored in FP8 when weights are FP8 or narrower")
+    input_per_output: float = _doc("prompt tokens per answer token of a request given only its context (serving "
+                                   "model): the request fills the context at this mix")
     band_ratio_low: float = _doc("p10 of estimate/measured on held-out benchmarks: the band's high end (0: none)")
     band_ratio_high: float = _doc("p90 of estimate/measured on held-out benchmarks: the band's low end (0: none)")
     # Display
@@ -121,7 +123,7 @@ STEADY_DECODE = {
     "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
     "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0,
     "step_overhead_s": 0.0, "tp_comm_s": 0.0, "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
-    "band_ratio_high": 0.0,
+    "band_ratio_high": 0.0, "input_per_output": 0.0,
 }
 
 CEILING = Params(
@@ -189,10 +191,10 @@ CALCULATOR = replace(
 # Grid defaults when the caller gives none: page 001's settings (page 000 does not depend on them).
 DEFAULT_CONTEXT_TOKENS = 32768
 DEFAULT_STREAMS = 32
-# The measured method's request when none is given: 1,000 tokens in, 1,000 out (the serving tables' common case);
-# given only a context, the answer is min(1,000, context / 2) tokens and the prompt the rest.
-DEFAULT_INPUT_TOKENS = 1000
-DEFAULT_OUTPUT_TOKENS = 1000
+# The measured method's request when only a context is given: it fills the context at 3 prompt tokens per answer
+# token, the mix API prices are blended at, so self-hosted and API $/M describe the same requests (at 32,768 tokens:
+# 24,576 in + 8,192 out). The cost tables and views take the mix from $GPULEDGER_INPUT_PER_OUTPUT (config).
+DEFAULT_INPUT_PER_OUTPUT = 3.0
 MEASURED_FIT = Path(__file__).with_name("measured_fit.json")
 # The structure of the measured method; its efficiencies come from the fit (transforms/calibration.py).
 MEASURED_BASE = replace(
@@ -210,6 +212,7 @@ MEASURED_BASE = replace(
     step_time="max",  # batched decode overlaps weight reads with the matmuls; it fits the benchmarks better than 'sum'
     kv_fp8_when_quantized=True,
     tp_efficiency_floor=0.5,
+    input_per_output=DEFAULT_INPUT_PER_OUTPUT,
 )
 FITTED = ("bandwidth_efficiency", "compute_efficiency", "compute_efficiency_fp8", "compute_efficiency_int4",
           "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate",

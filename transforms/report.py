@@ -26,7 +26,7 @@ PRICING_TEXT = {
 TABLE_COLUMNS = [
     ("rank", "#"), ("gpu", "GPU"), ("tp", "TP"), ("memory_used_pct", "memory"), ("agg_tok_s", "tok/s"),
     ("per_stream_tok_s", "per stream tok/s"), ("replica_usd_per_hr", "$/hr"), ("usd_per_mtok", "$/M tokens"),
-    ("power_kw", "power"), ("provider", "provider"), ("replica_pricing", "replica priced as"),
+    ("usd_per_mtok_high", "$/M range (p10-p90)"), ("power_kw", "power"), ("provider", "provider"), ("replica_pricing", "replica priced as"),
 ]
 
 
@@ -99,6 +99,11 @@ def table_rows(table: pl.DataFrame) -> pl.DataFrame:
         pl.col("power_kw").map_elements(display.kw_label, return_dtype=pl.String).alias("power_kw_label"),
         pl.col("replica_usd_per_hr").map_elements(display.usd_label, return_dtype=pl.String).alias("replica_usd_per_hr_label"),
         pl.col("usd_per_mtok").map_elements(display.usd_label, return_dtype=pl.String).alias("usd_per_mtok_label"),
+        # the measured method's calibrated band (sorted by its high end); the reference methods have none
+        pl.struct("usd_per_mtok_low", "usd_per_mtok_high").map_elements(
+            lambda r: None if r["usd_per_mtok_high"] is None
+            else f"{display.usd_label(r['usd_per_mtok_low'])}-{display.usd_label(r['usd_per_mtok_high'])}",
+            return_dtype=pl.String).alias("usd_per_mtok_high_label"),
         pl.col("replica_pricing").replace_strict(PRICING_LABEL, default=None).alias("replica_pricing_label"),
         pl.col("price_observed_at").dt.strftime("%Y-%m-%d %H:%M UTC").alias("price_observed_at"),
     )

@@ -44,11 +44,19 @@ def replace_estimates(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> int:
 
 
 def stored_and_current(con: duckdb.DuckDBPyConnection, grid: pl.DataFrame) -> bool:
-    """The grid's estimates are already stored, computed after the catalogues were last loaded."""
+    """The grid's estimates are already stored, for the same requests, computed after the catalogues were last
+    loaded (a changed request mix, $GPULEDGER_INPUT_PER_OUTPUT, recomputes them)."""
     methods = grid["method"].unique().to_list()
     version = grid["estimator_version"][0]
+    where = f"estimator_version = ? and method in ({', '.join('?' * len(methods))})"
     stored, computed = con.execute(
-        f"select count(*), min(computed_at) from estimates where estimator_version = ? "
-        f"and method in ({', '.join('?' * len(methods))})", [version, *methods]).fetchall()[0]
+        f"select count(*), min(computed_at) from estimates where {where}", [version, *methods]).fetchall()[0]
     loaded = con.execute("select max(loaded_at) from catalog_versions").fetchall()[0][0]
-    return stored == grid.height and computed is not None and (loaded is None or computed >= loaded)
+    if stored != grid.height or computed is None or (loaded is not None and computed < loaded):
+        return False
+    request = ["method", "context_tokens", "input_tokens", "output_tokens"]
+    stored_requests = con.sql(
+        f"select distinct {', '.join(request)} from estimates where {where}", params=[version, *methods]).pl()
+    return stored_requests.sort(request, nulls_last=True).equals(
+        grid.select(request).unique().cast({"context_tokens": pl.Int64, "input_tokens": pl.Int64,
+                                            "output_tokens": pl.Int64}).sort(request, nulls_last=True))

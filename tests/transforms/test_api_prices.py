@@ -70,10 +70,11 @@ def test_the_api_line_names_price_provider_and_fetch_date_in_the_currency():
 
 def grid(**overrides) -> pl.DataFrame:
     row = dict(model="m", gpu="H200 SXM", precision="int4", context_tokens=32768, streams=32, method=DEFAULT_COST_METHOD,
-               estimator_version="1", tp=2, agg_tok_s=1000.0, agg_tok_s_low=None, agg_tok_s_high=None,
+               estimator_version="1", tp=2, agg_tok_s=1000.0, agg_tok_s_low=None, agg_tok_s_high=None, input_tokens=None, output_tokens=None,
                prefill_tok_s=9000.0, power_kw=1.4)
     return pl.DataFrame([{**row, **overrides}], schema_overrides={
-        "tp": pl.Int64, "agg_tok_s_low": pl.Float64, "agg_tok_s_high": pl.Float64})
+        "tp": pl.Int64, "agg_tok_s_low": pl.Float64, "agg_tok_s_high": pl.Float64, "input_tokens": pl.Int64,
+        "output_tokens": pl.Int64})
 
 
 def hardware(gpu: str, gpu_count: int, usd: float) -> pl.DataFrame:
@@ -101,6 +102,21 @@ def test_rent_own_and_api_side_by_side_with_the_volumes_where_each_wins():
     assert row["own_beats_api_mtok_per_month"] == pytest.approx(monthly / 0.8)
     assert (row["rent_provider"], row["own_gpu_count"], row["api_model_id"], row["input_per_output"]) == (
         "vastai", 8, "x/m", 3.0)
+
+
+def test_a_measured_request_is_blended_at_its_own_mix_with_its_prefill_counted_once():
+    """A measured estimate's tokens/s already pays for its prompts: 3,000 in + 1,000 out at 1,000 out tok/s is
+    4,000 tokens a second, and the API is blended at the same 3:1 whatever the argument says."""
+    estimates = grid(input_tokens=3000, output_tokens=1000)
+    cost = cost_per_mtok(estimates, replica_prices(offers(dict(gpu_count=2, usd_per_gpu_hr=1.8)), tps=[2]))
+    own = own_vs_rent(estimates, hardware("H200 SXM", 8, 262_800.0), cost, OwnershipParams())
+    api = api_prices.cheapest_api(frame(listing("x/m", 2.0, 0.4, model="m")))
+    (row,) = api_prices.own_rent_api(cost, own, estimates, api, input_per_output=1.0).to_dicts()
+    assert (cost["input_tokens"][0], cost["output_tokens"][0]) == (3000, 1000)
+    assert row["input_per_output"] == 3.0
+    assert row["rent_usd_per_mtok_blended"] == pytest.approx(3.6 / 3600 * 1e6 / 4000)
+    assert row["rent_usd_per_mtok_blended"] == pytest.approx(row["rent_usd_per_mtok"] / 4)
+    assert row["api_usd_per_mtok_blended"] == pytest.approx((3 * 0.4 + 2.0) / 4)
 
 
 def test_never_is_null_and_the_blend_is_settable():

@@ -113,7 +113,10 @@ def test_throughput_moves_the_physical_way_with_the_request(models, gpus, settin
 def test_the_measured_estimate_carries_its_request_and_band_and_the_references_do_not(models, gpus, calculator_gpus):
     grid = estimator.make_grid(["llama-3.3-70b"], ["H200 SXM"], ["fp8"], [4096], [32])
     measured = estimator.estimate(models, gpus, grid, MEASURED).row(0, named=True)
-    assert (measured["input_tokens"], measured["output_tokens"], measured["method"]) == (3096, 1000, "measured")
+    # given only a context, the request fills it at 3 prompt tokens per answer token
+    assert (measured["input_tokens"], measured["output_tokens"], measured["method"]) == (3072, 1024, "measured")
+    one_to_one = estimator.estimate(models, gpus, grid, dataclasses.replace(MEASURED, input_per_output=1.0)).row(0, named=True)
+    assert (one_to_one["input_tokens"], one_to_one["output_tokens"]) == (2048, 2048)
     assert measured["agg_tok_s_low"] < measured["agg_tok_s"] < measured["agg_tok_s_high"]
     reference = estimator.estimate(models, calculator_gpus, grid, presets.CALCULATOR).row(0, named=True)
     assert reference["agg_tok_s_low"] is None and reference["input_tokens"] is None

@@ -103,7 +103,10 @@
       const view = d.views[state.key], s = settings.get(state.key);
       document.body.dataset.setting = state.key;
       document.getElementById("setting-note").textContent =
-        `${s.precision.toUpperCase()}, ${s.context.toLocaleString("en-US")} tokens, ${s.streams} streams: on-demand prices`;
+        `${s.precision.toUpperCase()}, ${s.context.toLocaleString("en-US")} tokens`
+        + (s.input_tokens === undefined ? "" : ` (requests of ${s.input_tokens.toLocaleString("en-US")} in + `
+          + `${s.output_tokens.toLocaleString("en-US")} out, prefill included)`)
+        + `, ${s.streams} streams: on-demand prices`;
       cards(view.cards);
       table(view.table);
       scatter(view.table);
