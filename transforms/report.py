@@ -117,12 +117,13 @@ def card_rows(cards: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
     """The calculator cards with where each price came from (the replica's listings and when they were seen)."""
     provenance = replicas.select("gpu", "tp", "price_kind", "replica_pricing", "offer_ids",
                                  pl.col("price_observed_at").dt.strftime("%Y-%m-%d %H:%M UTC"))
-    return compact(cards.join(provenance, on=["gpu", "tp"], how="left", maintain_order="left")).with_columns(
+    # labels from the exact values, then the compact numbers: rounding twice can move a label by a cent
+    return compact(cards.join(provenance, on=["gpu", "tp"], how="left", maintain_order="left").with_columns(
         pl.col("agg_tok_s").map_elements(display.compact_label, return_dtype=pl.String).alias("agg_tok_s_label"),
         pl.col("replica_usd_per_hr").map_elements(display.usd_label, return_dtype=pl.String).alias("replica_usd_per_hr_label"),
         pl.col("usd_per_mtok").map_elements(display.usd_label, return_dtype=pl.String).alias("usd_per_mtok_label"),
         pl.col("memory_used_pct").map_elements(display.pct_label, return_dtype=pl.String).alias("memory_used_pct_label"),
-    )
+    ))
 
 
 def own_rows(own_vs_rent: pl.DataFrame) -> pl.DataFrame:

@@ -92,6 +92,13 @@ def test_the_cards_carry_their_replicas_listings(calculator):
     assert (cheapest["gpu"], cheapest["offer_ids"], cheapest["usd_per_mtok_label"]) == ("H200 SXM", "h200-node", "$1.68")
 
 
+def test_a_cards_label_rounds_the_exact_price_once(calculator):
+    """$11.974649 is $11.97; rounded first to the page's five significant digits (11.975) it would show $11.98."""
+    _, replicas, cards = calculator
+    rows = report.card_rows(cards.with_columns(usd_per_mtok=pl.lit(11.974649)), replicas)
+    assert set(rows["usd_per_mtok_label"]) == {"$11.97"} and set(rows["usd_per_mtok"]) == {11.975}
+
+
 def test_the_faq_answers_from_the_settings_table_with_date_and_method(calculator):
     table, _, cards = calculator
     h100 = estimates(dict(gpu="H100 SXM5 80GB", tp=4, agg_tok_s=1300.0), dict(gpu="H100 PCIe 80GB", tp=4, agg_tok_s=900.0))
