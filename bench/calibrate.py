@@ -71,7 +71,10 @@ def report(params: presets.Params, oof: pl.DataFrame, by_family: pl.DataFrame, r
         f"({meta['data_version']}); {meta['rows']} benchmark rows compared, {excluded.height} left out (below).",
         "Every ratio is estimate / measured output tokens per second per GPU **on rows the fit did not see**: "
         "leave-one-model-out cross-validation, each model's rows estimated by the fit on the other models. The "
-        "published parameters are then fitted on all rows; the band is the out-of-fold p10-p90 of the ratio.",
+        "published parameters are then fitted on all rows; the band is the out-of-fold p10-p90 of the ratio. "
+        f"Only {', '.join(calibration.FITTED_LOADS)} rows are fitted on; fixed-concurrency rows (DeepSeek-R1 on "
+        "early-2025 releases, which the same GPUs beat 8-30 times under later ones) are estimated and reported "
+        "here, not fitted on (see transforms/calibration.py).",
         "## Summary by load\n\nRows whose request lengths are published (the acceptance figures):\n\n" + _markdown(overall),
         "Stricter, leave-one-model-family-out (families: " + ", ".join(sorted(set(calibration.FAMILIES.values())))
         + "; no sibling of the held-out model seen):\n\n" + _markdown(stricter),
