@@ -137,8 +137,9 @@ def _calculator_style(data: views.Day, model: str, method: str, wanted, precisio
     api = data.api.filter(pl.col("model") == model).select(
         "api_provider", "api_model_id", "price_kind", "usd_per_mtok_output", "usd_per_mtok_input",
         "usd_per_mtok_cache_read", "context_length", "fetched_at")
-    return {name: _convert(frame, rate, code) for name, frame in
-            {"table": table, "Cards": cards, **({"API": api} if api.height else {}), **extras}.items()}
+    frames = {name: _convert(frame, rate, code) for name, frame in
+              {"table": table, "Cards": cards, **({"API": api} if api.height else {}), **extras}.items()}
+    return frames, views.request(est)
 
 
 def _labelled_calculator(frames: dict[str, pl.DataFrame], code: str) -> dict[str, pl.DataFrame]:
@@ -208,9 +209,11 @@ def table(
                              _method_note(method)) if n]
         _emit({"table": raw}, {"table": labelled}, fmt, header, notes)
         return
-    frames = _calculator_style(data, model_id, method, wanted, precision or "int4", context, streams, price_kind, currency,
-                               rate, [_parse_fleet(f, names) for f in fleet or []], target_tok_s)
-    settings = f"{(precision or 'int4').upper()}, {context:,} tokens, {streams} streams, {price_kind} prices"
+    frames, asked = _calculator_style(data, model_id, method, wanted, precision or "int4", context, streams, price_kind,
+                                      currency, rate, [_parse_fleet(f, names) for f in fleet or []], target_tok_s)
+    requests = (f" (requests of {asked['input_tokens']:,} in + {asked['output_tokens']:,} out, prefill included)"
+                if asked else "")
+    settings = f"{(precision or 'int4').upper()}, {context:,} tokens{requests}, {streams} streams, {price_kind} prices"
     notes = [n for n in (api_note, fx_note, PRICING_NOTE, _method_note(method)) if n]
     _emit(frames, _labelled_calculator(frames, currency), fmt, f"{header}; {settings}", notes)
 

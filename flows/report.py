@@ -194,7 +194,7 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
         "price_lines": price_lines,
         "data": {
             "settings": [{"key": _key(st), "precision": st[0], "context": st[1], "streams": st[2],
-                          **_request(calc.estimates)} for st, calc in frames.items()],
+                          **views.request(calc.estimates)} for st, calc in frames.items()],
             "default": _key(default),
             "columns": [{"key": k, "label": label} for k, label in pages.TABLE_COLUMNS],
             "pricing": pages.PRICING_TEXT,
@@ -202,12 +202,6 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
             "views": entries,
         },
     }
-
-
-def _request(estimates: pl.DataFrame) -> dict:
-    """The prompt and answer tokens of the setting's requests (the measured method prices whole requests)."""
-    first = estimates.select("input_tokens", "output_tokens").drop_nulls().head(1)
-    return {"input_tokens": first["input_tokens"][0], "output_tokens": first["output_tokens"][0]} if first.height else {}
 
 
 def _key(setting: tuple[str, int, int]) -> str:

@@ -80,6 +80,13 @@ def estimate_cards(data: Day, model: str, method: str, names: list[str], precisi
     return tables.estimate_view(est, data.gpus, data.ranges, hardware_usd(data.hardware, data.fx_rates, data.day))
 
 
+def request(estimates: pl.DataFrame) -> dict:
+    """The prompt and answer tokens of the requests a setting's estimates price (the measured method prices whole
+    requests; the reference methods steady decode: {})."""
+    first = estimates.select("input_tokens", "output_tokens").drop_nulls().head(1)
+    return {"input_tokens": first["input_tokens"][0], "output_tokens": first["output_tokens"][0]} if first.height else {}
+
+
 ONE_STREAM = (4096, 1)  # the cards' bare minimum and cheapest per hour: a short context, one stream
 
 

@@ -84,6 +84,8 @@ def test_the_calculator_view_prices_every_rentable_part_and_its_cards():
 def test_the_views_price_with_the_measured_method_and_its_band_by_default():
     data = json.loads(gpuledger("table", "--model", "llama-3.3-70b", "--precision", "fp8", "-f", "json"))
     assert any("estimator: measured" in note and "band" in note for note in data["notes"])
+    # the default 32,768-token context, filled at 3 prompt tokens per answer token
+    assert "32,768 tokens (requests of 24,576 in + 8,192 out, prefill included)" in data["title"]
     priced = [r for r in data["table"] if r["usd_per_mtok"] is not None]
     assert priced and all(r["method"] == "measured" for r in priced)
     assert all(r["usd_per_mtok_low"] < r["usd_per_mtok"] < r["usd_per_mtok_high"] for r in priced)
