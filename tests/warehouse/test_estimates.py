@@ -1,3 +1,4 @@
+import dataclasses
 from datetime import datetime
 
 import duckdb
@@ -6,7 +7,7 @@ import pytest
 
 from transforms import estimator, presets
 from warehouse import catalog, db
-from warehouse.estimates import replace_estimates
+from warehouse.estimates import replace_estimates, stored_and_current
 
 FP4_ONLY = "RTX PRO 4500 Blackwell Server Edition"  # no BF16 figure: nothing is known at bf16
 
@@ -62,3 +63,16 @@ def test_a_failed_replacement_leaves_the_previous_grid(con, grids):
     with pytest.raises(duckdb.ConstraintException):
         replace_estimates(con, broken)
     assert stored(con) == 48 and con.execute("select count(*) from estimates where tp is null").fetchall()[0][0] == 0
+
+
+def test_stored_estimates_are_current_only_for_the_same_requests(con):
+    """A changed request mix ($GPULEDGER_INPUT_PER_OUTPUT) makes the stored measured grid stale."""
+    frames = catalog.read_all()
+    gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], "measured")
+    grid = estimator.make_grid(["llama-3.1-8b"], ["H200 SXM"], ["fp8"], [4096, 32768], [1, 32])
+    three_to_one = estimator.estimate(frames["models"], gpus, grid, presets.MEASURED)
+    one_to_one = estimator.estimate(frames["models"], gpus, grid,
+                                    dataclasses.replace(presets.MEASURED, input_per_output=1.0))
+    replace_estimates(con, three_to_one)
+    assert stored_and_current(con, three_to_one)
+    assert not stored_and_current(con, one_to_one)
