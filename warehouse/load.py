@@ -114,6 +114,9 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
     names = [f.name for f in fields(FetchRow)]
     for table, frame in frames.items():  # registered outside the transaction: an aborted one refuses unregister
         con.register(f"_batch_{table}", frame)
+    # One thread for the inserts: each DuckDB thread fills its own row group, which cost a 20,000-offer load
+    # ~50 MB more peak memory for no gain in speed on a batch this size.
+    con.execute("set threads = 1")
     try:
         con.execute("begin transaction")
         try:
@@ -132,6 +135,7 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
             con.execute("rollback")
             raise
     finally:
+        con.execute("reset threads")
         for table in frames:
             con.unregister(f"_batch_{table}")
     return row
