@@ -28,7 +28,7 @@ from scrapers.base import (
     positive,
     text,
 )
-from scrapers.frames import LISTING_SCHEMA, json_fragment, json_text, listings_frame
+from scrapers.frames import LISTING_SCHEMA, json_text, listings_frame, record_json
 
 NAME = "vastai"
 PATH = "/api/v0/bundles/"
@@ -194,12 +194,14 @@ def parse_frame(responses: Iterable[RawResponse]) -> ParseResult:
     three times its size), so `responses` may be a generator over the archive.
     """
     result = ParseResult()
-    frames, odd, odd_order, stand_ins, queries = [], [], [], [], []
-    sequence = 0
+    frames, odd, odd_order, queries = [], [], [], []
+    present, objects, sequence = set(), 0, 0  # what the schema checks read: the required keys any object has
     for raw in responses:
         offers = offers_of(raw)
         queries.append(_query(raw, offers))
-        stand_ins += [_stand_in(record) for record in offers]
+        dicts = [record for record in offers if isinstance(record, dict)]
+        present.update(key for key in REQUIRED if key not in present and any(key in record for record in dicts))
+        objects += len(dicts)
         clean, clean_order = [], []
         for record in offers:
             if well_formed(record):
@@ -212,18 +214,15 @@ def parse_frame(responses: Iterable[RawResponse]) -> ParseResult:
             sequence += len(KINDS)
         if clean:
             frames.append(_columns(clean, raw).with_columns(_order=pl.Series(clean_order, dtype=pl.Int64)))
-        del offers, clean
-    _summarise(result, stand_ins, queries)
+        del offers, clean, dicts
+    # Stand-ins for the schema checks: as many objects, each with the required keys some object had.
+    stand_in = dict.fromkeys(present)
+    _summarise(result, [stand_in] * objects + [None] * (sequence // len(KINDS) - objects), queries)
     frames.append(listings_frame(odd).with_columns(_order=pl.Series(odd_order, dtype=pl.Int64)))
     odd_rows = frames.pop().select(*LISTING_SCHEMA, "_order")
     priced = [_priced(frame, kind) for frame in frames for kind in KINDS] + [odd_rows]
     result.frame = pl.concat(priced).sort("_order").select(list(LISTING_SCHEMA))
     return result
-
-
-def _stand_in(record):
-    """What the schema checks read of a record (whether it is an object, which required keys it has), small."""
-    return {key: None for key in REQUIRED if key in record} if isinstance(record, dict) else record
 
 
 def _columns(records: list[dict], raw: RawResponse):
@@ -255,7 +254,7 @@ def _columns(records: list[dict], raw: RawResponse):
                                    "available" if r["rentable"] and not r.get("rented") else "unavailable"
                                    for r in records], dtype=pl.String),
         "extras": [json_text({k: r[k] for k in EXTRA_KEYS if k in r} | _share(r)) for r in records],
-        "record": pl.Series([json_fragment(r) for r in records], dtype=pl.Object),
+        "record": pl.Series([record_json(r) for r in records], dtype=pl.Object),
         **{key: pl.Series(column(key), dtype=pl.Float64) for key in ("dph_base", "min_bid", "discount_rate",
                                                                     "discounted_dph_total")},
     })

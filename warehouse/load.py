@@ -15,7 +15,7 @@ API_TABLES = ("api_prices", "api_aliases", "unmapped_api_models")  # keyed by ru
 OFFER_KEY = ("offer_id", "price_kind")
 # A day's offers are stored sorted so that like values sit together (one GPU's memory, a host's reliability)
 # and DuckDB's per-segment compression finds them: on a generated month, 12% smaller than the parse's order.
-OFFERS_ORDER = "gpu, gpu_memory_gb, reliability, offer_id, price_kind"  # unique within a run and provider; checked here, `offers` has no index
+OFFERS_ORDER = ("gpu", "gpu_memory_gb", "reliability", "offer_id", "price_kind")  # unique within a run and provider; checked here, `offers` has no index
 
 
 @dataclass
@@ -115,6 +115,8 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
                                              f"{repeated.select(OFFER_KEY).row(0)} (migration 0012)")
     values = asdict(row) | {"notes": "\n".join(row.notes) or None}
     names = [f.name for f in fields(FetchRow)]
+    if "offers" in frames:  # sorted here, by polars' threads: the inserts below run on one
+        frames["offers"] = frames["offers"].sort(OFFERS_ORDER, nulls_last=True)
     for table, frame in frames.items():  # registered outside the transaction: an aborted one refuses unregister
         con.register(f"_batch_{table}", frame)
     # One thread for the inserts: each DuckDB thread fills its own row group, which cost a 20,000-offer load
@@ -130,8 +132,7 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
             con.execute("delete from fetches where run_id = ? and source = ?", [row.run_id, row.source])
             for table in frames:
                 ignore = "or ignore " if table == "fx_rates" else ""
-                order = f" order by {OFFERS_ORDER}" if table == "offers" else ""
-                con.execute(f"insert {ignore}into {table} by name select * from _batch_{table}{order}")
+                con.execute(f"insert {ignore}into {table} by name select * from _batch_{table}")
             con.execute(f"insert into fetches ({', '.join(names)}) values ({', '.join('?' * len(names))})",
                         [values[n] for n in names])
             con.execute("commit")
