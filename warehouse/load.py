@@ -115,8 +115,9 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
                                              f"{repeated.select(OFFER_KEY).row(0)} (migration 0012)")
     values = asdict(row) | {"notes": "\n".join(row.notes) or None}
     names = [f.name for f in fields(FetchRow)]
-    if "offers" in frames:  # sorted here, by polars' threads: the inserts below run on one
-        frames["offers"] = frames["offers"].sort(OFFERS_ORDER, nulls_last=True)
+    if "offers" in frames:  # sorted here, by polars' threads (the inserts below run on one), by the keys it has
+        offers = frames["offers"]
+        frames["offers"] = offers.sort([c for c in OFFERS_ORDER if c in offers.columns], nulls_last=True)
     for table, frame in frames.items():  # registered outside the transaction: an aborted one refuses unregister
         con.register(f"_batch_{table}", frame)
     # One thread for the inserts: each DuckDB thread fills its own row group, which cost a 20,000-offer load
