@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,20 +25,33 @@ class Run:
     stdout: str
 
 
+# The measured command runs under this small launcher, which reports the command's wall time and peak memory.
+# Measured from this process directly, a child's peak memory would include this process's own (Linux counts the
+# parent's pages in a child's peak when it forks and execs), and this process holds the generated answers.
+LAUNCH = """
+import json, os, subprocess, sys, time
+start = time.perf_counter()
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[1], "w") as out:
+    json.dump({"wall_s": time.perf_counter() - start, "peak_rss_mb": usage.ru_maxrss / 1024,
+               "code": os.waitstatus_to_exitcode(status)}, out)
+"""
+
+
 def run(args: list[str], env: dict[str, str] | None = None, check: bool = True) -> Run:
     """Run a child process; its wall time and peak resident memory (from its own rusage)."""
-    start = time.perf_counter()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        child = subprocess.Popen(args, stdout=out, stderr=err, cwd=ROOT, env={**CHILD_ENV, **(env or {})})
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(mode="r", suffix=".json") as measured:
+        subprocess.run([sys.executable, "-c", LAUNCH, measured.name, *args], stdout=out, stderr=err, cwd=ROOT,
+                       env={**CHILD_ENV, **(env or {})}, check=False)
+        result = json.load(measured)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
-    if check and child.returncode:
-        raise SystemExit(f"{' '.join(args)} exited {child.returncode}: {stderr[-2000:] or stdout[-2000:]}")
-    return Run(wall, usage.ru_maxrss / 1024, stdout)
+    if check and result["code"]:
+        raise SystemExit(f"{' '.join(args)} exited {result['code']}: {stderr[-2000:] or stdout[-2000:]}")
+    return Run(result["wall_s"], result["peak_rss_mb"], stdout)
 
 
 def best(args: list[str], times: int, env: dict[str, str] | None = None) -> Run:

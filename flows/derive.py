@@ -7,7 +7,6 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from scrapers.sources import PROVIDERS
 from transforms import aggregate, api_prices, costs, estimator, fx, presets, trends
 from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
@@ -72,6 +71,8 @@ def hardware_usd(hardware_prices: pl.DataFrame, rates: pl.DataFrame, day: date) 
 
 def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules: gates.QualityRules):
     """The day's quality gates: the offers kept, the price-sanity quarantine and the verdict."""
+    # Imported here: the registry loads every scraper, which the commands that only read never need.
+    from scrapers.sources import PROVIDERS
     kept, quarantined = gates.price_outliers(offers, rules, config.utc_now())
     today = offers.group_by(pl.col("provider").alias("source")).agg(pl.len().alias("listings"))
     reasons = [

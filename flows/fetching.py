@@ -5,6 +5,8 @@ fetch.json. load_source parses from the archive only, so a rebuild can re-load a
 """
 
 import asyncio
+import ctypes
+import gc
 import logging
 import secrets
 from collections.abc import Callable, Iterator
@@ -145,8 +147,9 @@ def _fetch_row(fetched: FetchResult, status: str, error: str | None, notes: list
 def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> Batch:
     """Parse the archived responses and normalise them; raises SourceError/ArchiveError when they cannot be read."""
     module = sources.get(fetched.source)
-    parse = getattr(module, "parse_frame", module.parse)  # by columns where the source has it (large answers)
-    parsed = parse(list(archive.read_responses(Path(fetched.archive_dir))))
+    responses = archive.read_responses(Path(fetched.archive_dir))
+    # By columns where the source has it (large answers), reading one archived body at a time.
+    parsed = module.parse_frame(responses) if hasattr(module, "parse_frame") else module.parse(list(responses))
     listings = parsed.frame if parsed.frame is not None else listings_frame(parsed.listings)
     needs_fx = listings.filter(pl.col("native_currency").str.to_uppercase() != "USD").height > 0
     rates = con.sql("select date, base, quote, rate, source from fx_rates").pl() if needs_fx else None
@@ -189,13 +192,37 @@ def load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult | Path) -> 
     return row
 
 
+def _release_freed_memory() -> None:
+    """Give the memory Python freed back to the system (glibc keeps it otherwise). The fetch, the parse and
+    DuckDB each allocate through their own allocator, so what one freed and glibc kept was added to the
+    next one's peak: trimming before the parse and before the load took a 20,000-offer fetch from ~515 MB
+    to ~405 MB peak resident memory, for about 10 ms."""
+    gc.collect()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (it has malloc_trim); None elsewhere (musl, macOS)."""
+    try:
+        libc = ctypes.CDLL(None)
+    except OSError:
+        return None
+    return libc if hasattr(libc, "malloc_trim") else None
+
+
+_LIBC = _glibc()
+
+
 def _load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> FetchRow:
     if fetched.status != "ok":
         return load_batch(con, Batch(_fetch_row(fetched, "failed", fetched.error, fetched.notes)))
+    _release_freed_memory()
     try:
         batch = _batch(con, fetched)
     except (SourceError, archive.ArchiveError) as exc:
         return load_batch(con, Batch(_fetch_row(fetched, "failed", str(exc), fetched.notes)))
+    _release_freed_memory()
     try:
         return load_batch(con, batch)
     except duckdb.Error as exc:

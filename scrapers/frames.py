@@ -16,7 +16,7 @@ LISTING_SCHEMA = {
     "gpu_raw": pl.String, "gpu_count": pl.Int64, "fetched_at": pl.Datetime("us"), "native_currency": pl.String,
     "gpu_memory_gb": pl.Float64, "max_gpu_count": pl.Int64, "region": pl.String, "country": pl.String,
     "tier": pl.String, "reliability": pl.Float64, "verified": pl.Boolean, "availability": pl.String,
-    "extras": pl.String, "record": pl.Object,  # the raw record, made JSON only when it is quarantined
+    "extras": pl.String, "record": pl.Object,  # the raw record (or its RecordJSON), JSON when quarantined
 }
 
 
@@ -25,10 +25,34 @@ def json_text(value) -> str | None:
 
     orjson: ten times json.dumps's speed, which took 4 s for the extras of a 20,000-offer answer.
     """
-    return None if value is None else orjson.dumps(value, default=str, option=_SORTED).decode()
+    return None if value is None else orjson.dumps(value, default=_plain, option=_SORTED).decode()
 
 
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+class RecordJSON:
+    """A raw record kept as its compact JSON text: about a third of the memory of its decoded objects, and
+    json_text writes it as it would the record itself (it decodes it again, for the few rows that need it)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def record_json(record):
+    """The record as RecordJSON; a value orjson cannot write (an integer beyond 64 bits) stays as it is, and
+    fails only where json_text is asked for it, as before."""
+    try:
+        # orjson over-allocates the bytes it returns; the decoded str has its exact size
+        return RecordJSON(orjson.dumps(record).decode())
+    except orjson.JSONEncodeError:
+        return record
+
+
+def _plain(value):
+    return orjson.loads(value.text) if isinstance(value, RecordJSON) else str(value)
 
 
 def shallow(item) -> dict:

@@ -11,6 +11,7 @@ interruptible price when above 0, `discounted_dph_total` the reserved price when
 import json
 import math
 import re
+from collections.abc import Iterable
 
 import polars as pl
 
@@ -27,7 +28,7 @@ from scrapers.base import (
     positive,
     text,
 )
-from scrapers.frames import LISTING_SCHEMA, json_text, listings_frame
+from scrapers.frames import LISTING_SCHEMA, json_text, listings_frame, record_json
 
 NAME = "vastai"
 PATH = "/api/v0/bundles/"
@@ -79,7 +80,10 @@ async def fetch(client, settings) -> list[RawResponse]:
     url = settings.vastai_url.rstrip("/") + PATH
     buckets = bucket_queries(settings.vastai_limit)
     for i, query in enumerate(buckets):
-        offers = offers_of(await client.request("POST", url, json_body=query, give_up=_quota))
+        raw = await client.request("POST", url, json_body=query, give_up=_quota)
+        if not could_be_full(raw, query["limit"]):
+            continue
+        offers = offers_of(raw)
         if len(offers) < query["limit"]:
             continue
         names = sorted({o["gpu_name"] for o in offers if isinstance(o, dict) and isinstance(o.get("gpu_name"), str)})
@@ -88,8 +92,16 @@ async def fetch(client, settings) -> list[RawResponse]:
             client.note(f"search {describe(query)} came back full; the request budget cannot split it")
             continue
         for sub in subqueries:
-            offers_of(await client.request("POST", url, json_body=sub, give_up=_quota))
+            await client.request("POST", url, json_body=sub, give_up=_quota)
     return client.responses
+
+
+def could_be_full(raw: RawResponse, limit: int) -> bool:
+    """Whether an answer may hold `limit` offers. Every offer carries the key "id", so an answer with fewer
+    "id" keys cannot: it is not decoded here (0.3 s for a 51 MB answer; the parse reads every answer anyway,
+    and reports a malformed one). An offer without an id is rejected by the parse, which also notes a search
+    that came back full."""
+    return raw.body.count(b'"id"') >= limit
 
 
 def truncation(queries: list[tuple[dict, int]]) -> list[str]:
@@ -110,12 +122,20 @@ def _searches(responses: list[RawResponse], result: ParseResult) -> list[tuple[R
     """Each response with its offers; sets the result's record count, truncation notes and the schema checks."""
     searches = [(raw, offers_of(raw)) for raw in responses]
     every_offer = [offer for _, offers in searches for offer in offers]
+    _summarise(result, every_offer, [_query(raw, offers) for raw, offers in searches])
+    return searches
+
+
+def _query(raw: RawResponse, offers: list) -> tuple[dict, int]:
+    return json.loads(raw.request_body) if raw.request_body else {}, len(offers)
+
+
+def _summarise(result: ParseResult, every_offer: list, queries: list[tuple[dict, int]]) -> None:
+    """The schema checks over every offer of the fetch, the record count and the truncation notes."""
     check_records(NAME, PATH, every_offer, "offers", REQUIRED)  # one search may be empty, not all of them
     result.record_count = len(every_offer)
-    result.notes = truncation([(json.loads(raw.request_body) if raw.request_body else {}, len(offers))
-                               for raw, offers in searches])
+    result.notes = truncation(queries)
     result.truncated = bool(result.notes)
-    return searches
 
 
 def _record_listings(record, raw: RawResponse, result: ParseResult) -> list[Listing]:
@@ -164,17 +184,24 @@ KINDS = ("on_demand", "interruptible", "reserved")  # a record's listings, in th
 PRICE_FIELDS = {"on_demand": "dph_base", "interruptible": "min_bid", "reserved": "discounted_dph_total"}
 
 
-def parse_frame(responses: list[RawResponse]) -> ParseResult:
+def parse_frame(responses: Iterable[RawResponse]) -> ParseResult:
     """The listings `parse` returns, as one frame built column by column (result.frame, listings left empty).
 
-    Well-formed records (all of them in practice) are read as columns: no Listing object, no JSON text of the
-    raw record (quarantine makes it for the few rows it keeps). The others go through `listings`, record by
-    record, and every row keeps its place: the order of the answer, then on_demand, interruptible, reserved.
+    Well-formed records (all of them in practice) are read as columns: no Listing object, and each raw record
+    kept as its JSON text (what quarantine stores), not as decoded objects. The others go through `listings`,
+    record by record, and every row keeps its place: the order of the answer, then on_demand, interruptible,
+    reserved. One response is decoded at a time and dropped before the next (a 51 MB answer decodes to about
+    three times its size), so `responses` may be a generator over the archive.
     """
     result = ParseResult()
-    frames, odd, odd_order = [], [], []
-    sequence = 0
-    for raw, offers in _searches(responses, result):
+    frames, odd, odd_order, queries = [], [], [], []
+    present, objects, sequence = set(), 0, 0  # what the schema checks read: the required keys any object has
+    for raw in responses:
+        offers = offers_of(raw)
+        queries.append(_query(raw, offers))
+        dicts = [record for record in offers if isinstance(record, dict)]
+        present.update(key for key in REQUIRED if key not in present and any(key in record for record in dicts))
+        objects += len(dicts)
         clean, clean_order = [], []
         for record in offers:
             if well_formed(record):
@@ -187,12 +214,15 @@ def parse_frame(responses: list[RawResponse]) -> ParseResult:
             sequence += len(KINDS)
         if clean:
             frames.append(_columns(clean, raw).with_columns(_order=pl.Series(clean_order, dtype=pl.Int64)))
+        del offers, clean, dicts
+    # Stand-ins for the schema checks: as many objects, each with the required keys some object had.
+    stand_in = dict.fromkeys(present)
+    _summarise(result, [stand_in] * objects + [None] * (sequence // len(KINDS) - objects), queries)
     frames.append(listings_frame(odd).with_columns(_order=pl.Series(odd_order, dtype=pl.Int64)))
     odd_rows = frames.pop().select(*LISTING_SCHEMA, "_order")
     priced = [_priced(frame, kind) for frame in frames for kind in KINDS] + [odd_rows]
     result.frame = pl.concat(priced).sort("_order").select(list(LISTING_SCHEMA))
     return result
-
 
 
 def _columns(records: list[dict], raw: RawResponse):
@@ -224,7 +254,7 @@ def _columns(records: list[dict], raw: RawResponse):
                                    "available" if r["rentable"] and not r.get("rented") else "unavailable"
                                    for r in records], dtype=pl.String),
         "extras": [json_text({k: r[k] for k in EXTRA_KEYS if k in r} | _share(r)) for r in records],
-        "record": pl.Series(records, dtype=pl.Object),
+        "record": pl.Series([record_json(r) for r in records], dtype=pl.Object),
         **{key: pl.Series(column(key), dtype=pl.Float64) for key in ("dph_base", "min_bid", "discount_rate",
                                                                     "discounted_dph_total")},
     })

@@ -12,7 +12,10 @@ from warehouse import config
 
 DATA_TABLES = ("offers", "unmapped_gpus", "quarantine")  # keyed by run_id and provider (= source name)
 API_TABLES = ("api_prices", "api_aliases", "unmapped_api_models")  # keyed by run_id and api_provider (= source)
-OFFER_KEY = ("offer_id", "price_kind")  # unique within a run and provider; checked here, `offers` has no index
+OFFER_KEY = ("offer_id", "price_kind")
+# A day's offers are stored sorted so that like values sit together (one GPU's memory, a host's reliability)
+# and DuckDB's per-segment compression finds them: on a generated month, 12% smaller than the parse's order.
+OFFERS_ORDER = ("gpu", "gpu_memory_gb", "reliability", "offer_id", "price_kind")  # unique within a run and provider; checked here, `offers` has no index
 
 
 @dataclass
@@ -112,8 +115,14 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
                                              f"{repeated.select(OFFER_KEY).row(0)} (migration 0012)")
     values = asdict(row) | {"notes": "\n".join(row.notes) or None}
     names = [f.name for f in fields(FetchRow)]
+    if "offers" in frames:  # sorted here, by polars' threads (the inserts below run on one), by the keys it has
+        offers = frames["offers"]
+        frames["offers"] = offers.sort([c for c in OFFERS_ORDER if c in offers.columns], nulls_last=True)
     for table, frame in frames.items():  # registered outside the transaction: an aborted one refuses unregister
         con.register(f"_batch_{table}", frame)
+    # One thread for the inserts: each DuckDB thread fills its own row group, which cost a 20,000-offer load
+    # ~50 MB more peak memory for no gain in speed on a batch this size.
+    con.execute("set threads = 1")
     try:
         con.execute("begin transaction")
         try:
@@ -132,6 +141,7 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
             con.execute("rollback")
             raise
     finally:
+        con.execute("reset threads")
         for table in frames:
             con.unregister(f"_batch_{table}")
     return row

@@ -125,6 +125,14 @@ def test_a_full_search_is_split_by_gpu_name_and_the_split_covers_the_market():
     assert not result.truncated
 
 
+def test_only_an_answer_with_as_many_ids_as_the_limit_can_be_full():
+    body = json.dumps({"offers": OFFERS[:3]})
+    assert vastai.could_be_full(raw("vastai", "POST", vastai.PATH, body), 3)
+    assert not vastai.could_be_full(raw("vastai", "POST", vastai.PATH, body), 4)
+    # keys that merely end in "id" do not count: an answer is decoded whenever it may be full
+    assert body.count('"id"') == 3 and "machine_id" in body
+
+
 def test_a_search_still_full_after_splitting_marks_the_fetch_truncated():
     responses, _, _ = run_fetch(limit=2)
     result = vastai.parse(responses)
