@@ -6,7 +6,6 @@ fetch.json. load_source parses from the archive only, so a rebuild can re-load a
 
 import asyncio
 import ctypes
-import gc
 import logging
 import secrets
 from collections.abc import Callable, Iterator
@@ -196,8 +195,9 @@ def _release_freed_memory() -> None:
     """Give the memory Python freed back to the system (glibc keeps it otherwise). The fetch, the parse and
     DuckDB each allocate through their own allocator, so what one freed and glibc kept was added to the
     next one's peak: trimming before the parse and before the load took a 20,000-offer fetch from ~515 MB
-    to ~405 MB peak resident memory, for about 10 ms."""
-    gc.collect()
+    to ~405 MB peak resident memory, for about 10 ms. No gc.collect(): the parsed answers hold no reference
+    cycles, so counting frees them, and a full collection in a long-lived process (a test session, a served
+    flow) walks every object it holds: seconds, which stalled the concurrent fetches' deadlines."""
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
 
