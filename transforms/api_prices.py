@@ -111,13 +111,13 @@ def own_rent_api(
     keys = ["snapshot_date", "model", "precision", "context_tokens", "streams", "method"]
     setting = ["model", "gpu", "precision", "context_tokens", "streams", "method"]
     ratio, seconds = _mix(input_per_output)
-    rates = estimates.select(*setting, "agg_tok_s", ratio.alias("input_per_output"),
+    rates = estimates.select(*setting, ratio.alias("input_per_output"),
                              ((ratio + 1) / seconds).alias("_mix_tok_s"))  # tokens a second at the blend
     per_mix_tokens = pl.col("_mix_tok_s")
     rent = (
         costs.filter((pl.col("method") == method) & (pl.col("price_kind") == RENT_PRICE_KIND)
                      & (pl.col("replica_pricing") != SINGLE_GPU_LISTINGS))
-        .join(rates.drop("agg_tok_s"), on=setting, how="left")
+        .join(rates, on=setting, how="left")
         .sort("usd_per_mtok", "provider", "gpu")
         .group_by(keys, maintain_order=True)
         .first()
