@@ -1,17 +1,20 @@
 """Plain orchestration of the sources: fetch (self-contained, thread-safe, archive first), then load from the archive.
 
 fetch_source never raises for a source failure: the failure is returned and written to the archive's
-fetch.json. load_source parses from the archive only, so a rebuild can re-load any archived run directory.
+fetch.json. load_source parses from the archive only, so a rebuild can re-load any archived run directory;
+a run's own load takes the parse its fetch made from the archive while the next answers were on their way.
 """
 
 import asyncio
 import ctypes
 import logging
+import queue
 import secrets
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import duckdb
 import polars as pl
 
 from scrapers import sources
-from scrapers.base import SourceError
+from scrapers.base import ParseResult, RawResponse, SourceError
 from scrapers.http import SourceClient
 from scrapers.settings import Settings, from_env
 from transforms import api_prices, gpu_names
@@ -28,6 +31,45 @@ from warehouse import archive, catalog, config, lake, mirror
 from warehouse.load import Batch, FetchRow, finish_run, load_batch, start_run
 
 log = logging.getLogger("gpuledger.fetching")
+
+
+class ParseAhead:
+    """A source's parse on a thread of its own, fed each response as soon as it is archived (read back from the
+    archive, as a re-load would): the parse of one answer overlaps the wait for the next (the transfer, vast's
+    pacing) instead of starting after the last. The parse is the same pure function over the same archived
+    responses, so its result, or its error, is the one load_source would get by parsing afterwards."""
+
+    def __init__(self, module):
+        self._archived: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
+        self._result: Future | None = Future()
+        threading.Thread(target=self._parse, args=(module,), name=f"parse-{module.NAME}", daemon=True).start()
+
+    def archived(self, meta_path: Path) -> None:
+        self._archived.put(meta_path)
+
+    def close(self) -> None:
+        """No more responses: the parse finishes with what it was given."""
+        self._archived.put(None)
+
+    def take(self) -> ParseResult:
+        """The parse, once finished (or its error, raised); handed over once, so the load alone holds it."""
+        result, self._result = self._result, None
+        if result is None:
+            raise RuntimeError("this parse was already taken")
+        return result.result()
+
+    def _responses(self) -> Iterator[RawResponse]:
+        while (path := self._archived.get()) is not None:
+            meta = archive.read_meta(path)
+            if archive.parsed(meta):
+                yield archive.read_response(meta)
+
+    def _parse(self, module) -> None:
+        result = self._result
+        try:
+            result.set_result(module.parse_frame(self._responses()))
+        except BaseException as exc:  # raised again in load_source, which records it as it would its own
+            result.set_exception(exc)
 
 
 @dataclass
@@ -45,10 +87,13 @@ class FetchResult:
     http_status: int | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    # The parse made while the fetch went on, for load_source; never written to fetch.json.
+    parsed: ParseAhead | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
-        return asdict(self) | {"snapshot_date": self.snapshot_date.isoformat(),
-                               "started_at": self.started_at.isoformat(), "finished_at": self.finished_at.isoformat()}
+        stored = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "parsed"}
+        return stored | {"notes": list(self.notes), "snapshot_date": self.snapshot_date.isoformat(),
+                         "started_at": self.started_at.isoformat(), "finished_at": self.finished_at.isoformat()}
 
     @classmethod
     def from_json(cls, data: dict) -> "FetchResult":
@@ -93,16 +138,22 @@ def new_run_id() -> str:
 
 
 def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings | None = None, *,
-                 transport=None) -> FetchResult:
-    """Fetch one source with its own client and event loop, archiving each response as it arrives."""
+                 transport=None, parse_ahead: bool = False) -> FetchResult:
+    """Fetch one source with its own client and event loop, archiving each response as it arrives.
+
+    parse_ahead: parse the answers while the fetch goes on (sources with a parse_frame), for a load_source
+    that follows in this process; the result carries that parse."""
     settings = settings or from_env()
     module = sources.get(name)
     directory = archive.run_dir(name, snapshot_date, run_id)
     directory.mkdir(parents=True, exist_ok=True)
     writer = archive.ArchiveWriter(directory)
+    ahead = ParseAhead(module) if parse_ahead and hasattr(module, "parse_frame") else None
 
     def archived(raw) -> None:
-        writer.write(raw)
+        meta_path = writer.write(raw)
+        if ahead:
+            ahead.archived(meta_path)
         _report(SourceProgress(name, "fetching", client.requests))
 
     client = SourceClient(name, settings, transport=transport, on_response=archived)
@@ -119,10 +170,14 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
     except Exception as exc:  # a bug or a disk error must not stop the other sources: record it
         log.exception("%s: fetch failed unexpectedly", name)
         error = client.scrub(f"{name}: unexpected {type(exc).__name__}: {exc}")
+    finally:
+        if ahead:
+            ahead.close()
     result = FetchResult(
         source=name, run_id=run_id, snapshot_date=snapshot_date, archive_dir=str(directory),
         status="failed" if error else "ok", started_at=started, finished_at=config.utc_now(),
-        requests=client.requests, http_status=client.last_status, error=error, notes=client.notes)
+        requests=client.requests, http_status=client.last_status, error=error, notes=client.notes,
+        parsed=ahead if ahead and not error else None)
     writer.write_summary(result.to_json())
     _report(SourceProgress(name, "failed" if error else "fetched", client.requests))
     return result
@@ -143,12 +198,19 @@ def _fetch_row(fetched: FetchResult, status: str, error: str | None, notes: list
         notes=list(dict.fromkeys(notes)))
 
 
-def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> Batch:
-    """Parse the archived responses and normalise them; raises SourceError/ArchiveError when they cannot be read."""
+def _parse(fetched: FetchResult) -> ParseResult:
+    """The parse made while fetching, else a parse of the archived responses; raises SourceError/ArchiveError
+    when they cannot be read."""
+    if fetched.parsed is not None:
+        return fetched.parsed.take()
     module = sources.get(fetched.source)
     responses = archive.read_responses(Path(fetched.archive_dir))
     # By columns where the source has it (large answers), reading one archived body at a time.
-    parsed = module.parse_frame(responses) if hasattr(module, "parse_frame") else module.parse(list(responses))
+    return module.parse_frame(responses) if hasattr(module, "parse_frame") else module.parse(list(responses))
+
+
+def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult, parsed: ParseResult) -> Batch:
+    """The parsed listings normalised, with the fetch's row and notes."""
     listings = parsed.frame if parsed.frame is not None else listings_frame(parsed.listings)
     needs_fx = listings.filter(pl.col("native_currency").str.to_uppercase() != "USD").height > 0
     rates = con.sql("select date, base, quote, rate, source from fx_rates").pl() if needs_fx else None
@@ -219,7 +281,10 @@ def _load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> FetchR
         return load_batch(con, Batch(_fetch_row(fetched, "failed", fetched.error, fetched.notes)))
     _release_freed_memory()
     try:
-        batch = _batch(con, fetched)
+        parsed = _parse(fetched)
+        _release_freed_memory()
+        batch = _batch(con, fetched, parsed)
+        del parsed
     except (SourceError, archive.ArchiveError) as exc:
         return load_batch(con, Batch(_fetch_row(fetched, "failed", str(exc), fetched.notes)))
     _release_freed_memory()
@@ -242,10 +307,11 @@ def source_names(names: list[str] | None) -> list[str]:
 
 def fetch_concurrently(names: list[str], run_id: str, snapshot_date: date,
                        settings: Settings | None = None) -> dict[str, FetchResult]:
-    """Every source in its own thread (each has its own client and event loop); failures come back as results."""
+    """Every source in its own thread (each has its own client and event loop), parsing ahead for the load that
+    follows; failures come back as results."""
     settings = settings or from_env()
     with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="fetch") as pool:
-        futures = {n: pool.submit(fetch_source, n, run_id, snapshot_date, settings) for n in names}
+        futures = {n: pool.submit(fetch_source, n, run_id, snapshot_date, settings, parse_ahead=True) for n in names}
         return {n: future.result() for n, future in futures.items()}
 
 

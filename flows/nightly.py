@@ -21,8 +21,9 @@ from flows import fetching, pipeline  # noqa: E402
 
 @task(name="fetch", task_run_name="fetch-{source}", cache_policy=NO_CACHE)
 def fetch_task(source: str, run_id: str, snapshot_date: date) -> fetching.FetchResult:
-    """One source's fetch and archive; failures come back as a failed result, never as an exception."""
-    return fetching.fetch_source(source, run_id, snapshot_date)
+    """One source's fetch and archive (parsed as it lands, for the load that follows in this process); failures
+    come back as a failed result, never as an exception."""
+    return fetching.fetch_source(source, run_id, snapshot_date, parse_ahead=True)
 
 
 def _fetch_as_tasks(names: list[str], run_id: str, day: date) -> dict[str, fetching.FetchResult]:

@@ -95,17 +95,19 @@ class ArchiveWriter:
         return path
 
 
+def read_meta(path: Path) -> dict:
+    """The metadata of one archived response (NNNN.meta.json)."""
+    try:
+        meta = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ArchiveError(f"{path}: unreadable metadata ({exc})") from None
+    meta["_dir"] = str(path.parent)
+    return meta
+
+
 def read_metadata(directory: Path) -> list[dict]:
     """The metadata of every archived response in a run directory, in arrival order."""
-    metas = []
-    for path in sorted(directory.glob("[0-9][0-9][0-9][0-9].meta.json")):
-        try:
-            meta = json.loads(path.read_text())
-        except ValueError as exc:
-            raise ArchiveError(f"{path}: unreadable metadata ({exc})") from None
-        meta["_dir"] = str(directory)
-        metas.append(meta)
-    return metas
+    return [read_meta(path) for path in sorted(directory.glob("[0-9][0-9][0-9][0-9].meta.json"))]
 
 
 def read_body(meta: dict) -> bytes:
@@ -120,22 +122,31 @@ def read_body(meta: dict) -> bytes:
     return body
 
 
+def parsed(meta: dict) -> bool:
+    """Whether a parse reads this response: a successful one (an error answer is archived, never parsed)."""
+    return 200 <= meta["status"] < 300
+
+
+def read_response(meta: dict) -> RawResponse:
+    """One archived response back as RawResponse, for parsing without network."""
+    return RawResponse(
+        source=meta["source"],
+        method=meta["method"],
+        url=meta["url"],
+        status=meta["status"],
+        headers=meta.get("headers") or {},
+        body=read_body(meta),
+        fetched_at=datetime.fromisoformat(meta["fetched_at"]),
+        request_body=meta.get("request_body"),
+        redacted=meta.get("redacted", False),
+    )
+
+
 def read_responses(directory: Path, *, ok_only: bool = True) -> Iterator[RawResponse]:
-    """Yield the archived responses of a run directory back as RawResponse, for parsing without network."""
+    """Yield the archived responses of a run directory back as RawResponse, in arrival order."""
     for meta in read_metadata(directory):
-        if ok_only and not 200 <= meta["status"] < 300:
-            continue
-        yield RawResponse(
-            source=meta["source"],
-            method=meta["method"],
-            url=meta["url"],
-            status=meta["status"],
-            headers=meta.get("headers") or {},
-            body=read_body(meta),
-            fetched_at=datetime.fromisoformat(meta["fetched_at"]),
-            request_body=meta.get("request_body"),
-            redacted=meta.get("redacted", False),
-        )
+        if parsed(meta) or not ok_only:
+            yield read_response(meta)
 
 
 def read_summary(directory: Path) -> dict:

@@ -12,6 +12,8 @@ from flows.cli import app
 from flows.derive import derive_date
 from flows.fetching import fetch_and_load, fetch_source, load_source
 from flows.replay import ReplayServer
+from scrapers import vastai
+from scrapers.frames import json_text
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
 from warehouse import archive, config, db
@@ -253,6 +255,32 @@ def test_the_raw_archive_itself_can_be_replayed(replay):
     replay(config.raw_dir())
     con, second = run(run_id="run-2")
     assert {s: r.offers_loaded for s, r in second.items()} == {s: r.offers_loaded for s, r in first.items()}
+
+
+def test_the_parse_made_while_fetching_is_the_parse_of_the_archive(replay):
+    replay()
+    fetched = fetch_source("vastai", "run-1", SNAPSHOT, parse_ahead=True)
+    ahead = fetched.parsed.take()
+    again = vastai.parse_frame(archive.read_responses(Path(fetched.archive_dir)))
+    assert ahead.frame.height == len(VAST) + sum((o.get("min_bid") or 0) > 0 for o in VAST if o["num_gpus"] > 0)
+    assert ahead.frame.drop("record").equals(again.frame.drop("record"))
+    assert [json_text(r) for r in ahead.frame["record"]] == [json_text(r) for r in again.frame["record"]]
+    assert (ahead.record_count, ahead.notes, ahead.truncated, ahead.rejected) == (
+        again.record_count, again.notes, again.truncated, again.rejected)
+    with pytest.raises(RuntimeError, match="already taken"):  # the load alone holds the parsed frame
+        fetched.parsed.take()
+    assert "parsed" not in json.loads((Path(fetched.archive_dir) / "fetch.json").read_text())
+
+
+def test_a_parse_error_found_while_fetching_fails_the_load_as_a_parse_afterwards_would(replay, tmp_path):
+    replay(edited_fixtures(tmp_path, "vastai_bundles.json", lambda data: {"results": data["offers"]}))
+    fetched = fetch_source("vastai", "run-1", SNAPSHOT, parse_ahead=True)
+    assert fetched.status == "ok" and fetched.parsed is not None  # the answer came; only its parse fails
+    with db.connect() as con:
+        row = load_source(con, fetched)
+        again = load_source(con, Path(fetched.archive_dir))
+    assert (row.status, row.error) == (again.status, again.error) == (
+        "failed", "vastai: /api/v0/bundles/: field 'offers': expected an object with a list of offers")
 
 
 def test_fetch_source_never_raises_for_a_source_failure(replay):
