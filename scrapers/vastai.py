@@ -232,7 +232,7 @@ def _columns(records: list[dict], raw: RawResponse):
         return [record.get(key) for record in records]
 
     known: dict = {}  # a few hundred places among thousands of offers
-    places = [known[g] if g in known else known.setdefault(g, location(g)) if isinstance(g, str) else (None, None)
+    places = [(known[g] if g in known else known.setdefault(g, location(g))) if isinstance(g, str) else (None, None)
               for g in column("geolocation")]
     gpu_ram = column("gpu_ram")
     frame = pl.DataFrame({
