@@ -61,7 +61,7 @@ class ParseAhead:
     def _responses(self) -> Iterator[RawResponse]:
         while (path := self._archived.get()) is not None:
             meta = archive.read_meta(path)
-            if archive.parsed(meta):
+            if archive.successful(meta):
                 yield archive.read_response(meta)
 
     def _parse(self, module) -> None:

@@ -122,8 +122,8 @@ def read_body(meta: dict) -> bytes:
     return body
 
 
-def parsed(meta: dict) -> bool:
-    """Whether a parse reads this response: a successful one (an error answer is archived, never parsed)."""
+def successful(meta: dict) -> bool:
+    """A 2xx answer, what a parse reads (an error answer is archived, never parsed)."""
     return 200 <= meta["status"] < 300
 
 
@@ -145,7 +145,7 @@ def read_response(meta: dict) -> RawResponse:
 def read_responses(directory: Path, *, ok_only: bool = True) -> Iterator[RawResponse]:
     """Yield the archived responses of a run directory back as RawResponse, in arrival order."""
     for meta in read_metadata(directory):
-        if parsed(meta) or not ok_only:
+        if successful(meta) or not ok_only:
             yield read_response(meta)
 
 
