@@ -121,6 +121,6 @@ def main() -> None:
     verdict("history", [
         ("warehouse / zstd Parquet bytes", warehouse_b / parquet_b, MAX_SIZE_RATIO),
         *((f"gpuledger sql '{name}' wall s", sql_s[name], MAX_SQL_S) for name in QUERIES),
-        *((f"'{name}' warehouse / parquet", (warehouse_s[name] - 0.01) / parquet_s[name], MAX_QUERY_RATIO)
+        *((f"'{name}' warehouse / parquet", max(warehouse_s[name] - 0.01, 0) / parquet_s[name], MAX_QUERY_RATIO)
           for name in QUERIES),
     ])

@@ -9,7 +9,8 @@ off. Each contender runs in its own process, in alternating rounds; the best rou
 - load: parse + normalise + load alone, `load_source` on the archived run (in-process time);
 - floor: DuckDB's `read_json` over the same archived bodies, offers unnested into a table (in-process time).
 
-Targets: fetch no slower than the peer (ratio <= 1), load within 1.5x the floor, fetch peak RSS <= 400 MB.
+Targets: fetch no slower than the peer (ratio <= 1), load within 1.5x the floor, fetch peak RSS <= 400 MB in
+every round (the table shows the fastest round's).
 """
 
 import os
@@ -86,6 +87,9 @@ def main() -> None:
                 results["peer"].append(run(_code(PEER, search)))
                 results["fetch"].append(run([*GPULEDGER, "fetch", "--source", "vastai"], env))
         transfer, peer, fetch = (min(r, key=lambda x: x.wall_s) for r in results.values())
+        # Memory is judged on every round, not only the fastest: each fetch loads into the same warehouse, and a
+        # load's commit can make DuckDB checkpoint what earlier rounds stored (README: Performance).
+        fetch_rss = max(r.peak_rss_mb for r in results["fetch"])
         runs = sorted((home / "raw" / "vastai").glob("*/*"))
         bodies = sorted(str(p) for p in runs[-1].glob("*.body.gz"))
         loads = []
@@ -104,5 +108,5 @@ def main() -> None:
     verdict("ingest", [
         ("fetch / peer wall (aim 0.5)", fetch.wall_s / peer.wall_s, MAX_FETCH_VS_PEER),
         ("parse+normalise+load / DuckDB floor", load["seconds"] / floor["seconds"], MAX_LOAD_VS_FLOOR),
-        ("fetch peak RSS MB", fetch.peak_rss_mb, MAX_RSS_MB),
+        ("fetch peak RSS MB, highest of the rounds", fetch_rss, MAX_RSS_MB),
     ])
