@@ -2,7 +2,8 @@
 
 The year is one generated day (GPULEDGER_BENCH_DAY_OFFERS vast.ai offers, fetched from the replay server
 like any day, about 25,000 offers rows) repeated over 365 dates with prices moved a few percent by a hash of
-the offer and the day, stored day after day as the nightly loads store them (see REPEAT). Baseline: the same rows exported as zstd Parquet, queried by DuckDB in-process.
+the offer and the day, stored day after day as the nightly loads store them (see REPEAT). Baseline: the same
+rows exported as zstd Parquet, queried by DuckDB in-process.
 Targets: the warehouse at most 2x the Parquet bytes; each query through `gpuledger sql`, whole process,
 under 1 s; each query in-process on the warehouse no slower than on the Parquet file (ratio <= 1, with a
 10 ms allowance for timer noise on queries that take a few milliseconds).

@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 
 from scrapers import sources
-from scrapers.base import ParseResult, RawResponse, SourceError
+from scrapers.base import ParseResult, SourceError
 from scrapers.http import SourceClient
 from scrapers.settings import Settings, from_env
 from transforms import api_prices, gpu_names
@@ -58,16 +58,11 @@ class ParseAhead:
             raise RuntimeError("this parse was already taken")
         return result.result()
 
-    def _responses(self) -> Iterator[RawResponse]:
-        while (path := self._archived.get()) is not None:
-            meta = archive.read_meta(path)
-            if archive.successful(meta):
-                yield archive.read_response(meta)
-
     def _parse(self, module) -> None:
         result = self._result
+        archived = map(archive.read_meta, iter(self._archived.get, None))  # until close()
         try:
-            result.set_result(module.parse_frame(self._responses()))
+            result.set_result(module.parse_frame(archive.responses(archived)))
         except BaseException as exc:  # raised again in load_source, which records it as it would its own
             result.set_exception(exc)
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from pathlib import Path
 
@@ -122,13 +122,12 @@ def read_body(meta: dict) -> bytes:
     return body
 
 
-def successful(meta: dict) -> bool:
+def _successful(meta: dict) -> bool:
     """A 2xx answer, what a parse reads (an error answer is archived, never parsed)."""
     return 200 <= meta["status"] < 300
 
 
-def read_response(meta: dict) -> RawResponse:
-    """One archived response back as RawResponse, for parsing without network."""
+def _read_response(meta: dict) -> RawResponse:
     return RawResponse(
         source=meta["source"],
         method=meta["method"],
@@ -142,11 +141,17 @@ def read_response(meta: dict) -> RawResponse:
     )
 
 
+def responses(metas: Iterable[dict], *, ok_only: bool = True) -> Iterator[RawResponse]:
+    """The archived responses these metadata describe, back as RawResponse for parsing without network, one
+    body read at a time (metas may be a stream: the responses of a fetch still going on)."""
+    for meta in metas:
+        if _successful(meta) or not ok_only:
+            yield _read_response(meta)
+
+
 def read_responses(directory: Path, *, ok_only: bool = True) -> Iterator[RawResponse]:
-    """Yield the archived responses of a run directory back as RawResponse, in arrival order."""
-    for meta in read_metadata(directory):
-        if successful(meta) or not ok_only:
-            yield read_response(meta)
+    """The archived responses of a run directory, in arrival order."""
+    return responses(read_metadata(directory), ok_only=ok_only)
 
 
 def read_summary(directory: Path) -> dict:
