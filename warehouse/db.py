@@ -11,7 +11,13 @@ from warehouse import config
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Written in a storage format the DuckDB 1.5 shell (PyPI duckdb-cli) can still open, for ad-hoc readers.
-STORAGE = {"storage_compatibility_version": "v1.5.0"}
+STORAGE_VERSION = "v1.5.0"
+# Rows per row group that writes create (DuckDB's default: 122,880). A checkpoint rewrites the row group a load
+# appended to whole: with the default, a day of vast.ai offers (~38k rows) left one that grew night after night,
+# and its rewrite took up to +400 MB and 1 s at the load's commit. At 16,384 it takes a few MB and 0.1 s, and
+# the file is no larger (bench/ingest.py, README: Performance). DuckDB takes it only as an ATTACH option, for
+# that session: every writable connection attaches the file with it.
+ROW_GROUP_SIZE = 16_384
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
 
@@ -80,11 +86,11 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path | str = "warehouse") -> l
 
 
 def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
-    """duckdb.connect, waiting up to wait_s while another process holds a conflicting lock on the file."""
+    """The file's connection, waiting up to wait_s while another process holds a conflicting lock on it."""
     deadline, pause = time.monotonic() + wait_s, 0.1
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only, config={} if read_only else STORAGE)
+            return duckdb.connect(str(path), read_only=True) if read_only else _attach_writable(path)
         except duckdb.IOException as exc:
             if "Conflicting lock" not in str(exc) and "Could not set lock" not in str(exc):
                 raise
@@ -95,6 +101,20 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
                 ) from None
             time.sleep(pause)
             pause = min(pause * 2, 1.0)
+
+
+def _attach_writable(path: Path) -> duckdb.DuckDBPyConnection:
+    """The file attached under the name duckdb.connect(path) would give it, and made the default database."""
+    con = duckdb.connect()
+    try:
+        alias = '"' + path.stem.replace('"', '""') + '"'
+        con.execute(f"attach ? as {alias} (storage_version '{STORAGE_VERSION}', row_group_size {ROW_GROUP_SIZE})",
+                    [str(path)])
+        con.execute(f"use {alias}")
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def connect(path: Path | None = None, *, read_only: bool = False, wait_s: float | None = None) -> duckdb.DuckDBPyConnection:

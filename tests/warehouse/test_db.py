@@ -93,6 +93,23 @@ def test_the_duckdb_shell_can_read_the_warehouse():
     assert out.splitlines()[1] == str(len(db.migrations()))
 
 
+def test_writes_go_in_small_row_groups_that_the_duckdb_shell_reads():
+    # a checkpoint rewrites the row group a load appended to: small ones keep its memory small
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    with db.connect() as con:
+        con.execute("create table numbers as select range as n from range(40000)")
+        con.execute("checkpoint")
+        groups = con.execute("select count(distinct row_group_id) from pragma_storage_info('numbers')").fetchall()
+    assert groups == [(-(-40000 // db.ROW_GROUP_SIZE),)] and db.ROW_GROUP_SIZE < 40000
+    shell = Path(sys.executable).parent / "duckdb"
+    out = subprocess.run([shell, "-readonly", "-csv", str(config.db_path()), "-c", "select sum(n) from numbers"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[1] == str(sum(range(40000)))
+
+
 def test_migration_0012_keeps_the_offers_and_drops_their_index(monkeypatch):
     known = db.migrations()
     monkeypatch.setattr(db, "migrations", lambda: tuple(m for m in known if m[0] < 12))
