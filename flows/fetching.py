@@ -144,11 +144,19 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
     directory.mkdir(parents=True, exist_ok=True)
     writer = archive.ArchiveWriter(directory)
     ahead = ParseAhead(module) if parse_ahead and hasattr(module, "parse_frame") else None
+    # Each answer is compressed and written on a thread of its own while the next request goes out (gzip, the
+    # checksum and fsync release the GIL): written inline, the server waited for them, ~0.15 s per 20 MB.
+    archiving = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"archive-{name}")
+    writes: list[Future] = []
 
-    def archived(raw) -> None:
+    def write(raw) -> None:
         meta_path = writer.write(raw)
         if ahead:
             ahead.archived(meta_path)
+
+    def archived(raw) -> None:
+        _raise_failed_write(writes)  # a write that failed stops the fetch at its next answer
+        writes.append(archiving.submit(write, raw))
         _report(SourceProgress(name, "fetching", client.requests))
 
     client = SourceClient(name, settings, transport=transport, on_response=archived)
@@ -159,7 +167,11 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
             await module.fetch(client, settings)
 
     try:
-        asyncio.run(run())
+        try:
+            asyncio.run(run())
+        finally:
+            archiving.shutdown()  # every answer received is on disk before the fetch is summed up
+        _raise_failed_write(writes)
     except SourceError as exc:
         error = client.scrub(str(exc))
     except Exception as exc:  # a bug or a disk error must not stop the other sources: record it
@@ -176,6 +188,12 @@ def fetch_source(name: str, run_id: str, snapshot_date: date, settings: Settings
     writer.write_summary(result.to_json())
     _report(SourceProgress(name, "failed" if error else "fetched", client.requests))
     return result
+
+
+def _raise_failed_write(writes: list[Future]) -> None:
+    failed = next((w.exception() for w in writes if w.done() and w.exception()), None)
+    if failed:
+        raise failed
 
 
 def _gpu_names(con: duckdb.DuckDBPyConnection, provider: str) -> gpu_names.Catalogue:

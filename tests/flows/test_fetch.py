@@ -283,6 +283,16 @@ def test_a_parse_error_found_while_fetching_fails_the_load_as_a_parse_afterwards
         "failed", "vastai: /api/v0/bundles/: field 'offers': expected an object with a list of offers")
 
 
+def test_an_archive_write_that_fails_fails_the_source_and_stops_its_fetch(replay, monkeypatch):
+    # answers are written on a thread of their own while the next request goes out: the failure still surfaces
+    replay()
+    monkeypatch.setattr(archive.ArchiveWriter, "write", lambda self, raw: (_ for _ in ()).throw(OSError("disk full")))
+    result = fetch_source("vastai", "run-1", SNAPSHOT, parse_ahead=True)
+    assert (result.status, result.error) == ("failed", "vastai: unexpected OSError: disk full")
+    assert result.requests < len(vastai.bucket_queries(1)) and result.parsed is None
+    assert json.loads((Path(result.archive_dir) / "fetch.json").read_text())["error"] == result.error
+
+
 def test_fetch_source_never_raises_for_a_source_failure(replay):
     replay(faults={"/graphql": "404"})
     result = fetch_source("runpod", "run-1", SNAPSHOT)
