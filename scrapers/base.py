@@ -3,7 +3,8 @@
 import gc
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -63,19 +64,31 @@ class RawResponse:
         The cyclic garbage collector is paused meanwhile: it would rescan the new dicts of a large answer again
         and again (measured: twice the decode time); nothing decoded here can form a cycle.
         """
-        collecting = gc.isenabled()
-        gc.disable()
         try:
-            try:
-                return orjson.loads(self.body)
-            except orjson.JSONDecodeError:
-                return json.loads(self.body)
+            with gc_paused():
+                return loads(self.body)
         except ValueError as exc:
             served = self.headers.get("content-type", "no content type")
             raise SchemaError(self.source, self.path, f"body is not JSON ({exc}; served as {served})") from None
-        finally:
-            if collecting:
-                gc.enable()
+
+
+def loads(text: bytes | str) -> Any:
+    """JSON as RawResponse.json reads it: orjson, else the standard library (NaN, numbers beyond a double)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @dataclass(frozen=True)

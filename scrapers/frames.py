@@ -9,7 +9,7 @@ from dataclasses import fields
 import orjson
 import polars as pl
 
-from scrapers.base import Listing
+from scrapers.base import Listing, loads
 
 LISTING_SCHEMA = {
     "offer_id": pl.String, "price_kind": pl.String, "price_field": pl.String, "native_per_hr": pl.Float64,
@@ -32,12 +32,13 @@ _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 class RecordJSON:
-    """A raw record kept as its compact JSON text: about a third of the memory of its decoded objects, and
-    json_text writes it as it would the record itself (it decodes it again, for the few rows that need it)."""
+    """A raw record kept as its JSON text (the bytes it came as, or re-encoded): about a third of the memory of
+    its decoded objects, and json_text writes it as it would the record itself (it decodes it again, as the
+    answer was decoded, for the few rows that need it)."""
 
     __slots__ = ("text",)
 
-    def __init__(self, text: str):
+    def __init__(self, text: bytes | str):
         self.text = text
 
 
@@ -52,7 +53,7 @@ def record_json(record):
 
 
 def _plain(value):
-    return orjson.loads(value.text) if isinstance(value, RecordJSON) else str(value)
+    return loads(value.text) if isinstance(value, RecordJSON) else str(value)
 
 
 def shallow(item) -> dict:

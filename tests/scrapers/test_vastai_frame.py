@@ -10,10 +10,12 @@ import math
 from pathlib import Path
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scrapers import vastai
+from scrapers.base import SchemaError
 from scrapers.frames import json_text, listings_frame
 from tests.sources_support import fixture_json, raw
 
@@ -69,6 +71,28 @@ def test_a_place_that_is_not_text_is_unknown_in_both_parses():
     # a list here once failed the whole columnar parse (unhashable): hypothesis found it below
     _, columnar = assert_same(responses([dict(OFFERS[0], geolocation=[1]), dict(OFFERS[1], geolocation={"c": "US"})]))
     assert set(columnar.frame["country"]) == set(columnar.frame["region"]) == {None}
+
+
+def test_numbers_orjson_reads_differently_give_the_same_rows_as_the_whole_answer_read():
+    # beyond 64 bits orjson reads an integer as a float, the fields decoder as an integer: such an answer is read
+    # whole, at the top of a field or inside it
+    _, columnar = assert_same(responses([dict(OFFERS[0], machine_id=10**30), dict(OFFERS[1], geolocation=[10**30])]))
+    assert json.loads(columnar.frame["extras"][0])["machine_id"] == 1e30
+    # beyond a double, in a field no listing keeps: orjson refuses the answer, the standard library reads it
+    text = json.dumps({"offers": [dict(OFFERS[0], unkept=1.5)]}).replace("1.5", "1e400")
+    _, columnar = assert_same(responses([], text=text))
+    assert columnar.frame.height and "1e400" in str(columnar.frame["record"][0].text)
+
+
+def test_an_answer_that_is_not_utf8_fails_as_the_whole_answer_read_fails():
+    # the fields decoder does not check the text of the fields it skips: alone, it would accept this answer
+    body = json.dumps({"offers": [dict(OFFERS[0], unkept="caf-e")]}).encode().replace(b"caf-e", b"caf\xe9")
+    answer = raw("vastai", "POST", vastai.PATH, body, request_body="{}")
+    with pytest.raises(SchemaError, match="not JSON") as columnar:
+        vastai.parse_frame([answer])
+    with pytest.raises(SchemaError) as reference:
+        vastai.parse([answer])
+    assert str(columnar.value) == str(reference.value)
 
 
 VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 2**60), st.floats(-1e6, 1e6),
