@@ -199,3 +199,14 @@ def test_retry_after_accepts_seconds_and_http_dates():
     assert retry_after_s("3") == 3.0
     assert retry_after_s(None) is None and retry_after_s("soon") is None
     assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no wait
+
+
+def test_the_client_loads_without_httpx_own_command_line_client():
+    # ~70 ms of every fetching command: click, rich's console and pygments, for a client gpuledger never runs
+    import subprocess
+    import sys
+
+    probe = ("import sys, scrapers.http, httpx\n"
+             "print(sorted(m for m in ('click', 'pygments', 'httpx._main') if sys.modules.get(m)), callable(httpx.main))")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["[]", "True"], run.stdout + run.stderr
