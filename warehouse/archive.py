@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
 
@@ -95,19 +95,17 @@ class ArchiveWriter:
         return path
 
 
-def read_meta(path: Path) -> dict:
-    """The metadata of one archived response (NNNN.meta.json)."""
-    try:
-        meta = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ArchiveError(f"{path}: unreadable metadata ({exc})") from None
-    meta["_dir"] = str(path.parent)
-    return meta
-
-
 def read_metadata(directory: Path) -> list[dict]:
     """The metadata of every archived response in a run directory, in arrival order."""
-    return [read_meta(path) for path in sorted(directory.glob("[0-9][0-9][0-9][0-9].meta.json"))]
+    metas = []
+    for path in sorted(directory.glob("[0-9][0-9][0-9][0-9].meta.json")):
+        try:
+            meta = json.loads(path.read_text())
+        except ValueError as exc:
+            raise ArchiveError(f"{path}: unreadable metadata ({exc})") from None
+        meta["_dir"] = str(directory)
+        metas.append(meta)
+    return metas
 
 
 def read_body(meta: dict) -> bytes:
@@ -122,36 +120,22 @@ def read_body(meta: dict) -> bytes:
     return body
 
 
-def _successful(meta: dict) -> bool:
-    """A 2xx answer, what a parse reads (an error answer is archived, never parsed)."""
-    return 200 <= meta["status"] < 300
-
-
-def _read_response(meta: dict) -> RawResponse:
-    return RawResponse(
-        source=meta["source"],
-        method=meta["method"],
-        url=meta["url"],
-        status=meta["status"],
-        headers=meta.get("headers") or {},
-        body=read_body(meta),
-        fetched_at=datetime.fromisoformat(meta["fetched_at"]),
-        request_body=meta.get("request_body"),
-        redacted=meta.get("redacted", False),
-    )
-
-
-def responses(metas: Iterable[dict], *, ok_only: bool = True) -> Iterator[RawResponse]:
-    """The archived responses these metadata describe, back as RawResponse for parsing without network, one
-    body read at a time (metas may be a stream: the responses of a fetch still going on)."""
-    for meta in metas:
-        if _successful(meta) or not ok_only:
-            yield _read_response(meta)
-
-
 def read_responses(directory: Path, *, ok_only: bool = True) -> Iterator[RawResponse]:
-    """The archived responses of a run directory, in arrival order."""
-    return responses(read_metadata(directory), ok_only=ok_only)
+    """Yield the archived responses of a run directory back as RawResponse, for parsing without network."""
+    for meta in read_metadata(directory):
+        if ok_only and not 200 <= meta["status"] < 300:
+            continue
+        yield RawResponse(
+            source=meta["source"],
+            method=meta["method"],
+            url=meta["url"],
+            status=meta["status"],
+            headers=meta.get("headers") or {},
+            body=read_body(meta),
+            fetched_at=datetime.fromisoformat(meta["fetched_at"]),
+            request_body=meta.get("request_body"),
+            redacted=meta.get("redacted", False),
+        )
 
 
 def read_summary(directory: Path) -> dict:
