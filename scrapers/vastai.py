@@ -194,11 +194,11 @@ PRICE_FIELDS = {"on_demand": "dph_base", "interruptible": "min_bid", "reserved":
 def parse_frame(responses: Iterable[RawResponse]) -> ParseResult:
     """The listings `parse` returns, as one frame built column by column (result.frame, listings left empty).
 
-    Well-formed records (all of them in practice) are read as columns: no Listing object, and each raw record
-    kept as its JSON text (what quarantine stores), not as decoded objects. The others go through `listings`,
-    record by record, and every row keeps its place: the order of the answer, then on_demand, interruptible,
-    reserved. One response is decoded at a time and dropped before the next (a 51 MB answer decodes to about
-    three times its size), so `responses` may be a generator over the archive.
+    Only the fields a listing keeps are decoded (_kept_fields). Well-formed records (all of them in practice)
+    are read as columns: no Listing object, and each raw record kept as its JSON text (what quarantine stores),
+    not as decoded objects. The others are decoded whole and go through `listings`, record by record, and every
+    row keeps its place: the order of the answer, then on_demand, interruptible, reserved. One response is
+    decoded at a time and dropped before the next, so `responses` may be a generator over the archive.
     """
     result = ParseResult()
     frames, odd, odd_order, queries = [], [], [], []
