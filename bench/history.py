@@ -70,13 +70,14 @@ print(json.dumps(out))
 
 
 def _year(home: Path, env: dict[str, str]) -> int:
-    """One generated day fetched into the warehouse, then repeated backwards over the year."""
-    import duckdb
+    """One generated day fetched into the warehouse, then repeated backwards over the year, written as loads write
+    (the warehouse's own connection: its row group size)."""
+    from warehouse import db
 
     fixture = _offers.replay_dir(home.parent / "replay", DAY_OFFERS, seed=1)
     with replay_server(fixture) as replay:
         run([*GPULEDGER, "fetch", "--source", "vastai"], env | {"GPULEDGER_VASTAI_URL": replay["GPULEDGER_VASTAI_URL"]})
-    con = duckdb.connect(str(home / "gpuledger.duckdb"))
+    con = db.connect(home / "gpuledger.duckdb")
     try:
         day_run = con.execute("select any_value(run_id) from offers").fetchall()[0][0]
         # in slices, oldest first: one insert of 9 M rows needs more memory than CI has

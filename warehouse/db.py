@@ -14,9 +14,12 @@ MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 STORAGE_VERSION = "v1.5.0"
 # Rows per row group that writes create (DuckDB's default: 122,880). A checkpoint rewrites the row group a load
 # appended to whole: with the default, a day of vast.ai offers (~38k rows) left one that grew night after night,
-# and its rewrite took up to +400 MB and 1 s at the load's commit. At 16,384 it takes a few MB and 0.1 s, and
-# the file is no larger (bench/ingest.py, README: Performance). DuckDB takes it only as an ATTACH option, for
-# that session: every writable connection attaches the file with it.
+# and its rewrite took up to +400 MB and 1 s at the load's commit. At 16,384 it takes a few MB and 0.1 s; the
+# price is space: a year of offers takes 590 MB instead of 506 (1.50x its zstd Parquet instead of 1.29x), and
+# 32,768 still added ~50 MB at the commit (bench/ingest.py, bench/history.py; README: Performance). DuckDB
+# takes it only as an ATTACH option, for that session: every writable connection attaches the file with it.
+# A writer with another size rewrites row groups at its checkpoint (1.4 GB once, reopening a 16,384-row warehouse
+# at 32,768): write only through gpuledger; read with anything.
 ROW_GROUP_SIZE = 16_384
 _MIGRATION_FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
