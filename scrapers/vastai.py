@@ -243,8 +243,8 @@ _INT64 = range(-(2**63), 2**64)  # the integers orjson reads as integers (beyond
 def _kept_fields(raw: RawResponse) -> tuple[list[dict], list[bytes]] | None:
     """The offers of a plain answer as dicts of the fields a listing keeps, and each record's JSON text.
 
-    Decoding only those fields takes a third of the time of decoding the whole answer (~25 of ~100 fields per
-    record), and each record's text comes as it was sent instead of being encoded again. None where the answer
+    Decoding only those fields (30 of the 86 a real record has) takes a third of the time of decoding the whole
+    answer, and each record's text comes as it was sent instead of being encoded again. None where the answer
     is not plain JSON in the documented shape (not UTF-8, a record that is not an object, a number orjson reads
     differently...): it is then read whole (offers_of), so both ways give the same values and the same errors.
     """
