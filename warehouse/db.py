@@ -107,8 +107,9 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
 
 
 def _attach_writable(path: Path) -> duckdb.DuckDBPyConnection:
-    """The file attached under the name duckdb.connect(path) would give it, and made the default database."""
-    con = duckdb.connect()
+    """The file attached under the name duckdb.connect(path) would give it, and made the default database; what
+    spills to disk goes beside it, as with duckdb.connect(path) (an in-memory session's default is ./.tmp)."""
+    con = duckdb.connect(config={"temp_directory": f"{path}.tmp"})
     try:
         alias = '"' + path.stem.replace('"', '""') + '"'
         con.execute(f"attach ? as {alias} (storage_version '{STORAGE_VERSION}', row_group_size {ROW_GROUP_SIZE})",
