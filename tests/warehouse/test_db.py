@@ -104,12 +104,15 @@ def test_writes_go_in_small_row_groups_that_the_duckdb_shell_reads():
         con.execute("checkpoint")
         groups = con.execute("select count(distinct row_group_id) from pragma_storage_info('numbers')").fetchall()
     assert groups == [(-(-40000 // db.ROW_GROUP_SIZE),)] and db.ROW_GROUP_SIZE < 40000
-    with db.connect() as con:  # what spills goes beside the file, never into the working directory
-        assert con.execute("select current_setting('temp_directory')").fetchall() == [(f"{config.db_path()}.tmp",)]
     shell = Path(sys.executable).parent / "duckdb"
     out = subprocess.run([shell, "-readonly", "-csv", str(config.db_path()), "-c", "select sum(n) from numbers"],
                          capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[1] == str(sum(range(40000)))
+
+
+def test_what_a_writer_spills_goes_beside_the_warehouse_not_into_the_working_directory():
+    with db.connect() as con:
+        assert con.execute("select current_setting('temp_directory')").fetchall() == [(f"{config.db_path()}.tmp",)]
 
 
 def test_migration_0012_keeps_the_offers_and_drops_their_index(monkeypatch):
