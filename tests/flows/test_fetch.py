@@ -285,8 +285,11 @@ def test_a_parse_error_found_while_fetching_fails_the_load_as_a_parse_afterwards
 
 def test_an_archive_write_that_fails_fails_the_source_and_stops_its_fetch(replay, monkeypatch):
     # answers are written on a thread of their own while the next request goes out: the failure still surfaces
+    def disk_full(writer, raw):
+        raise OSError("disk full")
+
     replay()
-    monkeypatch.setattr(archive.ArchiveWriter, "write", lambda self, raw: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(archive.ArchiveWriter, "write", disk_full)
     result = fetch_source("vastai", "run-1", SNAPSHOT, parse_ahead=True)
     assert (result.status, result.error) == ("failed", "vastai: unexpected OSError: disk full")
     assert result.requests < len(vastai.bucket_queries(1)) and result.parsed is None
