@@ -1,0 +1,63 @@
+"""Rendering for the terminal and for other programs: a table written to a pipe is the table rich would draw."""
+
+import io
+
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from flows import output
+from flows.output import Format, Rows, render
+
+# printable text of one line, wide characters included (rich counts them as two cells)
+CELL = st.text(st.characters(blacklist_categories=["Cc", "Cs", "Zl", "Zp"]), max_size=12).filter(str.isprintable)
+
+
+def _rich(columns: list[str], numeric: list[bool], cells: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    table = Table()
+    for name, right in zip(columns, numeric, strict=True):
+        table.add_column(Text(name), justify="right" if right else "left", overflow="fold")
+    for row in cells:
+        table.add_row(*map(Text, row))
+    Console(file=buffer, width=output.PIPE_WIDTH).print(table)
+    return buffer.getvalue()
+
+
+@st.composite
+def tables(draw):
+    width = draw(st.integers(1, 5))
+    columns = draw(st.lists(CELL, min_size=width, max_size=width))
+    numeric = draw(st.lists(st.booleans(), min_size=width, max_size=width))
+    cells = draw(st.lists(st.lists(CELL, min_size=width, max_size=width), max_size=6))
+    return columns, numeric, cells
+
+
+@given(tables())
+def test_a_table_for_a_pipe_is_drawn_as_rich_draws_it(table):
+    columns, numeric, cells = table
+    assert output._boxed(columns, numeric, cells) + "\n" == _rich(columns, numeric, cells)
+
+
+def test_cells_rich_must_lay_out_are_left_to_rich():
+    assert output._boxed(["a"], [False], [["two\nlines"]]) is None
+    assert output._boxed(["a"], [False], [["tab\there"]]) is None
+    assert output._boxed(["a"], [False], [["x" * output.PIPE_WIDTH]]) is None
+    assert output._boxed([], [], []) is None
+
+
+def test_render_writes_title_table_and_caption_to_a_pipe(capsys):
+    rows = Rows(["gpu", "usd_per_gpu_hr"], [False, True], [("H100 [SXM]", 2.5), ("B200", None)])
+    render(rows, Format.table, title="Prices [today]", caption="—: no offer")
+    written = capsys.readouterr().out
+    # a bracket is data, not rich markup: it reaches the pipe as it came
+    assert written == "Prices [today]\n" + _rich(["gpu", "usd_per_gpu_hr"], [False, True],
+                                                 [["H100 [SXM]", "2.5"], ["B200", "—"]]) + "—: no offer\n"
+
+
+def test_a_multiline_cell_is_still_written_whole(capsys):
+    render(Rows(["note"], [False], [("first\nsecond",)]), Format.table)
+    written = capsys.readouterr().out
+    assert "│ first  │\n│ second │" in written
