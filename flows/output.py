@@ -1,8 +1,9 @@
 """Render a frame for the terminal or for other programs: table, csv, json or markdown.
 
 Imported by every command, so it stays light: rich loads when a table is drawn for a terminal (a pipe or a file
-gets the same table drawn directly, see _boxed) and polars only for a polars frame or for csv. The quick commands (sql, status, gpus, models) hand it `Rows` fetched straight from DuckDB,
-which never load polars at all (importing polars costs about half a second).
+gets the same table drawn directly, see _boxed) and polars only for a polars frame or for csv. The quick commands
+(sql, status, gpus, models) hand it `Rows` fetched straight from DuckDB, which never load polars at all
+(importing polars costs about half a second).
 """
 
 from __future__ import annotations
