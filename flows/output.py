@@ -123,17 +123,23 @@ def render(df: pl.DataFrame | Rows, fmt: Format = Format.table, *, title: str | 
 def _boxed(columns: list[str], numeric: list[bool], cells: list[list[str]]) -> str | None:
     """The table rich draws for a pipe or a file (heavy-headed box, a space either side of each cell, nothing
     wrapped), drawn directly: rich lays out every cell, 0.3 s for the GPU catalogue's 2,700. None when rich must
-    lay it out: no columns, a cell of several lines or with control characters, or wider than PIPE_WIDTH."""
-    from rich.cells import cell_len
+    lay it out: no columns, a cell of several lines or with control characters, a character rich draws in no cell
+    of its own (a combining mark, a variation selector, an emoji modifier: rich joins it to its neighbour or drops
+    it), or wider than PIPE_WIDTH."""
+    from rich.cells import cell_len, get_character_cell_size
 
-    if not columns or any(not c.isprintable() for c in (*columns, *(c for row in cells for c in row))):
+    def plain(text: str) -> bool:
+        return text.isprintable() and (text.isascii() or all(map(get_character_cell_size, text)))
+
+    if not columns or not all(map(plain, (*columns, *(c for row in cells for c in row)))):
         return None
     widths = [max(cell_len(c) for c in column) for column in zip(columns, *cells, strict=True)]
     if sum(widths) + 3 * len(widths) + 1 > PIPE_WIDTH:
         return None
 
     def line(row: list[str], bar: str) -> str:
-        padded = (" " * (w - cell_len(c)) + c if right else c + " " * (w - cell_len(c))
+        # rich sizes a column by its cells as given but drops a right-aligned cell's trailing spaces
+        padded = (" " * (w - cell_len(c.rstrip())) + c.rstrip() if right else c + " " * (w - cell_len(c))
                   for c, w, right in zip(row, widths, numeric, strict=True))
         return bar + f" {bar} ".join(padded).join("  ") + bar
 

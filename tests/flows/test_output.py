@@ -38,12 +38,22 @@ def tables(draw):
 @given(tables())
 def test_a_table_for_a_pipe_is_drawn_as_rich_draws_it(table):
     columns, numeric, cells = table
-    assert output._boxed(columns, numeric, cells) + "\n" == _rich(columns, numeric, cells)
+    drawn = output._boxed(columns, numeric, cells)
+    assert drawn is None or drawn + "\n" == _rich(columns, numeric, cells)
+
+
+def test_what_the_commands_print_is_drawn_directly():
+    cells = [["H100 SXM5 80GB", "2.5 "], ["中文 ×8", "—"], [" leading", ""]]
+    drawn = output._boxed(["gpu", "usd_per_gpu_hr"], [False, True], cells)
+    assert drawn is not None
+    assert drawn + "\n" == _rich(["gpu", "usd_per_gpu_hr"], [False, True], cells)
 
 
 def test_cells_rich_must_lay_out_are_left_to_rich():
     assert output._boxed(["a"], [False], [["two\nlines"]]) is None
     assert output._boxed(["a"], [False], [["tab\there"]]) is None
+    assert output._boxed(["a"], [False], [["e\u0301"]]) is None  # a combining accent joins the letter before it
+    assert output._boxed(["a"], [False], [["👍🏻"]]) is None  # so does an emoji's skin tone
     assert output._boxed(["a"], [False], [["x" * output.PIPE_WIDTH]]) is None
     assert output._boxed([], [], []) is None
 
