@@ -141,7 +141,7 @@ def _boxed(columns: list[str], numeric: list[bool], cells: list[list[str]]) -> s
         # rich sizes a column by its cells as given but drops a right-aligned cell's trailing spaces
         padded = (" " * (w - cell_len(c.rstrip())) + c.rstrip() if right else c + " " * (w - cell_len(c))
                   for c, w, right in zip(row, widths, numeric, strict=True))
-        return bar + f" {bar} ".join(padded).join("  ") + bar
+        return f"{bar} " + f" {bar} ".join(padded) + f" {bar}"
 
     def rule(left: str, fill: str, cross: str, right: str) -> str:
         return left + cross.join(fill * (w + 2) for w in widths) + right
