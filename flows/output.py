@@ -137,10 +137,14 @@ def _boxed(columns: list[str], numeric: list[bool], cells: list[list[str]]) -> s
     if sum(widths) + 3 * len(widths) + 1 > PIPE_WIDTH:
         return None
 
+    def pad(cell: str, width: int, right: bool) -> str:
+        if not right:
+            return cell + " " * (width - cell_len(cell))
+        cell = cell.rstrip()  # rich sizes a column by its cells as given but drops a right-aligned cell's trailing spaces
+        return " " * (width - cell_len(cell)) + cell
+
     def line(row: list[str], bar: str) -> str:
-        # rich sizes a column by its cells as given but drops a right-aligned cell's trailing spaces
-        padded = (" " * (w - cell_len(c.rstrip())) + c.rstrip() if right else c + " " * (w - cell_len(c))
-                  for c, w, right in zip(row, widths, numeric, strict=True))
+        padded = (pad(c, w, right) for c, w, right in zip(row, widths, numeric, strict=True))
         return f"{bar} " + f" {bar} ".join(padded) + f" {bar}"
 
     def rule(left: str, fill: str, cross: str, right: str) -> str:
