@@ -24,7 +24,7 @@ run: $(STAMP)
 	$(BIN)/gpuledger nightly
 
 demo: $(STAMP)
-	$(BIN)/python -m flows.demo
+	$(BIN)/python -m flows.replay.demo
 
 # The report's browser tests drive Debian's chromium (Playwright never downloads a browser here).
 browser:

@@ -78,7 +78,7 @@ def free_port() -> int:
 def replay_server(directory: Path) -> Iterator[dict[str, str]]:
     """The replay server on the directory, in this process's threads (the measured commands run in children,
     so they never share its GIL); yields the environment that points gpuledger at it."""
-    from flows.replay import ReplayServer
+    from flows.replay.server import ReplayServer
 
     with ReplayServer(directory) as server:
         yield server.env()

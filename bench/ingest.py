@@ -45,7 +45,7 @@ print(len(vastai.VastAIProvider().get()))
 LOAD = """
 import json, sys, time
 from pathlib import Path
-from flows.fetching import load_source
+from flows.ingest import load_source
 from warehouse import db
 with db.connect() as con:
     start = time.perf_counter()

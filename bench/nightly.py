@@ -16,7 +16,7 @@ MAX_SERVED_EXTRA_S = 5.0
 
 def main() -> None:
     from flows import prefect_env
-    from flows.demo import DEMO_ENV, FAST
+    from flows.replay.demo import DEMO_ENV, FAST
 
     print("nightly: `gpuledger nightly` on the bundled recordings, whole process")
     with tempfile.TemporaryDirectory(prefix="gpuledger-bench-") as tmp:

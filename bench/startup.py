@@ -40,7 +40,7 @@ def slowest_imports(env: dict[str, str], top: int = 5) -> list[tuple[str, float]
 
 
 def main() -> None:
-    from flows.demo import DEMO_ENV, FAST
+    from flows.replay.demo import DEMO_ENV, FAST
 
     print("startup: whole-process wall of each command (best of 5), one replayed day in the warehouse")
     with tempfile.TemporaryDirectory(prefix="gpuledger-bench-") as tmp:

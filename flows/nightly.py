@@ -16,17 +16,17 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.schedules import Cron  # noqa: E402
 from prefect.states import Completed, Failed  # noqa: E402
 
-from flows import fetching, pipeline  # noqa: E402
+from flows import fetch, pipeline  # noqa: E402
 
 
 @task(name="fetch", task_run_name="fetch-{source}", cache_policy=NO_CACHE)
-def fetch_task(source: str, run_id: str, snapshot_date: date) -> fetching.FetchResult:
+def fetch_task(source: str, run_id: str, snapshot_date: date) -> fetch.FetchResult:
     """One source's fetch and archive (parsed as it lands, for the load that follows in this process); failures
     come back as a failed result, never as an exception."""
-    return fetching.fetch_source(source, run_id, snapshot_date, parse_ahead=True)
+    return fetch.fetch_source(source, run_id, snapshot_date, parse_ahead=True)
 
 
-def _fetch_as_tasks(names: list[str], run_id: str, day: date) -> dict[str, fetching.FetchResult]:
+def _fetch_as_tasks(names: list[str], run_id: str, day: date) -> dict[str, fetch.FetchResult]:
     futures = {name: fetch_task.submit(name, run_id, day) for name in names}
     return {name: future.result() for name, future in futures.items()}
 

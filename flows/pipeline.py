@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from flows import fetching
+from flows import fetch, ingest
 from flows.derive import EXPORTED, DerivePlan, derive_date
 from scrapers import settings as source_settings
 from scrapers import sources as source_registry
 from warehouse import archive, catalog, config, db, export, lake, load, mirror
+from warehouse.load import FetchRow
 from warehouse.lock import writer_lock
 
 log = logging.getLogger("gpuledger.pipeline")
@@ -26,7 +27,8 @@ def run_lock_wait_s() -> float:
     """$GPULEDGER_RUN_WAIT_S (default 900): how long a run waits for another run to finish before giving up."""
     return float(os.environ.get("GPULEDGER_RUN_WAIT_S", "900"))
 
-FetchAll = Callable[[list[str], str, date], dict[str, fetching.FetchResult]]
+
+FetchAll = Callable[[list[str], str, date], dict[str, fetch.FetchResult]]
 
 
 @dataclass
@@ -34,7 +36,7 @@ class RunSummary:
     run_id: str
     snapshot_date: str
     status: str  # ok | partial | failed
-    quality: str
+    quality: str | None  # ok | suspect; None when the run only fetched (nothing derived)
     sources: dict[str, str]
     errors: dict[str, str]
     derived: dict[str, int]
@@ -42,6 +44,7 @@ class RunSummary:
     publication: str | None = None  # published | unpublished | None (no export)
     mirror: str | None = None  # mirrored | pending | None (no mirror configured)
     warnings: list[str] = field(default_factory=list)  # what did not reach the lake or the mirror, and why
+    fetches: list[FetchRow] = field(default_factory=list)  # each source's outcome, as loaded into `fetches`
 
 
 def _close_interrupted_runs(con) -> None:
@@ -86,21 +89,42 @@ def _write_report(con, day: date, run_id: str) -> None:
         log.exception("the report for %s was not written", day)
 
 
+def sync_mirror() -> mirror.SyncResult | None:
+    """Copy the raw archive's new files to $GPULEDGER_RAW_MIRROR (None when unset); a failure is returned."""
+    location = config.raw_mirror()
+    if not location:
+        return None
+    result = mirror.sync(lake.open_store(location), config.raw_dir())
+    if result.error:
+        log.warning("%s; %d file(s) wait for the next run", result.error, result.pending)
+    return result
+
+
+def mirror_state(result: mirror.SyncResult | None) -> str | None:
+    """runs.mirror: mirrored, pending (some files are only on this machine) or None (no mirror)."""
+    return None if result is None else "pending" if result.pending else "mirrored"
+
+
 def run(
     sources: list[str] | None = None,
     snapshot_date: date | None = None,
     export_format: str = "parquet",
     trigger: str = "cli",
-    fetch_all: FetchAll = fetching.fetch_concurrently,
+    fetch_all: FetchAll = fetch.fetch_concurrently,
+    *,
+    derive: bool = True,
 ) -> RunSummary:
-    """Fetch every source concurrently, load each in its own transaction, derive the day's tables, export."""
-    names = fetching.source_names(sources)
+    """Fetch every source concurrently, load each in its own transaction, then (derive) derive the day's tables and
+    export them; `gpuledger fetch` is the same run with derive=False."""
+    names = fetch.source_names(sources)
     source_settings.from_env()  # a bad setting or secrets file fails the run now, not in every source
     day = snapshot_date or config.utc_today()
-    run_id = fetching.new_run_id()
-    lake.exports_store()  # a bad lake or mirror location fails the run now, before any fetch
+    run_id = fetch.new_run_id()
+    if derive:
+        lake.exports_store()  # a bad lake or mirror location fails the run now, before any fetch
     if config.raw_mirror():
         lake.open_store(config.raw_mirror())
+    counts, verdict, pub = {}, None, None
     with writer_lock(f"run {run_id}", wait_s=run_lock_wait_s()):
         with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
             _close_interrupted_runs(con)
@@ -109,26 +133,28 @@ def run(
         log.info("phase fetch %s", run_id)
         results = fetch_all(names, run_id, day)
         log.info("phase mirror %s", run_id)
-        mirrored = fetching.sync_mirror()
+        mirrored = sync_mirror()
         with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
             try:
                 rows = []
                 for name in names:
                     log.info("phase load %s", name)
-                    rows.append(fetching.load_source(con, results[name]))
-                counts, verdict, pub = publish(con, day, export_format, run_id)
-                if pub and pub.status == "published":  # the lake is reachable again: catch up
-                    publish_pending(con, run_id)
+                    rows.append(ingest.load_source(con, results[name]))
+                if derive:
+                    counts, verdict, pub = publish(con, day, export_format, run_id)
+                    if pub and pub.status == "published":  # the lake is reachable again: catch up
+                        publish_pending(con, run_id)
             except BaseException as exc:
                 load.finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
                 raise
-            status = load.finish_run(con, run_id, quality=verdict.quality, quality_reasons=verdict.text,
-                                     publication=pub and pub.status, mirror=fetching.mirror_state(mirrored))
+            status = load.finish_run(con, run_id, quality=verdict and verdict.quality,
+                                     quality_reasons=verdict and verdict.text, publication=pub and pub.status,
+                                     mirror=mirror_state(mirrored))
     log.info("phase done %s: %s", run_id, status)
     warnings = [w for w in (pub and pub.error, mirrored and mirrored.error) if w]
-    return RunSummary(run_id, day.isoformat(), status, verdict.quality, {r.source: r.status for r in rows},
+    return RunSummary(run_id, day.isoformat(), status, verdict and verdict.quality, {r.source: r.status for r in rows},
                       {r.source: r.error for r in rows if r.status != "ok"}, counts, list(pub.files) if pub else [],
-                      pub and pub.status, fetching.mirror_state(mirrored), warnings)
+                      pub and pub.status, mirror_state(mirrored), warnings, rows)
 
 
 def restore_from_mirror(day: date) -> int:
@@ -166,7 +192,7 @@ def rebuild(start: date, end: date | None = None, export_format: str = "parquet"
                 if run_id not in known:  # a warehouse rebuilt from the archive alone gets its runs back
                     load.start_run(con, run_id, day, "rebuild", [d.parts[-3] for d in dirs])
                 for run_dir in dirs:
-                    fetching.load_source(con, run_dir)
+                    ingest.load_source(con, run_dir)
                 if run_id not in known:
                     load.finish_run(con, run_id)
             counts, verdict, pub = publish(con, day, export_format, f"rebuild-{config.utc_now():%Y%m%dT%H%M%SZ}")

@@ -1,4 +1,8 @@
-"""The sources: one module per provider behind one small interface (base), and the shared HTTP client (http)."""
+"""The sources: one module per provider behind one small interface (base: a fetch that returns raw responses, a
+pure parse that returns typed rows), the shared HTTP client (http) and the settings (settings).
+
+May import warehouse (the shared record types, the clock); never transforms or flows.
+"""
 
 import sys
 

@@ -16,15 +16,16 @@ from currency_converter import CURRENCY_FILE
 from scrapers.base import (
     FxRate,
     ParseResult,
-    RawResponse,
     RecordError,
     Rejection,
     SchemaError,
     SourceError,
     check_records,
+    json_body,
     number,
 )
 from warehouse import config
+from warehouse.records import RawResponse
 
 NAME = "fx"
 ECB_PATH = "/stats/eurofxref/eurofxref-daily.xml"
@@ -132,7 +133,7 @@ def _ecb(raw: RawResponse) -> list[tuple]:
 
 
 def _frankfurter(raw: RawResponse) -> list[tuple]:
-    data = raw.json()
+    data = json_body(raw)
     if not isinstance(data, dict) or not isinstance(data.get("rates"), dict) or not data["rates"]:
         raise SchemaError(NAME, raw.path, "missing or empty", field="rates")
     base = data.get("base")

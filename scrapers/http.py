@@ -18,9 +18,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from scrapers.base import RawResponse, SourceError
+from scrapers.base import SourceError
 from scrapers.settings import HttpSettings, Settings
 from warehouse import config
+from warehouse.records import RawResponse
 
 log = logging.getLogger("gpuledger.scrapers")
 

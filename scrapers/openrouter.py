@@ -20,7 +20,8 @@ from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
 from scrapers import base
-from scrapers.base import ApiAlias, ApiPrice, ParseResult, RawResponse, RecordError, Rejection, SchemaError
+from scrapers.base import ApiAlias, ApiPrice, ParseResult, RecordError, Rejection, SchemaError
+from warehouse.records import RawResponse
 
 NAME = "openrouter"
 PATH = "/api/v1/models"
@@ -100,7 +101,7 @@ def parse(responses: list[RawResponse]) -> ParseResult:
 
 
 def _records(raw: RawResponse) -> list:
-    data = raw.json()
+    data = base.json_body(raw)
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise SchemaError(NAME, raw.path, "missing or not a list", field="data")
     records = data["data"]

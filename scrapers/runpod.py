@@ -14,17 +14,18 @@ with RUNPOD_API_KEY set, the REST v2 catalogue is used (GPULEDGER_RUNPOD_API=gra
 from scrapers.base import (
     Listing,
     ParseResult,
-    RawResponse,
     RecordError,
     Rejection,
     SchemaError,
     SourceError,
     check_records,
     integer,
+    json_body,
     number,
     positive,
     text,
 )
+from warehouse.records import RawResponse
 
 NAME = "runpod"
 GRAPHQL_PATH = "/graphql"
@@ -90,7 +91,7 @@ def parse(responses: list[RawResponse]) -> ParseResult:
 
 
 def _records(raw: RawResponse, key: str) -> list:
-    data = raw.json()
+    data = json_body(raw)
     if not isinstance(data, dict) or not isinstance(data.get(key), list):
         raise SchemaError(NAME, raw.path, "missing or not a list", field=key)
     check_records(NAME, raw.path, data[key], key, REST_REQUIRED)
@@ -98,7 +99,7 @@ def _records(raw: RawResponse, key: str) -> list:
 
 
 def _graphql_records(raw: RawResponse) -> list:
-    data = raw.json()
+    data = json_body(raw)
     if isinstance(data, dict) and data.get("errors"):
         first = data["errors"][0]
         message = first.get("message") if isinstance(first, dict) else first

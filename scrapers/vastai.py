@@ -20,19 +20,20 @@ import polars as pl
 from scrapers.base import (
     Listing,
     ParseResult,
-    RawResponse,
     RecordError,
     Rejection,
     SchemaError,
     check_records,
     gc_paused,
     integer,
+    json_body,
     loads,
     number,
     positive,
     text,
 )
 from scrapers.frames import LISTING_SCHEMA, RecordJSON, json_text, listings_frame, record_json
+from warehouse.records import RawResponse
 
 NAME = "vastai"
 PATH = "/api/v0/bundles/"
@@ -72,7 +73,7 @@ def _quota(raw: RawResponse) -> str | None:
 
 def offers_of(raw: RawResponse) -> list:
     """The offers of one answer: the API wraps them as {"offers": [...]}; the CLI's --raw output is the bare list."""
-    data = raw.json()
+    data = json_body(raw)
     if isinstance(data, list):
         return data
     if not isinstance(data, dict) or not isinstance(data.get("offers"), list):

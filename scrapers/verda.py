@@ -24,16 +24,17 @@ from selectolax.lexbor import LexborHTMLParser
 from scrapers.base import (
     Listing,
     ParseResult,
-    RawResponse,
     RecordError,
     Rejection,
     SchemaError,
     check_records,
     integer,
+    json_body,
     number,
     positive,
     text,
 )
+from warehouse.records import RawResponse
 
 NAME = "verda"
 TOKEN_PATH = "/v1/oauth2/token"
@@ -56,7 +57,7 @@ async def fetch(client, settings) -> list[RawResponse]:
         "POST", base + TOKEN_PATH, redact_keys=TOKEN_SECRETS,
         json_body={"grant_type": "client_credentials", "client_id": settings.verda_client_id,
                    "client_secret": settings.verda_client_secret})
-    data = token_response.json()
+    data = json_body(token_response)
     token = data.get("access_token") if isinstance(data, dict) else None
     if not isinstance(token, str) or not token:
         raise SchemaError(NAME, TOKEN_PATH, "missing", field="access_token")
@@ -77,7 +78,7 @@ def parse(responses: list[RawResponse]) -> ParseResult:
         return parse_pricing_page(responses[0])
     countries = dict(_locations(by_path))
     available = _availability(by_path)
-    records = types.json()
+    records = json_body(types)
     if not isinstance(records, list):
         raise SchemaError(NAME, types.path, "expected a bare array of instance types")
     check_records(NAME, types.path, records, None, ("instance_type", "gpu", "price_per_hour"))
@@ -106,7 +107,7 @@ def _locations(by_path: dict) -> list[tuple[str, str | None]]:
     raw = _find(by_path, LOCATIONS_PATH)
     if raw is None:
         return []
-    data = raw.json()
+    data = json_body(raw)
     if not isinstance(data, list):
         raise SchemaError(NAME, raw.path, "expected a bare array of locations")
     return [(loc["code"], loc.get("country_code")) for loc in data if isinstance(loc, dict) and loc.get("code")]
@@ -117,7 +118,7 @@ def _availability(by_path: dict) -> dict[str, list[str]] | None:
     raw = _find(by_path, AVAILABILITY_PATH)
     if raw is None:
         return None
-    data = raw.json()
+    data = json_body(raw)
     if not isinstance(data, list):
         raise SchemaError(NAME, raw.path, "expected a bare array of {location_code, availabilities}")
     where: dict[str, list[str]] = {}

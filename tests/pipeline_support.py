@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from flows.replay import ReplayServer
+from flows.replay.server import ReplayServer
 from tests.sources_support import FAST_ENV, FIXTURES
 
 CREDENTIALS = {"VERDA_CLIENT_ID": "pipeline-test-client", "VERDA_CLIENT_SECRET": "pipeline-test-secret"}

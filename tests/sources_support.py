@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx
 
-from scrapers.base import RawResponse
 from scrapers.http import SourceClient
 from scrapers.settings import DEFAULT_PACING, HttpSettings, Pacing, Settings
+from warehouse.records import RawResponse
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sources"
 NOW = datetime(2026, 11, 27, 22, 0)  # the fixtures' recording moment (replay.json "now")

@@ -10,7 +10,8 @@ from dataclasses import fields
 import polars as pl
 
 from scrapers.base import ApiAlias, ApiPrice
-from transforms.costs import HOURS_PER_MONTH, SINGLE_GPU_LISTINGS
+from transforms.costs import HOURS_PER_MONTH, SINGLE_GPU_LISTINGS, mtok_per_month
+from transforms.estimator import usd_per_mtok
 from transforms.presets import DEFAULT_COST_METHOD, DEFAULT_INPUT_PER_OUTPUT
 
 RENT_PRICE_KIND = "on_demand"  # a replica kept up for a month is rented on demand, not on an interruptible bid
@@ -126,8 +127,8 @@ def own_rent_api(
             pl.col("provider").alias("rent_provider"), pl.col("price_kind").alias("rent_price_kind"),
             pl.col("replica_pricing").alias("rent_replica_pricing"),
             pl.col("replica_usd_per_hr").alias("rent_replica_usd_per_hr"), pl.col("usd_per_mtok").alias("rent_usd_per_mtok"),
-            (pl.col("replica_usd_per_hr") / 3600 * 1e6 / per_mix_tokens).alias("rent_usd_per_mtok_blended"),
-            (per_mix_tokens * 3600 * HOURS_PER_MONTH / 1e6).alias("rent_capacity_mtok_per_month"),
+            usd_per_mtok(pl.col("replica_usd_per_hr"), per_mix_tokens).alias("rent_usd_per_mtok_blended"),
+            mtok_per_month(per_mix_tokens).alias("rent_capacity_mtok_per_month"),
         )
     )
     owned = (
@@ -141,9 +142,9 @@ def own_rent_api(
             pl.col("gpu_count").alias("own_gpu_count"),
             (pl.col("own_usd_per_hr") * HOURS_PER_MONTH).alias("own_usd_per_month"), "utilisation",
             "own_usd_per_mtok",
-            (pl.col("own_usd_per_hr") / 3600 * 1e6 / (per_mix_tokens * pl.col("replicas") * pl.col("utilisation")))
+            usd_per_mtok(pl.col("own_usd_per_hr"), per_mix_tokens * pl.col("replicas") * pl.col("utilisation"))
             .alias("own_usd_per_mtok_blended"),
-            (per_mix_tokens * pl.col("replicas") * 3600 * HOURS_PER_MONTH / 1e6).alias("own_capacity_mtok_per_month"),
+            mtok_per_month(per_mix_tokens * pl.col("replicas")).alias("own_capacity_mtok_per_month"),
         )
     )
     api_cols = api.select(

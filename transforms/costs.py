@@ -17,6 +17,11 @@ SINGLE_GPU_LISTINGS = "tp_single_gpu_listings"  # TP × the cheapest 1-GPU listi
 # since GPUs on separate hosts cannot form a tensor-parallel group
 
 
+def mtok_per_month(tok_s: pl.Expr) -> pl.Expr:
+    """Millions of tokens a month at tok_s tokens per second, around the clock."""
+    return tok_s * 3600.0 * HOURS_PER_MONTH / 1e6
+
+
 def _with_price_provenance(offers: pl.DataFrame) -> pl.DataFrame:
     """Offers with the columns every priced row carries; fx_* stay null where no conversion happened."""
     extra = {c: pl.lit(None, dtype=t) for c, t in
@@ -140,7 +145,6 @@ def own_vs_rent(
     amortised = price_usd / (params.years * 12 * HOURS_PER_MONTH)
     power = pl.col("power_kw") / pl.col("tp") * pl.col("gpu_count") * params.usd_per_kwh
     maintenance = params.maintenance_usd_per_month / HOURS_PER_MONTH
-    tok_per_month = pl.col("agg_tok_s") * replicas * 3600.0 * HOURS_PER_MONTH
     own = (
         estimates.join(hardware_usd, on="gpu", how="inner")
         .filter(replicas >= 1)
@@ -148,7 +152,7 @@ def own_vs_rent(
             replicas.alias("replicas"),
             price_usd.alias("hardware_usd"),
             (amortised + power.fill_null(0.0) + maintenance).alias("own_usd_per_hr"),
-            (tok_per_month / 1e6).alias("capacity_mtok_per_month"),
+            mtok_per_month(pl.col("agg_tok_s") * replicas).alias("capacity_mtok_per_month"),
         )
         .with_columns(
             usd_per_mtok(pl.col("own_usd_per_hr"), pl.col("agg_tok_s") * pl.col("replicas") * params.utilisation)

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
 
-from scrapers.base import RawResponse
 from warehouse import config
+from warehouse.records import RawResponse
 
 # gzip's default level 9 took 13 s for a 51 MB vast.ai answer, level 3 1.7 s for a file 40% larger (7.4 MB
 # against 5.3 MB): the archive is written while the fetch waits, and read by any gzip reader either way.

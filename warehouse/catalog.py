@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 from warehouse import config
+from warehouse.db import transaction
 
 REFERENCE_DIR = Path(__file__).parent / "reference"
 
@@ -223,8 +224,7 @@ def load_catalogs(
     frames = read_all(directory)
     loaded = dict(con.execute("select catalog, sha256 from catalog_versions").fetchall())
     status = {}
-    con.execute("begin transaction")
-    try:
+    with transaction(con):
         for catalog in CATALOGS:
             digest = hashlib.sha256((directory / catalog.file).read_bytes()).hexdigest()
             if loaded.get(catalog.name) == digest and not force:
@@ -240,8 +240,4 @@ def load_catalogs(
                 [catalog.name, digest, frame.height, config.utc_now()],
             )
             status[catalog.name] = "loaded"
-        con.execute("commit")
-    except Exception:
-        con.execute("rollback")
-        raise
     return status

@@ -2,6 +2,8 @@
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -40,6 +42,19 @@ def migrations() -> tuple[tuple[int, str, str], ...]:
     return tuple(found)
 
 
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """All of the block's statements or none: commit when it ends, roll back on any exception (an interrupt
+    included) and raise it again. Every write of more than one statement goes through here."""
+    con.execute("begin transaction")
+    try:
+        yield con
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+
+
 def schema_version() -> int:
     """The newest schema this code knows."""
     return migrations()[-1][0]
@@ -74,16 +89,9 @@ def migrate(con: duckdb.DuckDBPyConnection, path: Path | str = "warehouse") -> l
     for version, name, sql in migrations():
         if version in applied:
             continue
-        con.execute("begin transaction")
-        try:
+        with transaction(con):
             con.execute(sql)
-            con.execute(
-                "insert into schema_migrations values (?, ?, ?)", [version, name, config.utc_now()]
-            )
-            con.execute("commit")
-        except Exception:
-            con.execute("rollback")
-            raise
+            con.execute("insert into schema_migrations values (?, ?, ?)", [version, name, config.utc_now()])
         done.append(version)
     return done
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from warehouse.db import transaction
+
 if TYPE_CHECKING:  # polars loads with the first frame: `gpuledger status` reads BY_DATE without it
     import polars as pl
 
@@ -51,16 +53,11 @@ def replace_for_date(
             raise ValueError(f"{table}: {other_days} rows are not dated {day}")
         if table in KEYS:
             check_keys(table, frame)
-    con.execute("begin transaction")
-    try:
+    with transaction(con):
         for table, frame in replaced.items():
             only_derived = " and stage = 'quality'" if table == "quarantine" else ""  # parse rows are facts
             con.execute(f"delete from {table} where snapshot_date = ?{only_derived}", [day])
             con.register("derived_frame", frame)
             con.execute(f"insert into {table} by name select * from derived_frame")
             con.unregister("derived_frame")
-        con.execute("commit")
-    except Exception:
-        con.execute("rollback")
-        raise
     return {table: frame.height for table, frame in frames.items()}

@@ -4,6 +4,7 @@ import duckdb
 import polars as pl
 
 from warehouse import config
+from warehouse.db import transaction
 from warehouse.derived import check_keys
 
 COLUMNS = (
@@ -24,19 +25,15 @@ def replace_estimates(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> int:
     frame = df.select(COLUMNS)
     check_keys("estimates", frame)
     keys = frame.select("method", "estimator_version").unique()
-    con.execute("begin transaction")
+    con.register("estimate_keys", keys)
+    con.register("estimate_frame", frame)
     try:
-        con.register("estimate_keys", keys)
-        con.register("estimate_frame", frame)
-        con.execute(
-            "delete from estimates e using estimate_keys k "
-            "where e.method = k.method and e.estimator_version = k.estimator_version"
-        )
-        con.execute("insert into estimates by name select * from estimate_frame")
-        con.execute("commit")
-    except Exception:
-        con.execute("rollback")
-        raise
+        with transaction(con):
+            con.execute(
+                "delete from estimates e using estimate_keys k "
+                "where e.method = k.method and e.estimator_version = k.estimator_version"
+            )
+            con.execute("insert into estimates by name select * from estimate_frame")
     finally:
         con.unregister("estimate_keys")
         con.unregister("estimate_frame")

@@ -9,6 +9,7 @@ import duckdb
 import polars as pl
 
 from warehouse import config
+from warehouse.db import transaction
 
 DATA_TABLES = ("offers", "unmapped_gpus", "quarantine")  # keyed by run_id and provider (= source name)
 API_TABLES = ("api_prices", "api_aliases", "unmapped_api_models")  # keyed by run_id and api_provider (= source)
@@ -124,8 +125,7 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
     # ~50 MB more peak memory for no gain in speed on a batch this size.
     con.execute("set threads = 1")
     try:
-        con.execute("begin transaction")
-        try:
+        with transaction(con):
             for table in DATA_TABLES:
                 con.execute(f"delete from {table} where run_id = ? and provider = ?", [row.run_id, row.source])
             for table in API_TABLES:
@@ -136,10 +136,6 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
                 con.execute(f"insert {ignore}into {table} by name select * from _batch_{table}")
             con.execute(f"insert into fetches ({', '.join(names)}) values ({', '.join('?' * len(names))})",
                         [values[n] for n in names])
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
     finally:
         con.execute("reset threads")
         for table in frames:

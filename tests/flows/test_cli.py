@@ -3,7 +3,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from warehouse import catalog
 
 PARTS = catalog.read_all()["gpus"].height  # the GPU catalogue's size
@@ -73,7 +73,7 @@ def test_every_command_has_help():
         assert "Usage" in gpuledger(command, "--help").output
 
 
-HEAVY = ("polars", "prefect", "httpx", "scrapers.sources", "flows.fetching", "transforms.estimator")
+HEAVY = ("polars", "prefect", "httpx", "scrapers.sources", "flows.fetch", "transforms.estimator")
 
 
 @pytest.mark.slow
@@ -84,7 +84,7 @@ def test_quick_commands_never_import_the_heavy_libraries(args):
     import subprocess
     import sys
 
-    probe = ("import sys; from flows.cli import app\n"
+    probe = ("import sys; from flows.cli.app import app\n"
              "try:\n    app(prog_name='gpuledger')\nexcept SystemExit:\n    pass\n"
              f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)")
     run = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True)
@@ -92,7 +92,7 @@ def test_quick_commands_never_import_the_heavy_libraries(args):
 
 
 def test_lazy_commands_are_listed_with_their_docstring_and_run_when_named():
-    from flows.cli import LazyGroup, load_command
+    from flows.cli.app import LazyGroup, load_command
 
     listing = " ".join(gpuledger("--help").output.split())
     for name, (_, short_help) in LazyGroup.lazy.items():

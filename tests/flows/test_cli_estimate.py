@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from tests.reference_pages import observed
 from transforms.display import PAGE_000_PRECISION, compact_label, integer_label
 

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.app import app
 from flows.derive import derive_date
 from tests.trends_support import MARKET, NOV, day_offers
 from transforms import presets

@@ -7,13 +7,13 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows import pipeline
+from flows.cli.app import app
 from flows.derive import derive_date
-from flows.fetching import fetch_and_load
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
 from transforms import presets
-from warehouse import catalog, config, db
+from warehouse import db
 
 runner = CliRunner()
 
@@ -30,9 +30,9 @@ def published_home(tmp_path_factory):
     home = tmp_path_factory.mktemp("published")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPULEDGER_HOME", str(home))
-        with serve_fixtures(mp), db.connect() as con:
-            catalog.load_catalogs(con)
-            fetch_and_load(con, None, "run-1", config.utc_today())
+        with serve_fixtures(mp):
+            pipeline.run(None, export_format="", derive=False)
+        with db.connect() as con:
             derive_date(con, SNAPSHOT)
     return home
 

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows import pipeline
-from flows.cli import app
+from flows.cli.app import app
 from flows.derive import EXPORTED
 from scrapers.sources import SOURCES
 from tests.pipeline_support import serve_fixtures

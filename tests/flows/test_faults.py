@@ -3,7 +3,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from flows.faults import HTML_PAGE, FaultPlan, edit
+from flows.replay.faults import HTML_PAGE, FaultPlan, edit
 from tests.sources_support import fixture, fixture_json
 
 ECB = {"e": "http://www.ecb.int/vocabulary/2002-08-01/eurofxref"}

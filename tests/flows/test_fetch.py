@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows import pipeline
+from flows.cli.app import app
 from flows.derive import derive_date
-from flows.fetching import fetch_and_load, fetch_source, load_source
-from flows.replay import ReplayServer
+from flows.fetch import fetch_source
+from flows.ingest import load_source
+from flows.replay.server import ReplayServer
 from scrapers import vastai
 from scrapers.frames import json_text
 from tests.pipeline_support import serve_fixtures
@@ -41,10 +43,10 @@ def replay(monkeypatch):
         server.stop()
 
 
-def run(sources=None, run_id="run-1"):
-    con = db.connect()
-    rows = fetch_and_load(con, sources, run_id, config.utc_today())
-    return con, {r.source: r for r in rows}
+def run(sources=None):
+    """A run that fetches and loads the sources without deriving (`gpuledger fetch`); the warehouse, open."""
+    rows = pipeline.run(sources, export_format="", derive=False).fetches
+    return db.connect(), {r.source: r for r in rows}
 
 
 def query(con, sql, *params):
@@ -218,7 +220,7 @@ def test_verda_without_credentials_reads_the_pricing_page_and_fails_loudly_witho
     directory = edited_fixtures(tmp_path, "verda_locations.json", lambda data: None)
     (directory / "verda_pricing_page.html").write_text("<html><body><p>Contact sales</p></body></html>")
     replay(directory, credentials=False)
-    _, rows = run(["verda"], run_id="run-2")
+    _, rows = run(["verda"])
     assert rows["verda"].status == "failed"
     assert rows["verda"].error.startswith("verda: /products: no prices found on the pricing page")
 
@@ -253,7 +255,7 @@ def test_the_raw_archive_itself_can_be_replayed(replay):
     con, first = run()
     con.close()
     replay(config.raw_dir())
-    con, second = run(run_id="run-2")
+    con, second = run()
     assert {s: r.offers_loaded for s, r in second.items()} == {s: r.offers_loaded for s, r in first.items()}
 
 

@@ -104,7 +104,7 @@ def test_the_schedule_is_nightly_at_two_utc_unless_configured():
 def test_the_nightly_command_prints_each_source_and_exits_non_zero_on_a_failure(monkeypatch):
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from flows.cli.app import app
 
     with serve_fixtures(monkeypatch, faults={"/graphql": "500*"}):
         result = CliRunner().invoke(app, ["nightly", "--format", "csv"])

@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from flows import output
-from flows.output import Format, Rows, render
+from flows.cli import output
+from flows.cli.output import Format, Rows, render
 
 # printable text of one line, wide characters included (rich counts them as two cells)
 CELL = st.text(st.characters(blacklist_categories=["Cc", "Cs", "Zl", "Zp"]), max_size=12).filter(str.isprintable)

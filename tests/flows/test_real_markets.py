@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows import pipeline
-from flows.cli import app
+from flows.cli.app import app
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT
 from transforms import gpu_names

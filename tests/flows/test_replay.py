@@ -5,9 +5,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from flows.faults import FaultPlan, parse_faults
-from flows.replay import ReplayServer, vastai_search
+from flows.cli.app import app
+from flows.replay.faults import FaultPlan, parse_faults
+from flows.replay.server import ReplayServer, vastai_search
 from tests.sources_support import FIXTURES, fixture, fixture_json, raw
 from warehouse import archive
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows import report
-from flows.cli import app
+from flows.cli.app import app
 from tests.report_support import DAYS, MODELS, SUSPECT_DAY, publish_days
 from tests.sources_support import SNAPSHOT
 from warehouse import db

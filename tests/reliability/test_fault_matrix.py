@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.faults import parse_faults
-from flows.fetching import fetch_and_load
-from flows.replay import ReplayServer
+from flows import fetch, pipeline
+from flows.replay.faults import parse_faults
+from flows.replay.server import ReplayServer
 from scrapers import fx, openrouter, runpod, vastai, verda
 from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures
 from warehouse import config, db
@@ -169,8 +169,9 @@ def replayed_run(monkeypatch, server: ReplayServer, run_id: str, day: date, env:
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("RUNPOD_API_KEY", raising=False)  # keyless GraphQL, the default without a key
     monkeypatch.setenv("GPULEDGER_NOW", f"{day}T22:00:00")
-    con = db.connect()
-    return con, fetch_and_load(con, None, run_id, day)
+    monkeypatch.setattr(fetch, "new_run_id", lambda: run_id)  # the cells name the runs they compare
+    summary = pipeline.run(None, day, export_format="", derive=False)
+    return db.connect(), summary.fetches
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows import pipeline
-from flows.cli import app
+from flows.cli.app import app
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT, edited_fixtures
 from warehouse import db

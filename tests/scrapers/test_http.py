@@ -4,7 +4,7 @@ import time
 import httpx
 import pytest
 
-from scrapers.base import SourceError
+from scrapers.base import SourceError, json_body
 from scrapers.http import (
     REDACTED,
     SourceClient,
@@ -60,7 +60,7 @@ async def test_two_429s_then_success_waits_what_retry_after_says():
     sleeps = []
     async with client_for(script, sleeps=sleeps) as client:
         response = await client.request("GET", "http://replay.test/x")
-    assert response.json() == {"ok": True}
+    assert json_body(response) == {"ok": True}
     assert client.requests == 3 and len(script.seen) == 3
     assert sleeps == [7.0, 7.0]
     assert [r.status for r in client.responses] == [200]  # only the final response is kept for the archive

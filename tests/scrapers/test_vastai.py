@@ -3,7 +3,7 @@ import json
 import httpx
 import pytest
 
-from flows.replay import vastai_search
+from flows.replay.server import vastai_search
 from scrapers import vastai
 from scrapers.base import SchemaError
 from scrapers.settings import Pacing

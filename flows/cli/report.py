@@ -6,7 +6,7 @@ from typing import Annotated
 import duckdb
 import typer
 
-from flows.cli_common import fail, open_read_only, parse_day, resolve_name
+from flows.cli.common import fail, open_read_only, parse_day, resolve_name
 
 
 def report(

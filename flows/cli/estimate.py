@@ -6,8 +6,8 @@ import duckdb
 import polars as pl
 import typer
 
-from flows.cli_common import fail, gpu_names, open_read_only, resolve_name
-from flows.output import Format, render
+from flows.cli.common import fail, gpu_names, open_read_only, resolve_name
+from flows.cli.output import Format, render
 from transforms import display, estimator, presets
 
 LEAD_COLUMNS = (

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import duckdb
 import typer
 
-from flows.output import Format
+from flows.cli.output import Format
 from warehouse import db
 
 if TYPE_CHECKING:

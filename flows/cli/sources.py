@@ -8,15 +8,14 @@ import duckdb
 import polars as pl
 import typer
 
-from flows.cli_common import err, fail
-from flows.faults import parse_faults
-from flows.fetching import fetch_and_load, new_run_id
-from flows.output import render
-from flows.pipeline import run_lock_wait_s
-from flows.replay import ReplayServer
+from flows import pipeline
+from flows.cli.common import err, fail
+from flows.cli.output import render
+from flows.replay.faults import parse_faults
+from flows.replay.server import ReplayServer
 from scrapers import sources
-from warehouse import config, db
-from warehouse.lock import WriterBusy, writer_lock
+from warehouse import db
+from warehouse.lock import WriterBusy
 
 
 def fetch(
@@ -27,19 +26,17 @@ def fetch(
     unknown = sorted(set(source or ()) - set(sources.SOURCES))
     if unknown:
         raise fail(f"unknown source {', '.join(unknown)}; known: {', '.join(sources.SOURCES)}", code=2)
-    run_id = new_run_id()
     try:
-        with writer_lock(f"fetch {run_id}", wait_s=run_lock_wait_s()), db.connect() as con:
-            rows = fetch_and_load(con, source or None, run_id, config.utc_today())
-            status = con.execute("select status from runs where run_id = ?", [run_id]).fetchall()[0][0]
-    except (db.WarehouseError, duckdb.Error, WriterBusy) as exc:
+        summary = pipeline.run(source or None, export_format="", derive=False)
+    except (ValueError, db.WarehouseError, duckdb.Error, WriterBusy) as exc:  # SettingsError is a ValueError
         raise fail(str(exc)) from None
+    rows = summary.fetches
     table = pl.DataFrame([{
         "source": r.source, "status": r.status, "http": r.http_status, "requests": r.requests,
         "records": r.record_count, "offers": r.offers_loaded, "quarantined": r.quarantined, "unmapped": r.unmapped,
         "truncated": r.truncated, "error / notes": r.error or "; ".join(r.notes) or None,
     } for r in rows])
-    render(table, title=f"run {run_id} ({config.utc_today()}): {status}")
+    render(table, title=f"run {summary.run_id} ({summary.snapshot_date}): {summary.status}")
     if any(r.status != "ok" for r in rows):
         raise typer.Exit(1)
 

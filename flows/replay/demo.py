@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-RECORDINGS = Path(__file__).parents[1] / "tests" / "fixtures" / "sources"
+RECORDINGS = Path(__file__).parents[2] / "tests" / "fixtures" / "sources"
 # Placeholder credentials so the Verda OAuth path is exercised; the replay accepts any.
 DEMO_ENV = {"VERDA_CLIENT_ID": "demo-client", "VERDA_CLIENT_SECRET": "demo-secret-not-real"}
 # Recorded responses need no politeness delays.
@@ -19,11 +19,11 @@ FAST = {f"GPULEDGER_{source.upper()}_MIN_INTERVAL_S": "0" for source in ("fx", "
 
 def main() -> int:
     import flows.nightly  # noqa: F401  (Prefect sets its log handlers up on the real stderr, not the runner's)
-    from flows.replay import ReplayServer
+    from flows.replay.server import ReplayServer
 
     with ReplayServer(RECORDINGS) as server:
         os.environ.update(server.env() | DEMO_ENV | FAST)
-        from flows.cli import app
+        from flows.cli.app import app
 
         runner = CliRunner()
         steps = [

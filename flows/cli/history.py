@@ -8,8 +8,8 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from flows.cli_common import FormatOption, fail, gpu_names, open_read_only, parse_day, resolve_name
-from flows.output import Format, render
+from flows.cli.common import FormatOption, fail, gpu_names, open_read_only, parse_day, resolve_name
+from flows.cli.output import Format, render
 from transforms import presets, trends
 from warehouse import queries
 

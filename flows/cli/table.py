@@ -10,8 +10,8 @@ import polars as pl
 import typer
 
 from flows import views
-from flows.cli_common import FormatOption, fail, gpu_names, open_read_only, resolve_name
-from flows.output import Format, render
+from flows.cli.common import FormatOption, fail, gpu_names, open_read_only, resolve_name
+from flows.cli.output import Format, render
 from transforms import api_prices, display, estimator, fx, presets, tables
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}

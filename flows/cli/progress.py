@@ -20,7 +20,7 @@ def live_progress(console: Console | None = None) -> Iterator[None]:
     if not console.is_terminal:
         yield
         return
-    from flows import fetching  # only when drawing: it brings the HTTP stack
+    from flows import fetch  # only when drawing: it brings the HTTP stack
 
     progress = Progress(SpinnerColumn(finished_text="•"), TextColumn("{task.description:<8}"),
                         TextColumn("{task.fields[stage]:<8}"), TextColumn("requests {task.fields[requests]:>3}"),
@@ -28,7 +28,7 @@ def live_progress(console: Console | None = None) -> Iterator[None]:
                         console=console)
     tasks: dict[str, int] = {}
 
-    def show(event: fetching.SourceProgress) -> None:
+    def show(event: fetch.SourceProgress) -> None:
         if event.source not in tasks:
             tasks[event.source] = progress.add_task(event.source, total=None, stage="", requests=0, records="—",
                                                     listings="—")
@@ -40,5 +40,5 @@ def live_progress(console: Console | None = None) -> Iterator[None]:
         if event.stage in DONE:
             progress.update(task, total=1, completed=1)
 
-    with progress, fetching.progress_to(show):
+    with progress, fetch.progress_to(show):
         yield

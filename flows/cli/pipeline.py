@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from flows.cli_common import FormatOption, fail, open_read_only, parse_day
-from flows.output import Format, Rows, render
+from flows.cli.common import FormatOption, fail, open_read_only, parse_day
+from flows.cli.output import Format, Rows, render
 from warehouse import config, db, derived, export, lake, mirror, queries
 from warehouse.lock import WriterBusy
 
@@ -107,7 +107,7 @@ def nightly(
     import polars as pl
 
     from flows import pipeline
-    from flows.cli_progress import live_progress
+    from flows.cli.progress import live_progress
 
     export_format, snapshot = ("" if fmt == "none" else fmt), parse_day(day, "--date")
     try:

@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from flows import faults
+from flows.replay import faults
 from warehouse import archive
 
 log = logging.getLogger("gpuledger.replay")
