@@ -40,19 +40,22 @@ class Params:
 
     name: str = _doc("method name stored with every estimate (gains the overrides when any are set)")
     # Precision
-    precision_rule: str = _doc("what no --precision means: 'suggested' (page 000's rule) or 'native' (the model's)")
+    precision_rule: str = _doc("what no --precision means: 'suggested' (the bandwidth ceiling's rule) or "
+                               "'native' (the model's)")
     precision_ladder: str = _doc("precisions the suggested rule tries, highest first")
     bytes_bf16: float = _doc("bytes per parameter at BF16/FP16")
     bytes_fp8: float = _doc("bytes per parameter at FP8")
     bytes_int8: float = _doc("bytes per parameter at INT8")
-    bytes_int4: float = _doc("bytes per parameter at INT4/FP4 (page 001: 4.5 bits, values plus group scales)")
+    bytes_int4: float = _doc("bytes per parameter at INT4/FP4 (the per-step calculator: 4.5 bits, values plus "
+                             "group scales)")
     # Memory and sizing
-    weights_memory_factor: float = _doc("memory needed per byte of weights (page 000's k, which also covers KV)")
+    weights_memory_factor: float = _doc("memory needed per byte of weights (the bandwidth ceiling's k, which also "
+                                        "covers KV)")
     runtime_gb: float = _doc("fixed memory per replica beyond the weights (activations, buffers)")
     gpu_overhead_gb: float = _doc("memory each GPU of a replica loses to its runtime context")
     kv_memory_factor: float = _doc("memory held per byte of KV cache (0: KV not modelled, no memory-full point)")
     fill_reserve_gb: float = _doc("extra headroom per GPU kept free when computing where memory fills")
-    min_tp: int = _doc("smallest GPU group sized (page 000 always prices a whole 8-GPU node)")
+    min_tp: int = _doc("smallest GPU group sized (the bandwidth ceiling always prices a whole 8-GPU node)")
     node_gpus: int = _doc("GPUs in one node: the suggested rule's limit; wider groups are multi-node")
     # Decode: memory time per step
     bandwidth_efficiency: float = _doc("fraction of peak memory bandwidth reached")
@@ -63,7 +66,7 @@ class Params:
     # Decode: compute time per step
     decode_flops_per_param: float = _doc("FLOPs per active parameter per generated token in decode (2 physically)")
     attention_flops_factor: float = _doc("multiplies the model's attention FLOPs per token of context")
-    attention_context_offset: int = _doc("tokens of context not attended to in decode (page 001: 128)")
+    attention_context_offset: int = _doc("tokens of context not attended to in decode (the per-step calculator: 128)")
     compute_efficiency: float = _doc("fraction of the tensor peak reached in decode")
     compute_at_precision: bool = _doc("use the precision's own tensor peak when the part has one (else BF16)")
     step_time: str = _doc("how memory and compute time combine per step: 'sum' or 'max'")
@@ -71,7 +74,8 @@ class Params:
     pcie_penalty: float = _doc("throughput factor for multi-GPU groups on parts without a scale-up fabric")
     # Prefill
     prefill_mfu: float = _doc("fraction of the tensor peak reached in prefill")
-    prefill_active: str = _doc("parameters prefill FLOPs count: 'input' active or 'output' active (page 000)")
+    prefill_active: str = _doc("parameters prefill FLOPs count: 'input' active or 'output' active (the "
+                                "bandwidth ceiling)")
     prefill_attention_factor: float = _doc("multiplies attention FLOPs in prefill (average context: half the prompt)")
     # Whole requests (the measured method): prefill amortised, fitted efficiencies by precision and vendor
     serving_model: bool = _doc("whole requests: prefill of the prompt amortised over the answer, decode at the mean "
@@ -90,8 +94,9 @@ class Params:
     band_ratio_low: float = _doc("p10 of estimate/measured on held-out benchmarks: the band's high end (0: none)")
     band_ratio_high: float = _doc("p90 of estimate/measured on held-out benchmarks: the band's low end (0: none)")
     # Display
-    display: str = _doc("label style: 'integer' (page 000) or 'compact' (page 001: x.yk, integer, one decimal)")
-    rounding: str = _doc("how displayed numbers round ties: 'half_even' (both pages) or 'half_up'")
+    display: str = _doc("label style: 'integer' (the bandwidth ceiling) or 'compact' (the per-step calculator: "
+                        "x.yk, integer, one decimal)")
+    rounding: str = _doc("how displayed numbers round ties: 'half_even' (both reference methods) or 'half_up'")
 
     def __post_init__(self) -> None:
         choices = {

@@ -53,9 +53,11 @@ def _rounded(df: pl.DataFrame) -> pl.DataFrame:
 
 def estimate(
     model: Annotated[str | None, typer.Option(help="Model id (see `gpuledger models`); required but with --params.")] = None,
-    method: Annotated[str, typer.Option(help=f"Preset: {', '.join(presets.PRESETS)} (measured: a serving model "
-                                              "fitted to benchmark throughput).")] = "measured",
-    gpu: Annotated[list[str] | None, typer.Option(help="GPU name or a page's label; repeat for several (default: all).")] = None,
+    method: Annotated[str, typer.Option(help="measured (the serving model fitted to benchmark "
+                                              "throughput), calculator (the per-step calculator) or ceiling (the "
+                                              "bandwidth ceiling).")] = "measured",
+    gpu: Annotated[list[str] | None, typer.Option(help="GPU by name, unique prefix or short label (e.g. 'H200 141GB'); "
+                                                             "repeat for several (default: all).")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
     context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
     streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
@@ -69,7 +71,7 @@ def estimate(
     show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters and exit.")] = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
 ) -> None:
-    """Roofline throughput of one model per GPU: sizing, memory, decode, prefill and power."""
+    """Throughput of one model per GPU by one estimator method: sizing, memory, decode, prefill and power."""
     try:
         params = presets.with_overrides(presets.preset(method), presets.parse_assignments(assignments or []))
         chosen_precision = presets.normalise_precision(precision) if precision else None
@@ -109,7 +111,8 @@ def estimate(
             display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens", "streams"),
             fmt,
             title=f"{model_id}, {params.name}: {_request(out)} x {streams} streams (estimator {estimator.ESTIMATOR_VERSION})",
-            caption="~: the FP4 figure is estimated. uncertain: an input spec is uncertain or was solved from a page."
+            caption="~: the FP4 figure is estimated. uncertain: an input spec is uncertain, or was inferred from a "
+                    "published estimate's figures rather than a datasheet."
             + (f"\n{BAND_NOTE}" if params.band_ratio_low else ""),
         )
     else:

@@ -37,7 +37,7 @@ def _percent(value: float | None) -> str:
 
 def history(
     gpu: Annotated[list[str] | None, typer.Option(
-        help="GPU (repeatable), by name or page label; default every GPU with prices in the window.")] = None,
+        help="GPU (repeatable), by name, unique prefix or short label; default every GPU with prices in the window.")] = None,
     provider: Annotated[str, typer.Option(help="vastai, runpod, verda, or all (over every provider).")] = "all",
     price_kind: Annotated[str, typer.Option(help="on_demand, interruptible, reserved, ...")] = "on_demand",
     days: Annotated[int, typer.Option(min=1, help="Days up to the latest published day.")] = 30,
