@@ -46,7 +46,7 @@ def history(
     precision: Annotated[str, typer.Option(help="With --model: bf16, fp8, int4, ...")] = "int4",
     context: Annotated[int, typer.Option(help="With --model: tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
     streams: Annotated[int, typer.Option(help="With --model: concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
-    method: Annotated[str, typer.Option(help="With --model: the estimator method of the $/M.")] = presets.DEFAULT_COST_METHOD,
+    method: Annotated[str, typer.Option(help="With --model: the estimator method of the $/M (measured, calculator or ceiling).")] = presets.DEFAULT_COST_METHOD,
     fmt: FormatOption = Format.table,
 ) -> None:
     """The daily price series: a sparkline per GPU on the terminal, the daily numbers as csv, json or markdown."""

@@ -178,7 +178,8 @@ def table(
     day: Annotated[str | None, typer.Option("--date", help="Prices of this date (YYYY-MM-DD); default the latest.")] = None,
     gpu: Annotated[list[str] | None, typer.Option(help="Only these GPUs (repeatable): name, unique prefix or short label "
                                                                 "(e.g. 'H200 141GB').")] = None,
-    precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8, int4; default: estimate's suggested rule, calculator int4.")] = None,
+    precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8, int4; default: calculator int4; estimate the method's "
+                                                      "rule (ceiling: the highest that fits 8 GPUs, else the model's native).")] = None,
     context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
     streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
     price_kind: Annotated[str, typer.Option(help="on_demand, interruptible, reserved, ...")] = "on_demand",
