@@ -247,7 +247,7 @@ def _api_batch(con: duckdb.DuckDBPyConnection, parsed, fetched: FetchResult) -> 
     """API prices mapped to the catalogue's models, their aliases and the unmapped ids, stamped with the run."""
     stamp = {"snapshot_date": pl.lit(fetched.snapshot_date), "run_id": pl.lit(fetched.run_id),
              "api_provider": pl.lit(fetched.source)}
-    models = con.sql("select model_id, hf_repo, api_ids from models").pl()
+    models = con.sql("select model_id, hf_repo, hf_ids, api_ids from models").pl()
     mapped = api_prices.map_models(api_prices.api_prices_frame(parsed.api_prices), models)
     return {"api_prices": mapped.with_columns(**stamp),
             "api_aliases": api_prices.aliases_frame(parsed.api_aliases).with_columns(**stamp),

@@ -1,8 +1,8 @@
 """Per-token API prices beside self-hosting: map API listings to the catalogue, and compare own, rent and API.
 
-Pure polars. A listing maps to a model through its `hugging_face_id` (the model's `hf_repo`), else through the
-model's extra `api_ids` (the listed id without its `:variant`); anything else stays unmapped, never guessed, so
-a dated variant (`deepseek-v4-flash-0731`) maps only when listed.
+Pure polars. A listing maps to a model through its `hugging_face_id` (the model's `hf_repo`, or another checkpoint
+of it listed in `hf_ids`), else through the model's extra `api_ids` (the listed id without its `:variant`);
+anything else stays unmapped, never guessed, so a dated variant (`deepseek-v4-flash-0731`) maps only when listed.
 """
 
 from dataclasses import fields
@@ -38,12 +38,17 @@ def aliases_frame(aliases: list[ApiAlias]) -> pl.DataFrame:
     return _rows(aliases, ALIAS_SCHEMA)
 
 
+def _ids(models: pl.DataFrame, column: str, key: str, model: str) -> pl.DataFrame:
+    """(key, model) per id of a space-separated id column, lower-cased."""
+    return models.select(pl.col("model_id").alias(model), pl.col(column).str.split(" ").alias(key)).explode(key).filter(
+        pl.col(key).is_not_null() & (pl.col(key) != "")).with_columns(pl.col(key).str.to_lowercase())
+
+
 def map_models(prices: pl.DataFrame, models: pl.DataFrame) -> pl.DataFrame:
-    """The prices with `model`: by hugging_face_id = hf_repo, else by the listed id (no variant) in api_ids."""
-    by_repo = models.filter(pl.col("hf_repo").is_not_null()).select(
-        pl.col("hf_repo").str.to_lowercase().alias("_repo"), pl.col("model_id").alias("_by_repo"))
-    by_id = models.select(pl.col("model_id").alias("_by_id"), pl.col("api_ids").str.split(" ").alias("_id")).explode(
-        "_id").filter(pl.col("_id").is_not_null() & (pl.col("_id") != "")).with_columns(pl.col("_id").str.to_lowercase())
+    """The prices with `model`: by hugging_face_id = hf_repo or one of hf_ids (another checkpoint of the model),
+    else by the listed id (no variant) in api_ids."""
+    by_repo = pl.concat([_ids(models, "hf_repo", "_repo", "_by_repo"), _ids(models, "hf_ids", "_repo", "_by_repo")])
+    by_id = _ids(models, "api_ids", "_id", "_by_id")
     keyed = prices.with_columns(
         pl.col("hugging_face_id").str.to_lowercase().alias("_repo"),
         pl.col("api_model_id").str.split(":").list.first().str.to_lowercase().alias("_id"),

@@ -16,7 +16,7 @@ from transforms.presets import (
     normalise_precision,
 )
 
-ESTIMATOR_VERSION = "1.1.0"
+ESTIMATOR_VERSION = "1.2.0"  # 1.2: per-stream state (windows, recurrent layers) held and read like KV
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 FLOPS_PER_PARAM = 2.0  # one multiply-add per parameter per token, used by prefill
@@ -178,12 +178,14 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
     used = ["total_params_b", "active_params_b"]
     used += ["active_params_in_b"] if params.prefill_active == "input" else []
     used += ["experts", "experts_per_token"] if params.expert_coverage else []
-    used += ["kv_bytes_per_token"] if params.kv_memory_factor or params.kv_read_factor else []
+    used += ["kv_bytes_per_token", "state_bytes_per_stream"] if params.kv_memory_factor or params.kv_read_factor else []
     used += ["attn_flops_per_ctx_token"] if params.attention_flops_factor or params.prefill_attention_factor else []
     natives = {p: normalise_precision(p) for p in models["native_precision"].unique().to_list()}
     return models.select(
         pl.col("model_id").alias("model"), "total_params_b", "active_params_b", "kv_bytes_per_token",
         "attn_flops_per_ctx_token",
+        # a model without windowed or recurrent layers holds no per-stream state beyond its KV cache
+        _state_bytes=pl.col("state_bytes_per_stream").fill_null(0.0),
         _native=pl.col("native_precision").replace_strict(natives, return_dtype=PRECISION),
         _prefill_params_b=pl.coalesce("active_params_in_b", "active_params_b")
         if params.prefill_active == "input" else pl.col("active_params_b"),
@@ -229,9 +231,9 @@ def _replica_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
 
 
 def _fixed_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
-    """Memory a replica needs apart from the per-GPU overhead: weights, runtime and the streams' KV cache."""
-    kv_gb = pl.col("streams") * pl.col("context_tokens") * pl.col("_kv_bytes") * 1e-9
-    return _replica_gb(params, bytes_per_param) + _kv_term(params.kv_memory_factor, kv_gb)
+    """Memory a replica needs apart from the per-GPU overhead: weights, runtime and the streams' KV cache and state."""
+    return _replica_gb(params, bytes_per_param) + _kv_term(params.kv_memory_factor,
+                                                           pl.col("streams") * pl.col("_kv_stream_gb"))
 
 
 def _compute_columns(params: Params) -> dict[str, pl.Expr]:
@@ -323,17 +325,21 @@ def _terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params:
         *_attached(grid, "model", _model_table(models, params), "model"),
         *_attached(grid, "gpu", _gpu_table(gpus), "GPU"),
     ]
-    kv_bytes = pl.col("kv_bytes_per_token")
+    # The state a stream holds whatever its context (windowed layers' KV, recurrent states) is kept and read like KV.
+    kv_bytes, state_bytes = pl.col("kv_bytes_per_token"), pl.col("_state_bytes")
     if params.kv_fp8_when_quantized:
-        kv_bytes = pl.when(pl.col("precision").is_in(QUANTIZED)).then(kv_bytes / 2).otherwise(kv_bytes)
+        fp8 = pl.col("precision").is_in(QUANTIZED)
+        kv_bytes = pl.when(fp8).then(kv_bytes / 2).otherwise(kv_bytes)
+        state_bytes = pl.when(fp8).then(state_bytes / 2).otherwise(state_bytes)
     # Lazily on the streaming engine: about twice as fast here as eager, and column-wise work keeps the row order.
     df = grid.lazy().with_columns(catalogue).with_columns(precision=_precision_expr(params)).with_columns(
-        **_lengths(params), _kv_bytes=kv_bytes,
+        **_lengths(params), _kv_bytes=kv_bytes, _state_stream_bytes=state_bytes,
     ).with_columns(
         _bytes=pl.lit(pl.Series([params.bytes_per_param[p] for p in PRECISIONS])).gather(
             pl.col("precision").to_physical()),
-        _kv_stream_gb=pl.col("context_tokens") * pl.col("_kv_bytes") * 1e-9,
-        _kv_read_gb=pl.col("_decode_context") * pl.col("_kv_bytes") * 1e-9,
+        # per stream: memory held at the full context, and bytes read per decode step
+        _kv_stream_gb=(pl.col("context_tokens") * pl.col("_kv_bytes") + pl.col("_state_stream_bytes")) * 1e-9,
+        _kv_read_gb=(pl.col("_decode_context") * pl.col("_kv_bytes") + pl.col("_state_stream_bytes")) * 1e-9,
         **_compute_columns(params),
     ).with_columns(_fixed_gb=_fixed_gb(params, pl.col("_bytes"))).with_columns(
         tp=pl.coalesce(

@@ -79,7 +79,10 @@ CATALOGS: tuple[Catalog, ...] = (
             "model_id! name! vendor! arch! total_params_b:float! active_params_b:float! active_params_in_b:float "
             "experts:int experts_per_token:int shared_experts:int layers:int kv_bytes_per_token:float "
             "kv_cache_dtype context_max:int native_precision! source! uncertain notes attn_flops_per_ctx_token:float "
-            "hf_repo api_ids"  # API listings map through hf_repo (the stable key), then the extra ids in api_ids
+            "state_bytes_per_stream:float "  # per stream, not growing with the context: windows, recurrent states
+            # API listings map through a Hugging Face id (hf_repo, the stable key, or another checkpoint of the model
+            # in hf_ids), then through the extra ids in api_ids
+            "hf_repo hf_ids api_ids"
         ),
         key=("model_id",),
     ),
@@ -186,18 +189,21 @@ _REPO = re.compile(r"[\w.-]+/[\w.:-]+")
 
 
 def _check_api_keys(models: pl.DataFrame) -> None:
-    """hf_repo and every id of api_ids are owner/name and name one model only (compared without case)."""
+    """hf_repo, every id of hf_ids and of api_ids are owner/name and name one model only (compared without case);
+    hf_repo and hf_ids are one set of Hugging Face ids, api_ids another."""
     owner = {}
     for row in models.iter_rows(named=True):
         keys = [("hf_repo", row["hf_repo"])] if row["hf_repo"] else []
-        keys += [("api_ids", key) for key in (row["api_ids"] or "").split()]
+        keys += [(column, key) for column in ("hf_ids", "api_ids") for key in (row[column] or "").split()]
         for column, key in keys:
             where = f"models.csv:{row['_line']}: column '{column}'"
             if not _REPO.fullmatch(key):
                 raise CatalogError(f"{where}: {key!r} is not owner/name")
-            first = owner.setdefault((column, key.lower()), row)
-            if first is not row:
+            space = ("api" if column == "api_ids" else "hf", key.lower())
+            if space in owner:  # in another row, or twice in this one
+                first = owner[space]
                 raise CatalogError(f"{where}: {key!r} already names {first['model_id']} (line {first['_line']})")
+            owner[space] = row
 
 
 def _catalog(name: str) -> Catalog:

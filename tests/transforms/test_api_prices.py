@@ -14,8 +14,9 @@ FETCHED = datetime(2026, 8, 19, 6, 0)
 MODELS = pl.DataFrame({
     "model_id": ["deepseek-v4-flash", "llama-3.1-8b", "deepseek-v4.1-flash"],
     "hf_repo": ["deepseek-ai/DeepSeek-V4-Flash", "meta-llama/Llama-3.1-8B-Instruct", None],
+    "hf_ids": [None, None, None],
     "api_ids": [None, "meta-llama/llama-3.1-8b-instruct", "deepseek/deepseek-flash other/flash"],
-})
+}, schema_overrides={"hf_ids": pl.String})
 
 
 def listing(api_model_id: str, out: float, inp: float, *, kind="standard", tier="base", hf=None, **extra) -> dict:
@@ -48,6 +49,19 @@ def test_listings_map_by_hugging_face_repository_then_by_listed_ids():
         "someone/else": None,
     }
     assert api_prices.unmapped(mapped)["api_model_id"].to_list() == ["deepseek/deepseek-v4-flash-0731", "someone/else"]
+
+
+def test_a_listing_of_another_checkpoint_maps_through_hf_ids():
+    """An FP8 checkpoint or a dated variant of a catalogue model is that model when its row lists it in hf_ids."""
+    models = MODELS.with_columns(hf_ids=pl.Series([
+        "deepseek-ai/DeepSeek-V4-Flash-0731 nvidia/DeepSeek-V4-Flash-NVFP4", None, None]))
+    mapped = api_prices.map_models(frame(
+        listing("deepseek/deepseek-v4-flash-0731", 0.28, 0.14, hf="deepseek-ai/DeepSeek-V4-Flash-0731"),
+        listing("someone/flash-fp4", 0.1, 0.05, hf="NVIDIA/deepseek-v4-flash-nvfp4"),
+        listing("someone/flash-fp8", 0.1, 0.05, hf="nvidia/DeepSeek-V4-Flash-FP8"),
+        listing("meta-llama/llama-3.1-8b-instruct", 0.08, 0.05, hf="meta-llama/Llama-3.1-8B-Instruct"),
+    ), models)
+    assert mapped["model"].to_list() == ["deepseek-v4-flash", "deepseek-v4-flash", None, "llama-3.1-8b"]
 
 
 def test_the_cheapest_api_is_a_standard_listing_at_its_unconditional_price():

@@ -224,6 +224,22 @@ def test_a_moe_without_routing_geometry_still_reads_its_active_weights_first(mod
     assert out["single_stream_tok_s"] == pytest.approx(7700 * 4 / (16 * CALCULATOR.bytes_int4))
 
 
+def test_a_stream_holds_and_reads_its_bounded_state_like_kv(models, calculator_gpus):
+    """A windowed or recurrent model keeps a state per stream whatever the context (Llama 4 Scout's chunked layers:
+    36 x 8192 tokens of KV): each stream holds it in memory and reads it every decode step, beside the KV of the
+    layers that grow with the context; a model without (a null state) is estimated as before."""
+    state_bytes = 36 * 8192 * 2 * 8 * 128 * 2
+    scout = models.filter(pl.col("model_id") == "llama-4-scout")
+    pair = pl.concat([scout.with_columns(state_bytes_per_stream=pl.lit(state_bytes, pl.Float64)),
+                      scout.with_columns(state_bytes_per_stream=pl.lit(None, pl.Float64), model_id=pl.lit("stateless"))])
+    grid = make_grid(["llama-4-scout", "stateless"], ["H200 SXM"], ["bf16"], [32768], [16]).with_columns(tp=pl.lit(4))
+    with_state, without = estimator.estimate(pair, calculator_gpus, grid, CALCULATOR).rows(named=True)
+    assert with_state["memory_used_gb"] - without["memory_used_gb"] == pytest.approx(
+        16 * CALCULATOR.kv_memory_factor * state_bytes * 1e-9)
+    assert with_state["max_streams"] < without["max_streams"]
+    assert with_state["per_stream_tok_s"] < without["per_stream_tok_s"]
+
+
 def test_uncertain_follows_the_inputs_used(models, ceiling_gpus, calculator_gpus):
     ceiling = estimator.estimate(models, ceiling_gpus, make_grid([V41_FLASH], ["H20 96GB", "H200 SXM", "Arc Pro B70 32GB"]),
                                  CEILING)

@@ -1,0 +1,222 @@
+"""Catalogue rows derived from real Hugging Face config.json files (tests/fixtures/hf_configs, each with its
+PROVENANCE), checked against the arithmetic of each attention kind and quantization."""
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from transforms.model_config import ModelConfigError, derive_model
+from warehouse import catalog
+
+CONFIGS = Path(__file__).parent.parent / "fixtures" / "hf_configs"
+FIXTURES = sorted(str(p.parent.relative_to(CONFIGS)) for p in CONFIGS.glob("*/*/config.json"))
+# Derived by the reader; the rest of a row (name, vendor, source, notes, ids) is the catalogue's to write.
+SHAPE = ("arch", "experts", "experts_per_token", "shared_experts", "layers", "kv_bytes_per_token", "kv_cache_dtype",
+         "context_max", "attn_flops_per_ctx_token", "state_bytes_per_stream")
+PARAMS = ("total_params_b", "active_params_b")
+UNREADABLE = {  # real configs of architectures the reader does not know, and the field it names
+    "deepseek-ai/DeepSeek-V4-Flash": "compress_ratios",  # compressed attention on most layers
+    "moonshotai/Kimi-K3": "linear_attn_config",  # Kimi linear attention (KDA) beside MLA
+}
+
+
+def config(repo: str) -> dict:
+    return json.loads((CONFIGS / repo / "config.json").read_text())
+
+
+def derive(repo: str, **edits) -> dict:
+    return derive_model(config(repo), repo, **edits)
+
+
+def test_every_fixture_says_where_it_came_from():
+    assert len(FIXTURES) >= 50 and len(NAMED) >= 25
+    for repo in FIXTURES:
+        provenance = (CONFIGS / repo / "PROVENANCE").read_text()
+        assert f"Hugging Face {repo} config.json" in provenance and re.search(r"commit: [0-9a-f]{40}", provenance), repo
+        assert (CONFIGS / repo / "config.json").stat().st_size < 8000, f"{repo}: keep fixtures small"
+
+
+@pytest.mark.parametrize("repo", FIXTURES)
+def test_every_fixture_derives_a_catalogue_row_or_names_what_it_cannot_read(repo):
+    if repo in UNREADABLE:
+        with pytest.raises(ModelConfigError, match=rf"^{re.escape(repo)}: config.json field '{UNREADABLE[repo]}' "):
+            derive(repo)
+        return
+    row = derive(repo)
+    assert set(row) == {c.name for c in catalog._catalog("models").columns}
+    assert row["hf_repo"] == repo and repo in row["source"]
+    assert 0 < row["active_params_b"] <= row["total_params_b"]
+    assert row["kv_bytes_per_token"] > 0 and row["attn_flops_per_ctx_token"] > 0 and row["context_max"] >= 4096
+    assert (row["arch"] == "moe") == (row["experts"] is not None) == (row["active_params_b"] < row["total_params_b"])
+
+
+def _named_total_b(repo: str) -> float | None:
+    """The total a name states: '235B', '2.4T'; not 'A22B' (active), 'E4B' (effective) nor Meta's '17B-16E'
+    (active, experts)."""
+    named = re.search(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)([BT])(?![a-z]|-\d+E)", repo.split("/")[1])
+    return None if named is None else float(named.group(1)) * (1000 if named.group(2) == "T" else 1)
+
+
+NAMED = [(r, _named_total_b(r)) for r in FIXTURES if r not in UNREADABLE and _named_total_b(r)]
+
+
+@pytest.mark.parametrize(("repo", "size_b"), NAMED)
+def test_the_size_a_model_is_named_for_is_its_total(repo, size_b):
+    """An independent check of the count: names round (Qwen2.5-7B has 7.62B), so within 10%."""
+    assert derive(repo)["total_params_b"] == pytest.approx(size_b, rel=0.1)
+
+
+def test_gqa_caches_k_and_v_per_kv_head_on_every_layer():
+    row = derive("meta-llama/Llama-3.3-70B-Instruct")
+    assert row["kv_bytes_per_token"] == 2 * 80 * 8 * 128 * 2
+    assert row["attn_flops_per_ctx_token"] == 4 * 64 * 128 * 80
+    assert row["state_bytes_per_stream"] is None and row["total_params_b"] == 70.55
+
+
+def test_mla_caches_one_latent_per_layer_and_mtp_layers_are_not_served():
+    raw = config("deepseek-ai/DeepSeek-V3")
+    assert raw["num_nextn_predict_layers"] == 1
+    row = derive("deepseek-ai/DeepSeek-V3")
+    assert row["layers"] == 61 and row["kv_bytes_per_token"] == (512 + 64) * 61 * 2
+    assert row["attn_flops_per_ctx_token"] == 2 * 128 * (512 + 64 + 512) * 61
+    assert row["total_params_b"] == pytest.approx(671, rel=0.001)  # DeepSeek's 671B main model, MTP module apart
+
+
+def test_dsa_adds_the_indexer_key_and_counts_only_the_indexer_as_growing_attention():
+    row = derive("deepseek-ai/DeepSeek-V3.2")
+    assert row["kv_bytes_per_token"] == (512 + 64 + 128) * 61 * 2
+    assert row["attn_flops_per_ctx_token"] == 2 * 64 * 128 * 61
+
+
+def test_sliding_window_layers_hold_their_window_as_state():
+    row = derive("openai/gpt-oss-120b")
+    per_token = 2 * 8 * 64 * 2
+    assert row["kv_bytes_per_token"] == 18 * per_token
+    assert row["state_bytes_per_stream"] == 18 * 128 * per_token
+    assert row["attn_flops_per_ctx_token"] == 4 * 64 * 64 * 18
+
+
+def test_chunked_local_layers_hold_their_chunk_and_the_nope_layers_grow():
+    row = derive("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    per_token = 2 * 8 * 128 * 2
+    assert row["kv_bytes_per_token"] == 12 * per_token  # every 4th layer attends to the whole context
+    assert row["state_bytes_per_stream"] == 36 * 8192 * per_token
+    assert (row["experts"], row["experts_per_token"], row["shared_experts"]) == (16, 1, 1)
+
+
+def test_gated_deltanet_layers_hold_a_fixed_recurrent_state():
+    row = derive("Qwen/Qwen3-Next-80B-A3B-Thinking")
+    assert row["kv_bytes_per_token"] == 12 * 2 * 2 * 256 * 2  # one full-attention layer in four
+    conv = 2 * 16 * 128 + 32 * 128  # q, k, v through the short convolution
+    assert row["state_bytes_per_stream"] == 36 * (32 * 128 * 128 + conv * 3) * 2
+    assert (row["experts"], row["experts_per_token"], row["shared_experts"]) == (512, 10, 1)
+
+
+def test_mamba_layers_hold_a_fixed_state_and_only_attention_layers_grow():
+    row = derive("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    assert config("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")["hybrid_override_pattern"].count("*") == 6
+    assert row["kv_bytes_per_token"] == 6 * 2 * 2 * 128 * 2
+    conv = 64 * 64 + 2 * 8 * 128
+    assert row["state_bytes_per_stream"] == 23 * (64 * 64 * 128 + conv * 3) * 2
+
+
+def test_layers_reusing_earlier_kv_cache_nothing_of_their_own():
+    """Gemma 4 E4B: the last 18 of 42 layers reuse the KV of earlier layers of their kind."""
+    row = derive("google/gemma-4-E4B-it")
+    raw = config("google/gemma-4-E4B-it")["text_config"]
+    own = raw["layer_types"][:42 - 18]
+    full, sliding = own.count("full_attention"), own.count("sliding_attention")
+    assert row["kv_bytes_per_token"] == full * 2 * 2 * 512 * 2
+    assert row["state_bytes_per_stream"] == sliding * 512 * 2 * 2 * 256 * 2
+
+
+@pytest.mark.parametrize(("repo", "precision"), [
+    ("deepseek-ai/DeepSeek-V3", "fp8"),  # quant_method fp8, 128 x 128 blocks
+    ("openai/gpt-oss-120b", "fp4"),  # MXFP4 experts
+    ("nvidia/Gemma-4-31B-IT-NVFP4", "fp4"),  # ModelOpt NVFP4
+    ("moonshotai/Kimi-K2.5", "int4"),  # compressed-tensors, 4-bit integer groups (in text_config)
+    ("meta-llama/Llama-3.3-70B-Instruct", "bf16"),
+    ("meta-llama/Llama-2-70b-hf", "bf16"),  # float16 weights serve at 16 bits
+])
+def test_the_native_precision_comes_from_the_quantization_config(repo, precision):
+    assert derive(repo)["native_precision"] == precision
+
+
+@pytest.mark.parametrize(("quantization", "precision"), [
+    ({"quant_method": "awq", "bits": 4, "group_size": 128}, "int4"),
+    ({"quant_method": "gptq", "bits": 8}, "int8"),
+    ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+])
+def test_other_quantization_methods(quantization, precision):
+    """No AWQ, GPTQ or ModelOpt-FP8 config.json was found: a real config with their quantization_config."""
+    raw = config("Qwen/Qwen3-8B") | {"quantization_config": quantization}
+    assert derive_model(raw, "Qwen/Qwen3-8B")["native_precision"] == precision
+
+
+def test_an_unknown_quantization_is_named():
+    raw = config("Qwen/Qwen3-8B") | {"quantization_config": {"quant_method": "bitsandbytes"}}
+    with pytest.raises(ModelConfigError, match=r"field 'quantization_config.quant_method' .*'bitsandbytes'"):
+        derive_model(raw, "Qwen/Qwen3-8B")
+
+
+def test_the_context_is_yarns_original_length_times_its_factor():
+    assert derive("moonshotai/Kimi-K2-Instruct")["context_max"] == 4096 * 32
+    assert derive("Qwen/Qwen3-235B-A22B")["context_max"] == 40960  # no rope_scaling: max_position_embeddings
+
+
+def test_active_parameters_leave_out_only_the_experts_a_token_does_not_use():
+    row = derive("mistralai/Mixtral-8x7B-v0.1")
+    expert_b = 3 * 4096 * 14336 * 32 / 1e9
+    assert row["total_params_b"] - row["active_params_b"] == pytest.approx(6 * expert_b, abs=0.01)
+    assert (row["total_params_b"], row["active_params_b"]) == (46.7, 12.88)  # embeddings counted in both
+
+
+def test_a_multimodal_model_is_priced_by_its_language_model():
+    row = derive("moonshotai/Kimi-K2.5")
+    assert row["total_params_b"] == derive("moonshotai/Kimi-K2-Instruct")["total_params_b"]
+    assert "vision" in row["notes"]
+
+
+def test_an_unknown_llama_like_model_is_read_only_with_every_field():
+    raw = config("meta-llama/Llama-3.3-70B-Instruct") | {"model_type": "acme_dense", "architectures": ["AcmeForCausalLM"]}
+    generic = derive_model(raw, "acme/Acme-70B")
+    llama = derive("meta-llama/Llama-3.3-70B-Instruct")
+    assert {k: generic[k] for k in (*SHAPE, *PARAMS)} == {k: llama[k] for k in (*SHAPE, *PARAMS)}
+    del raw["num_key_value_heads"]
+    with pytest.raises(ModelConfigError, match=r"^acme/Acme-70B: config.json field 'num_key_value_heads' is missing"):
+        derive_model(raw, "acme/Acme-70B")
+
+
+def test_an_unknown_model_with_experts_is_refused_not_read_as_dense():
+    raw = config("mistralai/Mixtral-8x7B-v0.1") | {"model_type": "acme_moe"}
+    with pytest.raises(ModelConfigError, match=r"field 'num_local_experts' belongs to an architecture the reader does"):
+        derive_model(raw, "acme/Acme-8x7B")
+
+
+def test_an_unknown_layer_type_is_named():
+    raw = copy.deepcopy(config("openai/gpt-oss-120b"))
+    raw["layer_types"][3] = "compressed_attention"
+    with pytest.raises(ModelConfigError, match=r"field 'layer_types' names a layer type .*compressed_attention"):
+        derive_model(raw, "openai/gpt-oss-120b")
+
+
+@pytest.mark.parametrize(("repo", "field"), [
+    ("deepseek-ai/DeepSeek-V3", "kv_lora_rank"),  # MLA is the family's attention: never read as GQA without it
+    ("deepseek-ai/DeepSeek-V3.2", "index_head_dim"),
+    ("Qwen/Qwen3-Next-80B-A3B-Thinking", "linear_num_value_heads"),
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "ssm_state_size"),
+    ("openai/gpt-oss-120b", "sliding_window"),
+])
+def test_a_missing_field_of_a_known_family_is_named(repo, field):
+    raw = config(repo)
+    del raw[field]
+    with pytest.raises(ModelConfigError, match=rf"^{re.escape(repo)}: config.json field '{field}' is missing"):
+        derive_model(raw, repo)
+
+
+def test_the_model_id_is_the_repository_name_unless_given():
+    assert derive("Qwen/Qwen3.5-397B-A17B")["model_id"] == "qwen3.5-397b-a17b"
+    assert derive("Qwen/Qwen3.5-397B-A17B", model_id="qwen-big")["model_id"] == "qwen-big"

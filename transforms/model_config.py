@@ -1,0 +1,533 @@
+"""A catalogue model row derived from a Hugging Face config.json: the model a user asks about, priced from its shape.
+
+Pure: `derive_model(config, repo)` takes the parsed config.json and returns a row with the columns of
+warehouse/reference/models.csv; nothing is read or written here. The model_type (of the text model, for a
+multimodal config) selects the reader; a config it cannot read raises ModelConfigError naming the repository and
+the field, never a guessed number. An unknown model_type is read as a dense Llama-like model only when it has
+every field that needs and nothing that would change the count (experts, windows, recurrent layers, low-rank
+attention).
+
+What the row counts, as the curated rows do (the tests compare every curated row with its config.json):
+- Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
+  MLPs, routers, routed and shared experts. Norms and biases of norms (well under 0.1%) are left out; vision and
+  audio towers are not counted (a multimodal model is priced by its language model); multi-token-prediction
+  layers (`num_nextn_predict_layers`, `mtp_*`) are not served and not counted: `num_hidden_layers` excludes them.
+- Active parameters: everything but the routed experts a token does not use, embeddings included (Mixtral
+  8x7B's 12.88B, Llama 4's 17.17B). Vendors that quote active counts without the input embedding (gpt-oss's
+  5.13B) are counted the same way here, so that rows compare.
+- KV cache per token at 2 bytes per value (the catalogue's basis; the estimator halves it where serving keeps it
+  in FP8), for the layers whose cache grows with the context: full attention keeps K and V per KV head, MLA one
+  latent (kv_lora_rank + qk_rope_head_dim) per layer, plus the key of a sparse-attention indexer (DSA).
+- State per stream (`state_bytes_per_stream`), bytes that do not grow with the context, on the same 2-byte basis:
+  sliding-window and chunked-local layers hold at most the window's KV; linear-attention (Gated DeltaNet) and
+  Mamba layers hold a fixed recurrent state plus a short convolution state.
+- Attention FLOPs per token of context, on the layers whose attention grows with the context: GQA 4 x query heads
+  x head_dim (QK and AV, a multiply-add each), MLA absorbed 2 x heads x (kv_lora_rank + rope + kv_lora_rank), a
+  DSA indexer 2 x index heads x index_head_dim (its top-k attention is bounded, like a window, and left out).
+- context_max: max_position_embeddings, or original_max_position_embeddings x factor for YaRN rope scaling (the
+  served length vLLM derives from the config); a longer context a model card offers by editing the config is not.
+- native_precision from quantization_config (FP8 blocks: fp8, MXFP4/NVFP4: fp4, 4-bit AWQ/GPTQ/compressed-tensors
+  integers: int4), else the 16-bit dtype: bf16.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+KV_BYTES = 2  # bytes per cached value as the catalogue stores it (16 bits)
+KV_CACHE_DTYPE = "bf16"
+GATED_ACTS = ("silu", "swiglu", "gelu", "gelu_pytorch_tanh", "gelu_new")  # gate, up and down projections
+UNGATED_ACTS = ("relu2",)  # up and down projections only (Nemotron-H)
+KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+
+
+class ModelConfigError(ValueError):
+    """A config.json the reader cannot turn into a row; the message names the repository and the field."""
+
+
+@dataclass
+class _Layer:
+    """One decoder layer: its parameters and what it caches."""
+
+    mixer: str = "full attention"  # what mixes tokens: named in the row's notes
+    attention_params: float = 0.0
+    kv_bytes_per_token: float = 0.0  # grows with the context
+    state_bytes: float = 0.0  # per stream, bounded
+    attn_flops_per_ctx_token: float = 0.0
+    dense_params: float = 0.0  # dense MLP, shared experts, router: read for every token
+    expert_params: float = 0.0  # one routed expert
+    experts: int = 0
+    experts_per_token: int = 0
+
+
+@dataclass
+class _Shape:
+    layers: list[_Layer]
+    embedding_params: float  # input embeddings (and per-layer input embeddings)
+    head_params: float  # output head; 0 when tied to the input embedding
+    shared_experts: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class _Config:
+    """The text model's fields: the config's `text_config` when it has one, then its top level."""
+
+    def __init__(self, config: dict, repo: str):
+        if not isinstance(config, dict):
+            raise ModelConfigError(f"{repo}: config.json is not a JSON object")
+        self.top, self.repo = config, repo
+        self.text = config.get("text_config") or config
+        self.multimodal = "text_config" in config
+        self.model_type = self.text.get("model_type") or config.get("model_type")
+
+    def get(self, key: str, default=None):
+        for where in (self.text, self.top):
+            if where.get(key) is not None:
+                return where[key]
+        return default
+
+    def need(self, key: str):
+        value = self.get(key)
+        if value is None:
+            raise self.error(key, "is missing")
+        return value
+
+    def number(self, key: str, default=None) -> float:
+        value = self.get(key, default)
+        if value is None:
+            raise self.error(key, "is missing")
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            raise self.error(key, f"is not a count ({value!r})")
+        return value
+
+    def error(self, key: str, what: str) -> ModelConfigError:
+        return ModelConfigError(f"{self.repo}: config.json field '{key}' {what} (model_type {self.model_type!r})")
+
+
+# --- building blocks -------------------------------------------------------------------------------------------
+
+
+def _mlp_params(c: _Config, hidden: int, width: int, act_key: str = "hidden_act") -> float:
+    """A feed-forward block of `width`: gate, up and down for gated activations, up and down otherwise."""
+    act = c.get(act_key) or c.get("hidden_activation") or "silu"
+    if act in GATED_ACTS:
+        return 3 * hidden * width
+    if act in UNGATED_ACTS:
+        return 2 * hidden * width
+    raise c.error(act_key, f"names an activation the reader does not know ({act!r})")
+
+
+def _gqa(c: _Config, hidden: int, heads: int, kv_heads: int, head_dim: int, *, output_gate: bool = False) -> _Layer:
+    """Grouped-query (or multi-head, multi-query) attention: q, k, v, o projections and its K and V per token."""
+    q_width = heads * head_dim * (2 if output_gate else 1)  # a gated output doubles q_proj (Qwen3-Next, Qwen3.5)
+    params = hidden * q_width + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
+    if c.get("attention_bias", False):  # q, k and v biases (an output bias, where there is one, is left out)
+        params += q_width + 2 * kv_heads * head_dim
+    return _Layer(attention_params=params, kv_bytes_per_token=2 * kv_heads * head_dim * KV_BYTES,
+                  attn_flops_per_ctx_token=4 * heads * head_dim)
+
+
+def _windowed(layer: _Layer, window: int) -> _Layer:
+    """A sliding-window or chunked-local layer: its KV stops at the window, its attention does not grow."""
+    layer.mixer = f"{window}-token windowed attention"
+    layer.state_bytes += window * layer.kv_bytes_per_token
+    layer.kv_bytes_per_token = 0.0
+    layer.attn_flops_per_ctx_token = 0.0
+    return layer
+
+
+_MLA = ("deepseek_v3", "kimi_k2", "glm4_moe_lite")  # multi-head latent attention
+_DSA = ("deepseek_v32", "glm_moe_dsa")  # MLA with a DeepSeek sparse-attention indexer
+
+
+def _mla(c: _Config, hidden: int) -> _Layer:
+    """Multi-head latent attention (DeepSeek-V2/V3 and kin): one latent of kv_lora_rank + rope per token."""
+    heads, kv_rank, rope = c.number("num_attention_heads"), c.number("kv_lora_rank"), c.number("qk_rope_head_dim")
+    nope, v_dim = c.number("qk_nope_head_dim"), c.number("v_head_dim")
+    q_rank = c.get("q_lora_rank")
+    q = hidden * heads * (nope + rope) if not q_rank else hidden * q_rank + q_rank * heads * (nope + rope)
+    params = q + hidden * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + heads * v_dim * hidden
+    layer = _Layer(mixer="MLA", attention_params=params, kv_bytes_per_token=(kv_rank + rope) * KV_BYTES,
+                   attn_flops_per_ctx_token=2 * heads * (kv_rank + rope + kv_rank))
+    if c.model_type in _DSA:  # an indexer picks index_topk past tokens for the attention
+        index_heads, index_dim = c.number("index_n_heads"), c.number("index_head_dim")
+        if not q_rank:
+            raise c.error("q_lora_rank", "is missing: the DSA indexer reads the query latent")
+        layer.attention_params += q_rank * index_heads * index_dim + hidden * index_dim + hidden * index_heads
+        layer.kv_bytes_per_token += index_dim * KV_BYTES  # the indexer's key of every past token
+        layer.attn_flops_per_ctx_token = 2 * index_heads * index_dim  # top-k attention is bounded, like a window
+        layer.mixer = (f"MLA with a DSA indexer (attention over the top {c.number('index_topk')} tokens, bounded: "
+                       "attn_flops_per_ctx_token counts the indexer)")
+    return layer
+
+
+def _gated_deltanet(c: _Config, hidden: int) -> _Layer:
+    """A Gated DeltaNet linear-attention layer (Qwen3-Next, Qwen3.5): a fixed recurrent state per stream."""
+    key_heads, key_dim = c.number("linear_num_key_heads"), c.number("linear_key_head_dim")
+    value_heads, value_dim = c.number("linear_num_value_heads"), c.number("linear_value_head_dim")
+    kernel = c.number("linear_conv_kernel_dim")
+    conv_width = 2 * key_heads * key_dim + value_heads * value_dim  # q, k and v pass the short convolution
+    params = (hidden * (conv_width + value_heads * value_dim + 2 * value_heads)  # qkv, z, and the a and b gates
+              + conv_width * kernel + value_heads * value_dim * hidden)
+    state = value_heads * key_dim * value_dim + conv_width * (kernel - 1)
+    return _Layer(mixer="Gated DeltaNet linear attention", attention_params=params, state_bytes=state * KV_BYTES)
+
+
+def _mamba2(c: _Config, hidden: int) -> _Layer:
+    """A Mamba-2 mixer (Nemotron-H): in and out projections, a short convolution and a fixed SSM state."""
+    heads, head_dim = c.number("mamba_num_heads"), c.number("mamba_head_dim")
+    groups, state_size, kernel = c.number("n_groups"), c.number("ssm_state_size"), c.number("conv_kernel")
+    inner = heads * head_dim
+    conv_width = inner + 2 * groups * state_size  # x, B and C pass the convolution
+    params = hidden * (inner + conv_width + heads) + conv_width * (kernel + 1) + inner * hidden
+    state = heads * head_dim * state_size + conv_width * (kernel - 1)
+    return _Layer(mixer="Mamba-2", attention_params=params, state_bytes=state * KV_BYTES)
+
+
+def _experts(c: _Config) -> tuple[int, int]:
+    """(routed experts, experts per token) under the names the families use; (0, 0) for a dense model."""
+    count = next((c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+                  if c.get(k)), 0)
+    if not count:
+        return 0, 0
+    per_token = next((c.get(k) for k in ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts")
+                      if c.get(k)), None)
+    if per_token is None:
+        raise c.error("num_experts_per_tok", "is missing for a mixture of experts")
+    return int(count), int(per_token)
+
+
+def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
+    """(input embedding, output head) parameters; the head is free when tied to the embedding."""
+    vocab = c.number("vocab_size")
+    tied = c.get("tie_word_embeddings", _TIED_BY_DEFAULT.get(c.model_type, False))
+    return vocab * hidden, 0 if tied else vocab * hidden
+
+
+_TIED_BY_DEFAULT = {"gemma4_text": True}  # transformers' default when a config leaves tie_word_embeddings out
+
+
+def _layer_types(c: _Config, layers: int) -> list[str]:
+    """Per layer: full, sliding, chunked or linear attention, from `layer_types` or the family's rule."""
+    types = c.get("layer_types")
+    if types is None:
+        if c.get("full_attention_interval"):  # Qwen3-Next: every n-th layer attends fully, the rest are linear
+            step = c.number("full_attention_interval")
+            return ["full_attention" if (i + 1) % step == 0 else "linear_attention" for i in range(layers)]
+        if c.get("attention_chunk_size"):  # Llama 4: chunked-local attention on the RoPE layers
+            no_rope = c.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]  # transformers' rule
+            return ["chunked_attention" if uses_rope else "full_attention" for uses_rope in no_rope]
+        if c.get("sliding_window") is not None and c.get("use_sliding_window") is not False:
+            raise c.error("sliding_window", "is set but no layer_types say which layers slide")
+        return ["full_attention"] * layers
+    if len(types) != layers:
+        raise c.error("layer_types", f"has {len(types)} entries for {layers} layers")
+    unknown = sorted(set(types) - set(KNOWN_LAYER_TYPES))
+    if unknown:
+        raise c.error("layer_types", f"names a layer type the reader does not know ({', '.join(unknown)})")
+    return list(types)
+
+
+def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False) -> _Layer:
+    """The attention of one layer of a GQA family, windowed where its type says so."""
+    heads = c.number("num_attention_heads")
+    kv_heads = c.number("num_key_value_heads", heads)  # transformers: no value means one KV head per query head
+    head_dim = c.number("head_dim", hidden // heads)
+    if kind == "linear_attention":
+        return _gated_deltanet(c, hidden)
+    layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate)
+    if kind == "sliding_attention":
+        return _windowed(layer, c.number("sliding_window"))
+    if kind == "chunked_attention":
+        return _windowed(layer, c.number("attention_chunk_size"))
+    return layer
+
+
+def _moe_layers(c: _Config, layers: int) -> list[bool]:
+    """Which layers route to experts, under each family's rule."""
+    if c.get("moe_layers") is not None:  # Llama 4 may list them
+        listed = set(c.get("moe_layers"))
+        return [i in listed for i in range(layers)]
+    first_dense = c.number("first_k_dense_replace", 0)  # DeepSeek, GLM: the first k layers are dense
+    every = c.number("moe_layer_freq", 1)  # DeepSeek: one MoE layer in `every`
+    step = c.number("decoder_sparse_step", 1)  # Qwen MoE
+    interleave = c.number("interleave_moe_layer_step", 1)  # Llama 4: one MoE layer in `interleave`
+    only_dense = set(c.get("mlp_only_layers") or [])
+    return [i >= first_dense and i % every == 0 and (i + 1) % step == 0 and i % interleave == interleave - 1
+            and i not in only_dense for i in range(layers)]
+
+
+# --- readers ---------------------------------------------------------------------------------------------------
+
+
+def _read_transformer(c: _Config) -> _Shape:
+    """Decoder-only transformers with GQA or MLA attention, Gated DeltaNet hybrids, dense or MoE MLPs."""
+    hidden, layers = c.number("hidden_size"), c.number("num_hidden_layers")
+    experts, per_token = _experts(c)
+    moe = _moe_layers(c, layers) if experts else [False] * layers
+    mla = c.model_type in _MLA + _DSA
+    types = ["full_attention"] * layers if mla else _layer_types(c, layers)
+    expert_width = c.number("moe_intermediate_size", c.get("intermediate_size")) if experts else 0
+    shared_width, shared = _shared_experts(c, expert_width)
+    out = []
+    for i in range(layers):
+        layer = _mla(c, hidden) if mla else _attention(c, hidden, types[i], output_gate=c.get("attn_output_gate", False))
+        if moe[i]:
+            layer.expert_params = _mlp_params(c, hidden, expert_width)
+            layer.experts, layer.experts_per_token = experts, per_token
+            layer.dense_params = hidden * experts + (_mlp_params(c, hidden, shared_width) if shared_width else 0)
+            if c.get("shared_expert_intermediate_size"):  # Qwen's shared expert has a sigmoid gate
+                layer.dense_params += hidden
+        else:  # Llama 4's dense layers are wider than its experts
+            layer.dense_params = _mlp_params(c, hidden, c.number("intermediate_size_mlp", c.get("intermediate_size")))
+        out.append(layer)
+    embedding, head = _embeddings(c, hidden)
+    return _Shape(out, embedding, head, shared_experts=shared if experts else None)
+
+
+def _shared_experts(c: _Config, expert_width: int) -> tuple[int, int]:
+    """(width of the always-on shared expert MLP, shared experts counted as the catalogue does)."""
+    if c.get("n_shared_experts"):
+        return c.number("n_shared_experts") * expert_width, c.number("n_shared_experts")
+    if c.get("shared_expert_intermediate_size"):
+        return c.number("shared_expert_intermediate_size"), 1
+    if c.model_type == "llama4_text":  # Llama 4 routes each token to one expert and one shared expert
+        return expert_width, 1
+    for key in ("shared_intermediate_size", "moe_shared_expert_intermediate_size"):
+        if c.get(key):
+            raise c.error(key, "names a shared expert the reader does not know how to count")
+    return 0, 0
+
+
+def _read_nemotron_h(c: _Config) -> _Shape:
+    """Nemotron-H (Nemotron 3): one mixer per layer from hybrid_override_pattern: Mamba-2 (M), attention (*),
+    MLP (-) or MoE (E), the MLPs with squared-ReLU (up and down only), experts optionally in a latent space."""
+    hidden = c.number("hidden_size")
+    if c.get("layers_block_type") is not None:  # newer configs name each layer instead
+        names = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+        unknown = sorted(set(c.get("layers_block_type")) - set(names))
+        if unknown:
+            raise c.error("layers_block_type", f"names a layer type the reader does not know ({', '.join(unknown)})")
+        pattern = "".join(names[name] for name in c.get("layers_block_type"))
+    else:
+        pattern = c.need("hybrid_override_pattern")
+    if len(pattern) != c.number("num_hidden_layers", len(pattern)) or set(pattern) - set("M*-E"):
+        raise c.error("hybrid_override_pattern", f"is not one of M, *, - or E per layer ({pattern!r})")
+    experts, per_token = _experts(c)
+    latent = c.get("moe_latent_size")
+    out = []
+    for kind in pattern:
+        if kind == "M":
+            out.append(_mamba2(c, hidden))
+        elif kind == "*":
+            out.append(_attention(c, hidden, "full_attention"))
+        elif kind == "-":
+            out.append(_Layer(mixer="MLP", dense_params=_mlp_params(c, hidden, c.number("intermediate_size"),
+                                                                     "mlp_hidden_act")))
+        else:
+            width = c.number("moe_intermediate_size")
+            shared = _mlp_params(c, hidden, c.number("moe_shared_expert_intermediate_size"), "mlp_hidden_act")
+            # experts work in the latent space, entered and left through two projections shared by all of them
+            inside = c.number("moe_latent_size") if latent else hidden
+            out.append(_Layer(mixer="MoE", expert_params=_mlp_params(c, inside, width, "mlp_hidden_act"), experts=experts,
+                              experts_per_token=per_token,
+                              dense_params=hidden * experts + shared + (2 * hidden * latent if latent else 0)))
+    embedding, head = _embeddings(c, hidden)
+    return _Shape(out, embedding, head, shared_experts=c.number("n_shared_experts", 0) if experts else None)
+
+
+def _read_gemma4(c: _Config) -> _Shape:
+    """Gemma 4: sliding and full layers; full layers may use a wider head, fewer KV heads and keys that double as
+    values, the last layers may reuse earlier layers' KV, a MoE may run beside the dense MLP, and the small models
+    feed every layer a per-layer embedding (transformers' Gemma4TextModel)."""
+    hidden, layers, heads = c.number("hidden_size"), c.number("num_hidden_layers"), c.number("num_attention_heads")
+    types = _layer_types(c, layers)
+    first_shared = layers - c.number("num_kv_shared_layers", 0)
+    per_layer_width = c.number("hidden_size_per_layer_input", 0)
+    experts, per_token = _experts(c) if c.get("enable_moe_block", False) else (0, 0)
+    out = []
+    for i, kind in enumerate(types):
+        full = kind == "full_attention"
+        head_dim = c.number("global_head_dim") if full and c.get("global_head_dim") else c.number("head_dim")
+        keys_are_values = full and c.get("attention_k_eq_v", False)
+        kv_heads = c.number("num_global_key_value_heads" if keys_are_values else "num_key_value_heads")
+        reuses_kv = i >= first_shared  # KV computed by an earlier layer: no k, v projections, nothing cached
+        layer = _Layer(attention_params=2 * hidden * heads * head_dim, attn_flops_per_ctx_token=4 * heads * head_dim)
+        if reuses_kv:
+            layer.mixer = "attention reusing an earlier layer's KV"
+        else:
+            layer.attention_params += hidden * kv_heads * head_dim * (1 if keys_are_values else 2)
+            layer.kv_bytes_per_token = 2 * kv_heads * head_dim * KV_BYTES  # K and V both cached, equal or not
+        if kind == "sliding_attention":
+            _windowed(layer, c.number("sliding_window"))
+        wide = 2 if reuses_kv and c.get("use_double_wide_mlp", False) else 1
+        layer.dense_params = _mlp_params(c, hidden, wide * c.number("intermediate_size"), "hidden_activation")
+        layer.dense_params += 2 * hidden * per_layer_width  # per-layer input gate and projection
+        if experts:
+            layer.expert_params = _mlp_params(c, hidden, c.number("moe_intermediate_size"), "hidden_activation")
+            layer.experts, layer.experts_per_token = experts, per_token
+            layer.dense_params += hidden * experts
+        out.append(layer)
+    embedding, head = _embeddings(c, hidden)
+    notes = []
+    if per_layer_width:  # per-layer embeddings: one table of layers x width per token, and its projection
+        table = c.number("vocab_size_per_layer_input") * layers * per_layer_width
+        embedding += table + hidden * layers * per_layer_width
+        notes.append(f"per-layer embeddings ({table / 1e9:.2f}B) count as active like the input embedding, though "
+                     "a token reads one row of them")
+    return _Shape(out, embedding, head, shared_experts=0 if experts else None, notes=notes)
+
+
+# model_type -> reader: the families checked against real configs (tests/fixtures/hf_configs; GLM-4.7-Flash's
+# glm4_moe_lite against a reduced copy). Any other model_type goes to the Llama-like reader only as _reader allows.
+_READERS = {
+    **dict.fromkeys((
+        "llama", "qwen2", "qwen3", "phi3",  # dense GQA
+        "mixtral", "qwen3_moe", "gpt_oss", "minimax_m2", "glm4_moe",  # GQA MoE (gpt-oss: sliding layers)
+        "llama4_text",  # GQA MoE, chunked-local attention on 3 of 4 layers
+        "deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe_lite", "glm_moe_dsa",  # MLA (+DSA)
+        "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",  # Gated DeltaNet hybrids
+    ), _read_transformer),
+    "nemotron_h": _read_nemotron_h,
+    "gemma4_text": _read_gemma4,
+}
+# Fields a Llama-like reader would silently miscount: an unknown model_type carrying one is refused.
+# The most telling first, so that the error names what the reader is missing.
+_STRUCTURAL = ("compress_ratios", "linear_attn_config", "hybrid_override_pattern", "layers_block_type",
+               "num_kv_shared_layers", "hidden_size_per_layer_input", "layer_types", "full_attention_interval",
+               "kv_lora_rank", "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts",
+               "sliding_window")
+_GENERIC_NEEDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                  "intermediate_size", "vocab_size", "max_position_embeddings", "hidden_act")
+
+
+def _reader(c: _Config):
+    if c.model_type in _READERS:
+        return _READERS[c.model_type]
+    for key in _STRUCTURAL:
+        if c.get(key) is not None:
+            raise c.error(key, "belongs to an architecture the reader does not know")
+    for key in _GENERIC_NEEDS:
+        c.need(key)  # an unknown Llama-like model is read only when it states every field the count needs
+    return _read_transformer
+
+
+# --- the row ---------------------------------------------------------------------------------------------------
+
+
+def _precision(c: _Config) -> str:
+    """The checkpoint's weight precision: its quantization, else its 16-bit dtype."""
+    quant = c.get("quantization_config")
+    if quant:
+        method = str(quant.get("quant_method", "")).lower()
+        if method == "fp8":
+            return "fp8"
+        if method == "mxfp4":
+            return "fp4"
+        if method == "modelopt":
+            algo = str(quant.get("quant_algo", "")).upper()
+            if "NVFP4" in algo or "FP4" in algo:
+                return "fp4"
+            if "FP8" in algo:
+                return "fp8"
+            raise c.error("quantization_config.quant_algo", f"is not one the reader knows ({algo!r})")
+        if method in ("awq", "gptq"):
+            return _integer_bits(c, quant.get("bits"), "quantization_config.bits")
+        if method == "compressed-tensors":
+            return _compressed_tensors(c, quant)
+        raise c.error("quantization_config.quant_method", f"is not one the reader knows ({method!r})")
+    dtype = c.get("torch_dtype") or c.get("dtype")
+    if dtype in ("bfloat16", "float16", "float32"):  # served at 16 bits
+        return "bf16"
+    raise c.error("torch_dtype", f"is not a precision the reader knows ({dtype!r})")
+
+
+def _integer_bits(c: _Config, bits, key: str) -> str:
+    if bits == 4:
+        return "int4"
+    if bits == 8:
+        return "int8"
+    raise c.error(key, f"is not 4 or 8 ({bits!r})")
+
+
+def _compressed_tensors(c: _Config, quant: dict) -> str:
+    """The weights of compressed-tensors' config groups: 4-bit integers, 4-bit floats (NVFP4, MXFP4) or FP8."""
+    kinds = {(w.get("num_bits"), w.get("type")) for g in (quant.get("config_groups") or {}).values()
+             if (w := g.get("weights"))}
+    if len(kinds) != 1:
+        raise c.error("quantization_config.config_groups", f"has weights the reader cannot reduce to one ({kinds})")
+    ((bits, kind),) = kinds
+    if kind == "int":
+        return _integer_bits(c, bits, "quantization_config.config_groups.weights.num_bits")
+    if kind == "float" and bits in (4, 8):
+        return "fp4" if bits == 4 else "fp8"
+    raise c.error("quantization_config.config_groups.weights", f"are not a kind the reader knows ({bits}, {kind})")
+
+
+def _context(c: _Config) -> int:
+    """The served context: max_position_embeddings, or YaRN's original length x factor (as vLLM derives it)."""
+    scaling = c.get("rope_scaling") or {}
+    if (scaling.get("rope_type") or scaling.get("type")) == "yarn" and scaling.get("original_max_position_embeddings"):
+        return int(scaling["original_max_position_embeddings"] * scaling["factor"])
+    return int(c.number("max_position_embeddings"))
+
+
+def _slug(repo: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", repo.split("/")[-1].lower()).strip("-")
+
+
+def _b(params: float) -> float:
+    return round(params / 1e9, 2)
+
+
+def derive_model(config: dict, repo: str, *, model_id: str | None = None) -> dict:
+    """A models.csv row from a Hugging Face config.json of `repo` (owner/name); ModelConfigError if unreadable."""
+    c = _Config(config, repo)
+    if not c.model_type:
+        raise ModelConfigError(f"{repo}: config.json field 'model_type' is missing")
+    shape = _reader(c)(c)
+    layers = shape.layers
+    moe = any(layer.experts for layer in layers)
+    per_layer_total = sum(ly.attention_params + ly.dense_params + ly.experts * ly.expert_params for ly in layers)
+    per_layer_active = sum(ly.attention_params + ly.dense_params + ly.experts_per_token * ly.expert_params
+                           for ly in layers)
+    outer = shape.embedding_params + shape.head_params
+    routed = [ly for ly in layers if ly.experts]
+    kv = sum(ly.kv_bytes_per_token for ly in layers)
+    state = sum(ly.state_bytes for ly in layers)
+    mixers = {}
+    for layer in layers:
+        mixers[layer.mixer] = mixers.get(layer.mixer, 0) + 1
+    notes = ["; ".join(f"{n} x {mixer}" for mixer, n in mixers.items()) + " layers", *shape.notes]
+    if any(ly.state_bytes for ly in layers):
+        notes.append("windowed and recurrent layers keep a bounded state per stream (state_bytes_per_stream, at 2 "
+                     "bytes per value); only the other layers' KV grows with the context and counts in "
+                     "attn_flops_per_ctx_token")
+    if c.multimodal:
+        notes.append("language model only: the vision/audio tower is not counted")
+    if c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules"):
+        notes.append("multi-token-prediction layers are not served and not counted")
+    return {
+        "model_id": model_id or _slug(repo),
+        "name": repo.split("/")[-1],
+        "vendor": repo.split("/")[0],
+        "arch": "moe" if moe else "dense",
+        "total_params_b": _b(outer + per_layer_total),
+        "active_params_b": _b(outer + per_layer_active),
+        "active_params_in_b": None,
+        "experts": routed[0].experts if moe else None,
+        "experts_per_token": routed[0].experts_per_token if moe else None,
+        "shared_experts": shape.shared_experts if moe else None,
+        "layers": len(layers),
+        "kv_bytes_per_token": float(kv),
+        "kv_cache_dtype": KV_CACHE_DTYPE,
+        "context_max": _context(c),
+        "native_precision": _precision(c),
+        "source": f"derived from {repo} config.json",
+        "uncertain": None,
+        "notes": "; ".join(notes),
+        "attn_flops_per_ctx_token": float(sum(ly.attn_flops_per_ctx_token for ly in layers)),
+        "hf_repo": repo,
+        "api_ids": None,
+        "hf_ids": None,
+        "state_bytes_per_stream": float(state) if state else None,
+    }
