@@ -44,7 +44,7 @@ SERVING_MODELS = {
     "Llama-3.3-70B-Instruct": "llama-3.3-70b",
     "Llama-3.1-405B-Instruct": "llama-3.1-405b",
     "Llama-3.1-8B-Instruct": "llama-3.1-8b",
-    "Llama-3.1-70B-Instruct": None,
+    "Llama-3.1-70B-Instruct": "llama-3.1-70b",
     "Qwen3-30B-A3B": "qwen3-30b-a3b",
     "Qwen3-235B-A22B": "qwen3-235b-a22b",
     "DeepSeek-R1": "deepseek-r1",
@@ -56,10 +56,11 @@ SERVING_MODELS = {
 }
 # The 2025-26 fixed-concurrency runs' model names -> models.csv ids. Names the catalogue does not hold yet stay mapped
 # (the calibration marks their rows "model not in the catalogue" until the catalogue gains them). A re-release with
-# the same configuration (R1-0528, Qwen3-235B-2507, Nemotron's FP8 and BF16 checkpoints) maps to its model.
+# the same configuration maps to its model (R1-0528; Qwen3-235B-2507 and V3.2-Exp, both among their rows' hf_ids;
+# Nemotron's FP8 and BF16 checkpoints).
 FIXED_MODELS = {
     "DeepSeek-R1-0528": "deepseek-r1",
-    "DeepSeek-V3.2-Exp": "deepseek-v3.2-exp",
+    "DeepSeek-V3.2-Exp": "deepseek-v3.2",
     "GLM-4.7-Flash": "glm-4.7-flash",
     "gemma-4-E2B-it": "gemma-4-e2b",
     "gemma-4-E4B-it": "gemma-4-e4b",
@@ -68,9 +69,9 @@ FIXED_MODELS = {
     "Llama-3.1-70B": "llama-3.1-70b",
     "MiniMax-M2.5": "minimax-m2.5",
     "Kimi-K2-Instruct": "kimi-k2",
-    "NVIDIA-Nemotron-3-Nano-30B-A3B-FP8": "nemotron-3-nano-30b-a3b",
-    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "nemotron-3-nano-30b-a3b",
-    "NVIDIA-Nemotron-3-Super-120B-A12B-BF16": "nemotron-3-super-120b-a12b",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-FP8": "nemotron-3-nano",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "nemotron-3-nano",
+    "NVIDIA-Nemotron-3-Super-120B-A12B-BF16": "nemotron-3-super",
     "gpt-oss-120b": "gpt-oss-120b",
     "Qwen3-Coder-Next": "qwen3-coder-next",
     "Qwen3-Next-80B-A3B (header: Instruct; serve command: Thinking)": "qwen3-next-80b-a3b",

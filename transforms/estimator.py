@@ -50,9 +50,9 @@ NAME_COLUMNS = ("model", "gpu")  # Enums: their codes index the catalogue rows
 GRID_SCHEMA = {"precision": PRECISION, "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64,
                "input_tokens": pl.Int64, "output_tokens": pl.Int64, "attention_dp": pl.Int64,
                "max_running_requests": pl.Int64}
-# Multi-head latent attention (DeepSeek-V2/V3, Kimi K2, GLM-4.7-Flash) caches one latent per layer, kv_lora_rank 512
-# plus a 64-wide RoPE key, shared by every query head; a model whose BF16 KV per token per layer is this wide has it.
-MLA_LATENT_WIDTH = 576
+# Multi-head latent attention (DeepSeek-V2/V3, Kimi K2, GLM-4.7-Flash and GLM-5) caches one latent per layer shared
+# by every query head; the catalogue names it in a row's notes or source ("61 x MLA layers", "MLA 512 + 64").
+MLA_MARK = r"\bMLA\b"
 QUANTIZED = ("fp8", "int8", "int4")  # precisions whose serving stacks keep the KV cache in FP8
 POWERS_OF_TWO = pl.Series([1 << k for k in range(63)], dtype=pl.Int64)
 NO_OVERLAY = pl.DataFrame(schema={"preset": pl.String, "gpu": pl.String, "field": pl.String, "value": pl.Float64,
@@ -215,7 +215,8 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
         _doubt_model=pl.col("uncertain").fill_null("").str.contains(rf"\b({'|'.join(used)})\b"),
         _routed=routed,
         _moe=pl.col("arch") == "moe",
-        _latent_kv=(pl.col("kv_bytes_per_token") == 2 * MLA_LATENT_WIDTH * pl.col("layers")).fill_null(False),
+        _latent_kv=pl.concat_str(pl.col("notes").fill_null(""), pl.col("source").fill_null(""), separator=" ")
+        .str.contains(MLA_MARK),
     ).with_columns(
         _dense_b=pl.when(pl.col("_routed"))
         .then((pl.col("active_params_b") - pl.col("_route_p") * pl.col("total_params_b")) / (1 - pl.col("_route_p")))

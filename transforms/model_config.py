@@ -500,8 +500,8 @@ def derive_model(config: dict, repo: str, *, model_id: str | None = None) -> dic
     notes = ["; ".join(f"{n} x {mixer}" for mixer, n in mixers.items()) + " layers", *shape.notes]
     if any(ly.state_bytes for ly in layers):
         notes.append("windowed and recurrent layers keep a bounded state per stream (state_bytes_per_stream, at 2 "
-                     "bytes per value); only the other layers' KV grows with the context and counts in "
-                     "attn_flops_per_ctx_token")
+                     "bytes per value, windows counted full: an upper bound for contexts shorter than the window); "
+                     "only the other layers' KV grows with the context and counts in attn_flops_per_ctx_token")
     if c.multimodal:
         notes.append("language model only: the vision/audio tower is not counted")
     if c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules"):

@@ -34,7 +34,7 @@ def test_sql_prints_csv_and_json():
     assert counted.splitlines() == ["n", str(PARTS)]
     query = "select model_id from models where model_id like 'deepseek-v%' order by 1 limit 2"
     rows = json.loads(gpuledger("sql", query, "-f", "json").output)
-    assert rows == [{"model_id": "deepseek-v3"}, {"model_id": "deepseek-v4-flash"}]
+    assert rows == [{"model_id": "deepseek-v3"}, {"model_id": "deepseek-v3.1"}]
 
 
 @pytest.mark.usefixtures("initialised")

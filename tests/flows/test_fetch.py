@@ -324,7 +324,7 @@ def test_no_secret_reaches_any_file_log_or_table(replay, monkeypatch, caplog):
 def test_every_api_price_traces_to_its_archived_response(replay):
     replay()
     con, rows = run()
-    assert (rows["openrouter"].status, rows["openrouter"].unmapped) == ("ok", 10)
+    assert (rows["openrouter"].status, rows["openrouter"].unmapped) == ("ok", 8)
     archived = {meta["sha256"]: meta for meta in archive.read_metadata(Path(rows["openrouter"].archive_dir))}
     traced = query(con, "select distinct p.response_sha256, p.fetched_at, f.archive_dir from api_prices p "
                         "join fetches f on f.run_id = p.run_id and f.source = p.api_provider")

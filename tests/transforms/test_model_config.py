@@ -1,11 +1,12 @@
 """Catalogue rows derived from real Hugging Face config.json files (tests/fixtures/hf_configs, each with its
-PROVENANCE), checked against the arithmetic of each attention kind and quantization."""
+PROVENANCE), checked against the curated catalogue and against the arithmetic of each attention kind."""
 
 import copy
 import json
 import re
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from transforms.model_config import ModelConfigError, derive_model
@@ -31,6 +32,17 @@ def derive(repo: str, **edits) -> dict:
     return derive_model(config(repo), repo, **edits)
 
 
+@pytest.fixture(scope="module")
+def models() -> pl.DataFrame:
+    return catalog.read_all()["models"]
+
+
+def curated_row(models: pl.DataFrame, repo: str) -> dict | None:
+    """The curated row serving `repo`: as its hf_repo or as another checkpoint in its hf_ids."""
+    listed = models.filter((pl.col("hf_repo") == repo) | pl.col("hf_ids").str.split(" ").list.contains(repo))
+    return listed.row(0, named=True) if listed.height else None
+
+
 def test_every_fixture_says_where_it_came_from():
     assert len(FIXTURES) >= 50 and len(NAMED) >= 25
     for repo in FIXTURES:
@@ -51,6 +63,29 @@ def test_every_fixture_derives_a_catalogue_row_or_names_what_it_cannot_read(repo
     assert 0 < row["active_params_b"] <= row["total_params_b"]
     assert row["kv_bytes_per_token"] > 0 and row["attn_flops_per_ctx_token"] > 0 and row["context_max"] >= 4096
     assert (row["arch"] == "moe") == (row["experts"] is not None) == (row["active_params_b"] < row["total_params_b"])
+
+
+@pytest.mark.parametrize("repo", [r for r in FIXTURES if r not in UNREADABLE])
+def test_the_curated_row_is_what_its_config_says(models, repo):
+    """Parameters within 1% (vendors round, and count biases and norms this leaves out), every other derived field
+    exactly; the precision too when the fixture is the row's own checkpoint (another checkpoint in hf_ids, an FP8 or
+    NVFP4 one, has its own)."""
+    curated = curated_row(models, repo)
+    assert curated is not None, f"{repo}: no catalogue row lists it"
+    derived = derive(repo)
+    assert {k: derived[k] for k in SHAPE} == {k: curated[k] for k in SHAPE}
+    for key in PARAMS:
+        assert derived[key] == pytest.approx(curated[key], rel=0.01), key
+    if curated["hf_repo"] == repo:
+        assert derived["native_precision"] == curated["native_precision"]
+
+
+def test_rows_citing_a_fixture_have_one(models):
+    cited = models.filter(pl.col("source").str.contains("tests/fixtures/hf_configs"))
+    assert cited.height >= 48
+    for row in cited.iter_rows(named=True):
+        ids = [row["hf_repo"], *(row["hf_ids"] or "").split()]
+        assert any(i in FIXTURES for i in ids), row["model_id"]
 
 
 def _named_total_b(repo: str) -> float | None:

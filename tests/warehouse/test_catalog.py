@@ -189,3 +189,34 @@ def test_an_api_id_must_be_owner_and_name(reference):
     edit(reference / "models.csv", ",meta-llama/llama-3.1-8b-instruct\n", ",llama-3.1-8b-instruct\n")
     with pytest.raises(catalog.CatalogError, match=r"^models.csv:6: column 'api_ids': 'llama-3.1-8b-instruct' is not owner/name$"):
         catalog.read_all(reference)
+
+
+def test_another_checkpoint_naming_two_models_is_refused(reference):
+    """hf_repo and hf_ids are one set of Hugging Face ids: a listing of one must map to one model."""
+    edit(reference / "models.csv", ",meta-llama/Meta-Llama-3.1-8B-Instruct,", ",meta-llama/Llama-3.3-70B-Instruct,")
+    with pytest.raises(catalog.CatalogError, match=r"^models.csv:6: column 'hf_ids': 'meta-llama/Llama-3.3-70B-Instruct'"
+                                                   r" already names llama-3.3-70b \(line 4\)$"):
+        catalog.read_all(reference)
+
+
+def test_a_checkpoint_listed_twice_in_its_own_row_is_refused(reference):
+    edit(reference / "models.csv", ",meta-llama/Meta-Llama-3.1-8B-Instruct,",
+         ",meta-llama/Meta-Llama-3.1-8B-Instruct meta-llama/Llama-3.1-8B-Instruct,")
+    with pytest.raises(catalog.CatalogError, match=r"^models.csv:6: column 'hf_ids': 'meta-llama/Llama-3.1-8B-Instruct'"
+                                                   r" already names llama-3.1-8b \(line 6\)$"):
+        catalog.read_all(reference)
+
+
+def test_an_hf_id_must_be_owner_and_name(reference):
+    edit(reference / "models.csv", ",meta-llama/Meta-Llama-3.1-8B-Instruct,", ",Meta-Llama-3.1-8B-Instruct,")
+    with pytest.raises(catalog.CatalogError, match=r"^models.csv:6: column 'hf_ids': 'Meta-Llama-3.1-8B-Instruct' is not owner/name$"):
+        catalog.read_all(reference)
+
+
+def test_the_curated_catalogue_has_fifty_models_with_their_state():
+    models = catalog.read_all()["models"]
+    assert models.height >= 50
+    with_state = set(models.filter(pl.col("state_bytes_per_stream").is_not_null())["model_id"])
+    assert {"gpt-oss-120b", "llama-4-scout", "qwen3-next-80b-a3b", "nemotron-3-nano", "gemma-4-26b-a4b"} <= with_state
+    presets_models = models.filter(pl.col("model_id").is_in(["deepseek-v4-flash", "deepseek-v4.1-flash"]))
+    assert presets_models["state_bytes_per_stream"].null_count() == 2  # the reference pages' models hold no state
