@@ -50,9 +50,6 @@ NAME_COLUMNS = ("model", "gpu")  # Enums: their codes index the catalogue rows
 GRID_SCHEMA = {"precision": PRECISION, "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64,
                "input_tokens": pl.Int64, "output_tokens": pl.Int64, "attention_dp": pl.Int64,
                "max_running_requests": pl.Int64}
-# Multi-head latent attention (DeepSeek-V2/V3, Kimi K2, GLM-4.7-Flash and GLM-5) caches one latent per layer shared
-# by every query head; the catalogue names it in a row's notes or source ("61 x MLA layers", "MLA 512 + 64").
-MLA_MARK = r"\bMLA\b"
 QUANTIZED = ("fp8", "int8", "int4")  # precisions whose serving stacks keep the KV cache in FP8
 POWERS_OF_TWO = pl.Series([1 << k for k in range(63)], dtype=pl.Int64)
 NO_OVERLAY = pl.DataFrame(schema={"preset": pl.String, "gpu": pl.String, "field": pl.String, "value": pl.Float64,
@@ -197,14 +194,19 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
     used = ["total_params_b", "active_params_b"]
     used += ["active_params_in_b"] if params.prefill_active == "input" else []
     used += ["experts", "experts_per_token"] if params.expert_coverage else []
-    used += ["kv_bytes_per_token", "state_bytes_per_stream"] if params.kv_memory_factor or params.kv_read_factor else []
+    used += ["kv_bytes_per_token", "state_bytes_per_stream", "window_tokens", "window_kv_bytes_per_token"] \
+        if params.kv_memory_factor or params.kv_read_factor else []
     used += ["attn_flops_per_ctx_token"] if params.attention_flops_factor or params.prefill_attention_factor else []
     natives = {p: normalise_precision(p) for p in models["native_precision"].unique().to_list()}
     return models.select(
         pl.col("model_id").alias("model"), "total_params_b", "active_params_b", "kv_bytes_per_token",
         "attn_flops_per_ctx_token",
-        # a model without windowed or recurrent layers holds no per-stream state beyond its KV cache
+        # a model without recurrent layers holds no fixed state per stream, one without windowed layers no window
         _state_bytes=pl.col("state_bytes_per_stream").fill_null(0.0),
+        _window_tokens=pl.col("window_tokens").fill_null(0),
+        _window_kv_bytes=pl.col("window_kv_bytes_per_token").fill_null(0.0),
+        # a GQA cache splits by KV head over at most kv_heads GPUs; a latent (MLA) is one head; unknown: no limit
+        _kv_heads=pl.col("kv_heads"),
         _native=pl.col("native_precision").replace_strict(natives, return_dtype=PRECISION),
         _prefill_params_b=pl.coalesce("active_params_in_b", "active_params_b")
         if params.prefill_active == "input" else pl.col("active_params_b"),
@@ -215,8 +217,7 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
         _doubt_model=pl.col("uncertain").fill_null("").str.contains(rf"\b({'|'.join(used)})\b"),
         _routed=routed,
         _moe=pl.col("arch") == "moe",
-        _latent_kv=pl.concat_str(pl.col("notes").fill_null(""), pl.col("source").fill_null(""), separator=" ")
-        .str.contains(MLA_MARK),
+        _latent_kv=pl.col("attention") == "mla",
     ).with_columns(
         _dense_b=pl.when(pl.col("_routed"))
         .then((pl.col("active_params_b") - pl.col("_route_p") * pl.col("total_params_b")) / (1 - pl.col("_route_p")))
@@ -254,7 +255,7 @@ def _replica_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
 def _fixed_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
     """Memory a replica needs apart from the per-GPU overhead: weights, runtime and the streams' KV cache and state."""
     return _replica_gb(params, bytes_per_param) + _kv_term(params.kv_memory_factor,
-                                                           pl.col("streams") * pl.col("_kv_stream_gb"))
+                                                           pl.col("streams") * pl.col("_stream_gb"))
 
 
 def _compute_columns(params: Params) -> dict[str, pl.Expr]:
@@ -271,9 +272,10 @@ def _compute_columns(params: Params) -> dict[str, pl.Expr]:
 def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.Expr]:
     """(memory time, compute time) of one decode step serving `streams` streams (None: one stream)."""
     # The serving model reads the always-read weights once per data-parallel attention rank and each stream's KV once
-    # per copy the group holds (_serving_layout); the reference methods read both once.
+    # per copy the group holds (_serving_layout); the reference methods read both once. A recurrent state splits by
+    # head like the weights: read once.
     dense = pl.col("_dense_b") * pl.col("_dense_copies") if params.serving_model else pl.col("_dense_b")
-    kv_read_gb = pl.col("_kv_read_gb") * pl.col("_kv_copies") if params.serving_model else pl.col("_kv_read_gb")
+    kv_read_gb = pl.col("_kv_read_gb") * pl.col("_kv_copies") + pl.col("_state_gb")
     if not params.expert_coverage:
         read_b = pl.col("active_params_b")
     elif streams is None:
@@ -360,23 +362,30 @@ def _terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params:
         *_attached(grid, "model", _model_table(models, params), "model"),
         *_attached(grid, "gpu", _gpu_table(gpus), "GPU"),
     ]
-    # The state a stream holds whatever its context (windowed layers' KV, recurrent states) is kept and read like KV.
-    kv_bytes, state_bytes = pl.col("kv_bytes_per_token"), pl.col("_state_bytes")
+    # Windowed layers hold and read the KV of min(context, window) tokens; a recurrent state is held and read whole
+    # whatever the context. Both are kept at the KV cache's precision.
+    kv_bytes, window_bytes, state_bytes = pl.col("kv_bytes_per_token"), pl.col("_window_kv_bytes"), pl.col("_state_bytes")
     if params.kv_fp8_when_quantized:
         fp8 = pl.col("precision").is_in(QUANTIZED)
-        kv_bytes = pl.when(fp8).then(kv_bytes / 2).otherwise(kv_bytes)
-        state_bytes = pl.when(fp8).then(state_bytes / 2).otherwise(state_bytes)
+        kv_bytes, window_bytes, state_bytes = (pl.when(fp8).then(b / 2).otherwise(b)
+                                               for b in (kv_bytes, window_bytes, state_bytes))
+
+    def kv_gb(context: str) -> pl.Expr:
+        return (pl.col(context) * pl.col("_kv_bytes")
+                + pl.min_horizontal(context, "_window_tokens") * pl.col("_window_kv_bytes_c")) * 1e-9
+
     # Lazily on the streaming engine: about twice as fast here as eager, and column-wise work keeps the row order.
     df = grid.lazy().with_columns(catalogue).with_columns(precision=_precision_expr(params)).with_columns(
-        **_lengths(params), _kv_bytes=kv_bytes, _state_stream_bytes=state_bytes,
+        **_lengths(params), _kv_bytes=kv_bytes, _window_kv_bytes_c=window_bytes, _state_gb=state_bytes * 1e-9,
     ).with_columns(
         _bytes=pl.lit(pl.Series([params.bytes_per_param[p] for p in PRECISIONS])).gather(
             pl.col("precision").to_physical()),
-        # per stream: memory held at the full context, and bytes read per decode step
-        _kv_stream_gb=(pl.col("context_tokens") * pl.col("_kv_bytes") + pl.col("_state_stream_bytes")) * 1e-9,
-        _kv_read_gb=(pl.col("_decode_context") * pl.col("_kv_bytes") + pl.col("_state_stream_bytes")) * 1e-9,
+        # per stream: the KV held at the full context and read per decode step (tensor parallelism may replicate
+        # it, _kv_copies), and the recurrent state, held and read whole
+        _kv_stream_gb=kv_gb("context_tokens"),
+        _kv_read_gb=kv_gb("_decode_context"),
         **_compute_columns(params),
-    )
+    ).with_columns(_stream_gb=pl.col("_kv_stream_gb") + pl.col("_state_gb"))
     df = _serving_layout(df, params) if params.serving_model else _reference_layout(df, params)
     prefill_flops = FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
     if params.prefill_attention_factor:
@@ -411,7 +420,8 @@ def _reference_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     return df.with_columns(
         memory_used_gb=pl.col("_fixed_gb") + params.gpu_overhead_gb * pl.col("tp"),
         max_streams=None if params.kv_memory_factor == 0
-        else (fill_gb / (params.kv_memory_factor * pl.col("_kv_stream_gb"))).floor().clip(lower_bound=0),
+        else (fill_gb / (params.kv_memory_factor * pl.col("_stream_gb"))).floor().clip(lower_bound=0),
+        _kv_copies=pl.lit(1.0),
     )
 
 
@@ -422,9 +432,11 @@ def _serving_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     A group of `tp` GPUs runs attention in `attention_dp` data-parallel ranks of tp/attention_dp GPUs each, the
     experts (and, with one rank, every matrix) split over the whole group. Each rank holds the always-read weights
     (attention, shared experts, dense layers, embeddings) of its own, so the group holds and reads them
-    `attention_dp` times (_dense_copies), and each rank keeps the KV cache of its own streams. Within a rank a
-    multi-head latent cache cannot be split by tensor parallelism (one latent serves every head): each of the rank's
-    GPUs holds and reads its streams' latents whole (_kv_copies = tp/attention_dp; GQA's heads split, one copy).
+    `attention_dp` times (_dense_copies), and each rank keeps the KV cache of its own streams. Within a rank tensor
+    parallelism splits the cache by KV head, over at most kv_heads GPUs: a rank wider than that holds and reads every
+    head's cache on rank/kv_heads GPUs (_kv_copies; a multi-head latent, MLA, is one head that serves every query
+    head: each of the rank's GPUs holds its streams' latents whole). A recurrent state splits by head like the
+    weights: held once.
 
     At max load the streams are what memory holds, at most `max_running_requests` per rank (the engine's batch
     limit: each data-parallel rank schedules its own batch), and a multi-head-latent mixture of experts runs
@@ -434,10 +446,11 @@ def _serving_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         raise EstimatorError("the serving model needs max_running_requests of at least 1 (the engine's batch limit)")
     weights_gb = pl.col("_bytes") * params.weights_memory_factor
     dense_gb, expert_gb = pl.col("_dense_b") * weights_gb, pl.col("_expert_b") * weights_gb
-    stream_gb = params.kv_memory_factor * pl.col("_kv_stream_gb")
+    kv_gb, state_gb = params.kv_memory_factor * pl.col("_kv_stream_gb"), params.kv_memory_factor * pl.col("_state_gb")
+    stream_gb = kv_gb + state_gb
     free_gb = pl.col("memory_gb") - params.gpu_overhead_gb
     max_load = pl.col("streams").is_null()
-    whole_latent = pl.col("_latent_kv") if params.latent_kv_replicated else pl.lit(False)
+    whole_latent = pl.col("_latent_kv") if params.kv_replicated else pl.lit(False)
     dp_whole_group = (max_load & pl.col("attention_dp").is_null() & pl.col("_latent_kv") & pl.col("_moe")
                       if params.dp_attention_at_max_load else pl.lit(False))
     # The smallest group holding the weights, the runtime and the streams asked for (one at max load), in GB per GPU
@@ -452,11 +465,15 @@ def _serving_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         attention_dp=pl.when(dp_whole_group).then(pl.col("tp")).otherwise(pl.coalesce("attention_dp", 1)),
     ).with_columns(
         _dense_copies=pl.col("attention_dp").cast(pl.Float64),
-        _kv_copies=pl.when(whole_latent).then(pl.col("tp") / pl.col("attention_dp")).otherwise(1.0),
-    ).with_columns(_held_gb=dense_gb * pl.col("_dense_copies") + expert_gb + params.runtime_gb)
+        _kv_copies=(pl.col("tp") / pl.col("attention_dp") / pl.col("_kv_heads")).clip(lower_bound=1.0).fill_null(1.0)
+        if params.kv_replicated else pl.lit(1.0),
+    ).with_columns(
+        _held_gb=dense_gb * pl.col("_dense_copies") + expert_gb + params.runtime_gb,
+        _stream_held_gb=kv_gb * pl.col("_kv_copies") + state_gb,
+    )
     fill_gb = pl.col("tp") * (free_gb - params.fill_reserve_gb) - pl.col("_held_gb")
     df = df.with_columns(
-        max_streams=(fill_gb / (stream_gb * pl.col("_kv_copies"))).floor().clip(lower_bound=0),
+        max_streams=(fill_gb / pl.col("_stream_held_gb")).floor().clip(lower_bound=0),
     ).with_columns(
         streams=pl.coalesce("streams", pl.min_horizontal(
             "max_streams",
@@ -464,7 +481,7 @@ def _serving_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         ).cast(pl.Int64)),
     )
     return df.with_columns(
-        memory_used_gb=pl.col("_held_gb") + pl.col("streams") * stream_gb * pl.col("_kv_copies")
+        memory_used_gb=pl.col("_held_gb") + pl.col("streams") * pl.col("_stream_held_gb")
         + params.gpu_overhead_gb * pl.col("tp"),
     )
 

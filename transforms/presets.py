@@ -91,9 +91,9 @@ class Params:
     kv_fp8_when_quantized: bool = _doc("the KV cache is stored in FP8 when weights are FP8 or narrower")
     input_per_output: float = _doc("prompt tokens per answer token of a request given only its context (serving "
                                    "model): the request fills the context at this mix")
-    latent_kv_replicated: bool = _doc("a multi-head latent KV cache (MLA) is one latent per token that tensor "
-                                      "parallelism cannot split: every GPU of an attention group holds and reads it "
-                                      "whole (serving model)")
+    kv_replicated: bool = _doc("tensor parallelism splits the KV cache by KV head over at most kv_heads GPUs: a "
+                               "wider attention group holds and reads each head's cache on group/kv_heads GPUs (a "
+                               "multi-head latent, MLA, is one head: every GPU holds it whole) (serving model)")
     dp_attention_at_max_load: bool = _doc("at max load an MLA mixture of experts on a group runs data-parallel attention "
                                           "with expert parallelism, as serving engines deploy it (serving model)")
     max_running_requests: int = _doc("streams one data-parallel attention rank (else the replica) batches at most at "
@@ -134,7 +134,7 @@ STEADY_DECODE = {
     "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
     "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0,
     "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
-    "band_ratio_high": 0.0, "input_per_output": 0.0, "latent_kv_replicated": False, "dp_attention_at_max_load": False,
+    "band_ratio_high": 0.0, "input_per_output": 0.0, "kv_replicated": False, "dp_attention_at_max_load": False,
     "max_running_requests": 0,
 }
 # Documented defaults of the engines' batch limit per scheduler (a data-parallel attention rank, else the replica), the
@@ -235,7 +235,7 @@ MEASURED_BASE = replace(
     kv_fp8_when_quantized=True,
     tp_efficiency_floor=0.5,
     input_per_output=DEFAULT_INPUT_PER_OUTPUT,
-    latent_kv_replicated=True,
+    kv_replicated=True,
     dp_attention_at_max_load=True,
     max_running_requests=2048,  # trtllm-serve's and the LLM API's max_batch_size, SGLang's request-pool floor
 )
