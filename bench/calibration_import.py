@@ -206,10 +206,26 @@ def attention_dp(parallelism: str, software: str = "") -> int:
     return int(re.search(r"TP(\d+)", parallelism).group(1))
 
 
-def serving_precision(text: str) -> str:
+# Models published only as a 4-bit checkpoint: their weights stay 4-bit whatever a table labels the run. OpenAI
+# publishes gpt-oss in MXFP4 alone, and TensorRT-LLM's gpt-oss deployment guide runs it on Hopper with MXFP4 MoE
+# weights and BF16 activations (Triton MoE backend): its performance table's "FP8" on H100/H200 names the rest of the
+# run (attention, KV cache), not weights of 1 byte, which no gpt-oss checkpoint has.
+FOUR_BIT_CHECKPOINTS = {"gpt-oss-120b", "gpt-oss-20b"}
+
+
+def serving_precision(text: str, model: str | None = None) -> str:
     """The precision class a serving row's checkpoint runs at (FP4/MXFP4 -> int4, the 4-bit class)."""
     head = text.strip().upper()
-    return "int4" if head.startswith(("FP4", "NVFP4", "MXFP4")) else "fp8" if head.startswith("FP8") else "bf16"
+    if model in FOUR_BIT_CHECKPOINTS or head.startswith(("FP4", "NVFP4", "MXFP4")):
+        return "int4"
+    return "fp8" if head.startswith("FP8") else "bf16"
+
+
+def precision_note(text: str, model: str | None) -> str:
+    """The source's label, and why the precision differs from it where it does."""
+    if model in FOUR_BIT_CHECKPOINTS and serving_precision(text) != "int4":
+        return f"{text} (weights: the MXFP4 checkpoint, the only one published; 4-bit class)"
+    return text
 
 
 def serving_rows(path: Path) -> list[dict]:
@@ -218,7 +234,7 @@ def serving_rows(path: Path) -> list[dict]:
         model = SERVING_MODELS[row["model"]]
         gpu = gpu_of(row["accelerator"])
         batch = re.match(r"batch (\d+)", row["concurrency_or_batch"])
-        precision = serving_precision(row["precision"])
+        precision = serving_precision(row["precision"], model)
         excluded = ""
         if not row["input_len"].isdigit():
             excluded = "variable-length dataset (ShareGPT): no fixed input/output lengths"
@@ -232,7 +248,7 @@ def serving_rows(path: Path) -> list[dict]:
             "gpu": gpu or "", "vendor": vendor_of(gpu), "gpus": row["n"], "group_gpus": group_gpus(row["parallelism"]),
             "parallelism": row["parallelism"], "attention_dp": attention_dp(row["parallelism"], row["software"]),
             "legacy": bool(re.match(LEGACY_RELEASES, row["software"])), "precision": precision,
-            "precision_note": row["precision"],
+            "precision_note": precision_note(row["precision"], model),
             "input_tokens": row["input_len"] if not excluded else "", "output_tokens": row["output_len"] if not excluded else "",
             "input_assumed": False, "lengths_source": "fixed by the benchmark", "concurrency": batch.group(1) if batch else "",
             "load": "fixed_concurrency" if batch else "max_load", "software": row["software"],
@@ -258,8 +274,10 @@ def fixed_rows(path: Path) -> list[dict]:
             "scenario": row["mode"], "submitter": "", "model": FIXED_MODELS[row["model"]], "gpu": gpu or "",
             "vendor": vendor_of(gpu), "gpus": row["n"], "group_gpus": group_gpus(row["parallelism"]),
             "parallelism": row["parallelism"], "attention_dp": attention_dp(row["parallelism"], row["software"]),
-            "legacy": bool(re.match(LEGACY_RELEASES, row["software"])), "precision": serving_precision(row["precision"]),
-            "precision_note": row["precision"], "input_tokens": row["input_len"], "output_tokens": row["output_len"],
+            "legacy": bool(re.match(LEGACY_RELEASES, row["software"])),
+            "precision": serving_precision(row["precision"], FIXED_MODELS[row["model"]]),
+            "precision_note": precision_note(row["precision"], FIXED_MODELS[row["model"]]),
+            "input_tokens": row["input_len"], "output_tokens": row["output_len"],
             "input_assumed": False, "lengths_source": f"measured means of the run; {row['dataset']}",
             "concurrency": row["concurrency_or_batch"], "load": "fixed_concurrency", "software": row["software"],
             "engine": engine_of(row["software"]), "tok_s_per_gpu": row["output_tok_s_per_gpu"], "excluded": excluded,

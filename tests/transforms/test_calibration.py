@@ -256,6 +256,20 @@ def test_the_import_reads_the_attention_split_a_benchmark_states(parallelism, so
     assert calibration_import.attention_dp(parallelism, software) == ranks
 
 
+@pytest.mark.parametrize(("label", "model", "precision"), [
+    ("FP8", "llama-3.3-70b", "fp8"), ("NVFP4", "llama-3.3-70b", "int4"), ("BF16", "qwen3-235b-a22b", "bf16"),
+    ("FP8", "gpt-oss-120b", "int4"),  # gpt-oss exists only as MXFP4: a table's FP8 on Hopper is not its weights
+])
+def test_the_import_reads_the_weights_precision_a_run_holds(label, model, precision):
+    assert calibration_import.serving_precision(label, model) == precision
+
+
+def test_gpt_oss_hopper_rows_keep_the_source_label_beside_the_4_bit_class():
+    hopper = measurements().filter(pl.col("model").str.starts_with("gpt-oss"), pl.col("gpu").str.contains("H100|H200"))
+    assert hopper.height and (hopper["precision"] == "int4").all()
+    assert hopper["precision_note"].str.starts_with("FP8 (weights: the MXFP4 checkpoint").all()
+
+
 def measurements() -> pl.DataFrame:
     return pl.read_csv(MEASUREMENTS, infer_schema_length=None)
 
