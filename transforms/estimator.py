@@ -19,7 +19,9 @@ from transforms.presets import (
 # 1.2: per-stream state (windows, recurrent layers) held and read like KV. 1.3: the measured method's replica layout
 # (data-parallel attention, a latent KV cache held whole per tensor-parallel GPU), max load sized by memory and the
 # engine's batch limit, the host's work per request, the routed experts' share at the grouped matmuls' efficiency.
-ESTIMATOR_VERSION = "1.3.0"
+# 1.4: windowed layers hold and read min(context, window) tokens of KV (not the full window); the attention kind and
+# KV heads come from the catalogue, and a GQA cache on a tensor-parallel rank wider than its KV heads is replicated.
+ESTIMATOR_VERSION = "1.4.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 FLOPS_PER_PARAM = 2.0  # one multiply-add per parameter per token, used by prefill
