@@ -61,6 +61,9 @@ def estimate(
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
     context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
     streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
+    max_load: Annotated[bool, typer.Option(
+        "--max-load", help="Measured method: as many streams as memory and the engine's batch limit allow (instead of "
+                           "--streams), with data-parallel attention for an MLA mixture of experts on a group.")] = False,
     tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it).")] = None,
     input_tokens: Annotated[int | None, typer.Option(
         help="Prompt tokens per request (measured; default: the context less the answer, or the context split at input_per_output, 3:1).")] = None,
@@ -98,7 +101,8 @@ def estimate(
             out = estimator.curve(frames["models"], gpus, model_id, chosen_gpus[0], chosen_precision, context, params)
             render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}: tokens/s as streams grow ({params.name})")
             return
-        grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [context], [streams])
+        grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [context],
+                                   [None if max_load else streams])
         grid = grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64), **_lengths(params, input_tokens, output_tokens))
         out = estimator.estimate(frames["models"], gpus, grid, params)
     except estimator.EstimatorError as exc:
@@ -108,9 +112,11 @@ def estimate(
     out = out.select(*LEAD_COLUMNS, *TAIL_COLUMNS)
     if fmt in (Format.table, Format.markdown):
         render(
-            display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens", "streams"),
+            display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens",
+                                             *([] if max_load else ["streams"])),
             fmt,
-            title=f"{model_id}, {params.name}: {_request(out)} x {streams} streams (estimator {estimator.ESTIMATOR_VERSION})",
+            title=f"{model_id}, {params.name}: {_request(out)} x {'max-load' if max_load else streams} streams "
+                  f"(estimator {estimator.ESTIMATOR_VERSION})",
             caption="~: the FP4 figure is estimated. uncertain: an input spec is uncertain, or was inferred from a "
                     "published estimate's figures rather than a datasheet."
             + (f"\n{BAND_NOTE}" if params.band_ratio_low else ""),
