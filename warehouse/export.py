@@ -240,6 +240,7 @@ def migrate(store: lake.Store, retention_days: int) -> list[Migrated]:
                     raise lake.LakeError(f"{uri}: version {commit.version} does not read back {store.url}/{prefix}; "
                                          "its files are left in place")
                 done.append(Migrated(table, day, data.num_rows, "committed", commit.version))
-        for key in store.list(prefix):
-            store.delete(key)
+        for entry in manifest["files"]:  # only the old files: a table dated by `date` keeps its Delta files here
+            store.delete(f"{prefix}/{entry['file']}")
+        store.delete(f"{prefix}/{lake.MANIFEST}")
     return done
