@@ -45,7 +45,7 @@ class Written:
     rows: int
     location: str  # the Delta table's URI, or the CSV partition's folder
     version: int | None  # the Delta table's version this commit made (None: a CSV export)
-    files: tuple[str, ...] = ()  # the CSV files written
+    files: tuple[str, ...] = ()  # the CSV files written (their full location)
 
     def describe(self) -> list[str]:
         return [f"{self.location}@v{self.version}"] if self.version is not None else list(self.files)
@@ -113,7 +113,7 @@ def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: l
         manifest = lake.replace_partition(store, prefix, [(data, rows)], fmt, run_id, table=table,
                                           date=day.isoformat())
         return Written(table, day, rows, f"{store.url}/{prefix}", None,
-                       tuple(f"{prefix}/{entry['file']}" for entry in manifest["files"]))
+                       tuple(f"{store.url}/{prefix}/{entry['file']}" for entry in manifest["files"]))
     relation, column = _day_rows(con, table, day, fmt)
     commit = delta.publish_day(delta.table_uri(store.url, table), table, column, day, relation.to_arrow_table(),
                                provenance(con, table, day, run_id, made_by), config.lake_retention_days())

@@ -102,7 +102,7 @@ def export_cmd(
     finally:
         con.close()
     render(pl.DataFrame([{"table": w.table, "date": w.day, "rows": w.rows, "version": w.version,
-                          "location": w.location} for w in written]))
+                          "published": " ".join(w.describe())} for w in written]))
 
 
 def _export_as_of(tables: list[str], as_of: str, end: date | None, days: int, fmt: str, out: Path | None) -> None:

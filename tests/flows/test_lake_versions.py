@@ -84,6 +84,9 @@ def test_each_tables_current_version_is_the_warehouse_and_the_nightly_version_re
         nightly = pl.read_delta(lake_env.uri(table), version=lake_env.versions[table], storage_options=options)
         assert same_rows(nightly, lake_env.first[table]), table
     assert not warehouse_rows("cost_per_mtok").equals(lake_env.first["cost_per_mtok"])  # the rebuild changed them
+    with db.connect(read_only=True) as con:  # the first nightly run found every table's upkeep due, and did it
+        upkept = con.execute("select table_name from lake_upkeep order by 1").fetchall()
+    assert [t for (t,) in upkept] == sorted(EXPORTED)
 
 
 @pytest.mark.slow

@@ -191,3 +191,11 @@ def test_upkeep_compacts_small_files_vacuums_past_the_retention_and_checkpoints(
     with pytest.raises(delta.NotPublished):
         delta.read(delta.open_table(uri, 1))
     assert delta.open_table(uri).metadata().configuration["delta.deletedFileRetentionDuration"] == "interval 0 days"
+
+
+def test_every_tenth_commit_writes_a_checkpoint_so_opening_reads_few_commits(tmp_path):
+    uri = str(tmp_path / "t")
+    for n in range(delta.CHECKPOINT_INTERVAL):  # versions 1..10 after the table's creation (version 0)
+        publish(uri, n % 3)
+    log = tmp_path / "t" / "_delta_log"
+    assert [p.name for p in log.glob("*.checkpoint.parquet")] == [f"{9:020d}.checkpoint.parquet"]  # the 10th commit
