@@ -63,8 +63,8 @@ class Upkeep:
 
 
 def message(exc: BaseException) -> str:
-    """delta-rs's error text without its terminal colours."""
-    return _ANSI.sub("", str(exc)).strip()
+    """delta-rs's error text on one line (its causes follow one another) without its terminal colours."""
+    return " ".join(line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip())
 
 
 def table_uri(location: str, table: str) -> str:
