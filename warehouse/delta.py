@@ -75,7 +75,8 @@ def table_uri(location: str, table: str) -> str:
 def storage_options(uri: str) -> dict[str, str] | None:
     if not uri.startswith("s3://"):
         return None
-    options = {"AWS_REGION": lake.s3_region(), "timeout": "60s", "connect_timeout": "10s"}
+    # Timeouts and retries as the lake's other S3 client has them (warehouse/lake.py).
+    options = {"AWS_REGION": lake.s3_region(), "timeout": "60s", "connect_timeout": "10s", "max_retries": "3"}
     endpoint = lake.s3_endpoint()
     if endpoint:
         options["AWS_ENDPOINT_URL"] = endpoint
