@@ -117,7 +117,8 @@ def publish_day(uri: str, name: str, column: str, day: date, data: pa.Table, pro
                                             configuration=table_properties(retention_days),
                                             storage_options=storage_options(uri))
             replaced = _day_rows(current, column, day)
-            about = provenance | {"rows": data.num_rows, "replaced_rows": replaced}
+            about = provenance | {"table": name, "date": day.isoformat(), "rows": data.num_rows,
+                                  "replaced_rows": replaced}
             write_deltalake(current, data, mode="overwrite", predicate=f"{column} = '{day.isoformat()}'",
                             partition_by=[column], schema_mode="merge",
                             commit_properties=CommitProperties(custom_metadata={META: about}))

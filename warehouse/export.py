@@ -93,14 +93,13 @@ def recorded_quality(con: duckdb.DuckDBPyConnection, day: date) -> str | None:
     return rows[0][0] if rows else None
 
 
-def provenance(con: duckdb.DuckDBPyConnection, table: str, day: date, run_id: str,
+def provenance(con: duckdb.DuckDBPyConnection, day: date, run_id: str,
                made_by: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a lake commit says made it: the run, the catalogues' sha256, the schema version and the day's quality;
     made_by adds what only the caller knows (the estimator's version, the quality it just judged)."""
     catalogues = dict(con.execute("select catalog, sha256 from catalog_versions order by catalog").fetchall())
-    return {"run_id": run_id, "table": table, "date": day.isoformat(), "schema_version": db.schema_version(),
-            "catalogues": catalogues, "quality": recorded_quality(con, day),
-            "written_at": config.utc_now().isoformat()} | (made_by or {})
+    return {"run_id": run_id, "schema_version": db.schema_version(), "catalogues": catalogues,
+            "quality": recorded_quality(con, day), "written_at": config.utc_now().isoformat()} | (made_by or {})
 
 
 def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: lake.Store, fmt: str = "parquet",
@@ -116,7 +115,7 @@ def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: l
                        tuple(f"{store.url}/{prefix}/{entry['file']}" for entry in manifest["files"]))
     relation, column = _day_rows(con, table, day, fmt)
     commit = delta.publish_day(delta.table_uri(store.url, table), table, column, day, relation.to_arrow_table(),
-                               provenance(con, table, day, run_id, made_by), config.lake_retention_days())
+                               provenance(con, day, run_id, made_by), config.lake_retention_days())
     return Written(table, day, commit.rows, delta.table_uri(store.url, table), commit.version)
 
 
@@ -232,8 +231,8 @@ def migrate(store: lake.Store, retention_days: int) -> list[Migrated]:
                 done.append(Migrated(table, day, data.num_rows, "superseded"))
             else:
                 column = next(c for c in DATE_COLUMNS if c in data.column_names)
-                about = {"run_id": manifest["run_id"], "table": table, "date": day.isoformat(),
-                         "schema_version": manifest.get("schema_version"), "written_at": manifest.get("written_at"),
+                about = {"run_id": manifest["run_id"], "schema_version": manifest.get("schema_version"),
+                         "written_at": manifest.get("written_at"),
                          "migrated_from": f"{store.url}/{prefix}/{lake.MANIFEST}"}
                 commit = delta.publish_day(uri, table, column, day, data, about, retention_days)
                 if not _same_rows(data, delta.read(delta.open_table(uri, commit.version), [day])):

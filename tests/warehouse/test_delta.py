@@ -58,6 +58,15 @@ def test_a_days_commit_leaves_the_other_dates_alone(tmp_path):
     assert delta.published_dates(table) == {DAY, DAY + timedelta(days=1)}
 
 
+def test_a_day_that_became_empty_is_emptied_by_its_commit(tmp_path):
+    uri = str(tmp_path / "t")
+    publish(uri, 2)
+    emptied = delta.publish_day(uri, "t", "snapshot_date", DAY, generation(0).slice(0, 0), {"run_id": "rebuild"}, 30)
+    assert (emptied.version, emptied.rows, emptied.replaced_rows) == (2, 0, 3)
+    assert delta.read(delta.open_table(uri)).num_rows == 0
+    assert DAY in delta.published_dates(delta.open_table(uri))  # published, as empty
+
+
 def test_as_of_a_time_reads_the_last_version_committed_by_then(tmp_path):
     uri = str(tmp_path / "t")
     publish(uri, 1)
