@@ -155,9 +155,14 @@ def unpublished(con: duckdb.DuckDBPyConnection, location: str) -> list[tuple[dat
 
 
 def upkeep_due(con: duckdb.DuckDBPyConnection, location: str, tables, now: datetime, every_days: float) -> list[str]:
-    """The tables whose last upkeep at location is older than every_days (or never happened)."""
-    done = dict(con.execute("select table_name, done_at from lake_upkeep where location = ?", [location]).fetchall())
-    return [t for t in tables if t not in done or now - done[t] >= timedelta(days=every_days)]
+    """The tables whose last upkeep at location (or, before any, their first publication seen) is every_days old;
+    a table seen for the first time starts its clock now."""
+    since = dict(con.execute("select table_name, since from lake_upkeep where location = ?", [location]).fetchall())
+    for table in tables:
+        if table not in since:
+            con.execute("insert into lake_upkeep (location, table_name, since) values (?, ?, ?)", [location, table, now])
+            since[table] = now
+    return [t for t in tables if now - since[t] >= timedelta(days=every_days)]
 
 
 def upkeep(con: duckdb.DuckDBPyConnection, store: lake.Store, tables, retention_days: int) -> list[delta.Upkeep]:
@@ -168,9 +173,11 @@ def upkeep(con: duckdb.DuckDBPyConnection, store: lake.Store, tables, retention_
             result = delta.upkeep(delta.table_uri(store.url, table), table, retention_days)
         except delta.NotPublished:
             continue
-        con.execute("insert or replace into lake_upkeep values (?, ?, ?, ?, ?, ?, ?)",
-                    [store.url, table, result.version, result.compacted_files, result.vacuumed_files, retention_days,
-                     config.utc_now()])
+        now = config.utc_now()
+        con.execute("insert or replace into lake_upkeep (location, table_name, since, done_at, version, "
+                    "compacted_files, vacuumed_files, retention_days) values (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [store.url, table, now, now, result.version, result.compacted_files, result.vacuumed_files,
+                     retention_days])
         done.append(result)
     return done
 

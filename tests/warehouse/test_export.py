@@ -109,11 +109,12 @@ def test_a_store_that_is_down_leaves_the_date_unpublished_until_it_answers(con, 
         ("published", "run-2", True)]
 
 
-def test_upkeep_is_due_once_per_period_and_recorded(con, tmp_path):
+def test_upkeep_is_due_a_period_after_the_first_publication_then_after_each_upkeep(con, tmp_path):
     store = lake.open_store(tmp_path)
     export.export_table(con, "fx_rates", DAY, store)
-    now = datetime(2026, 11, 27, 3)
-    assert export.upkeep_due(con, store.url, ["fx_rates", "offers"], now, every_days=7) == ["fx_rates", "offers"]
+    first = datetime(2026, 11, 27, 3)
+    assert export.upkeep_due(con, store.url, ["fx_rates"], first, every_days=7) == []  # its clock starts
+    assert export.upkeep_due(con, store.url, ["fx_rates"], first + timedelta(days=7), every_days=7) == ["fx_rates"]
     [done] = export.upkeep(con, store, ["fx_rates", "offers"], retention_days=30)  # offers was never published
     assert done.table == "fx_rates"
     later = config.utc_now()
