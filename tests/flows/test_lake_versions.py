@@ -127,20 +127,21 @@ def dask_client():
 
 @pytest.mark.slow
 def test_a_dask_cluster_reads_every_published_table_as_the_warehouse_holds_it(lake_env, dask_client):
+    import dask
     import dask_deltatable
     import pandas as pd
 
     options = lake_env.storage_options()
     s3fs_options = {"key": "testing", "secret": "testing", "endpoint_url": options["AWS_ENDPOINT_URL"]}
-    for table in EXPORTED:
-        # s3a://: dask-deltatable 0.4 adds delta-rs settings to the fsspec options of an s3:// path, which s3fs
-        # refuses (AioSession: unexpected keyword AWS_S3_ALLOW_UNSAFE_RENAME); the s3a alias reaches the same bucket.
-        uri = lake_env.uri(table).replace("s3://", "s3a://", 1)
-        frame = dask_deltatable.read_deltalake(uri, delta_storage_options=options, storage_options=s3fs_options,
-                                               pyarrow_to_pandas={"types_mapper": pd.ArrowDtype})  # keeps nulls
-        assert frame.npartitions >= 1
-        read = pl.from_pandas(frame.compute())
-        stored = warehouse_rows(table)
+    # s3a://: dask-deltatable 0.4 adds delta-rs settings to the fsspec options of an s3:// path, which s3fs
+    # refuses (AioSession: unexpected keyword AWS_S3_ALLOW_UNSAFE_RENAME); the s3a alias reaches the same bucket.
+    frames = [dask_deltatable.read_deltalake(lake_env.uri(table).replace("s3://", "s3a://", 1),
+                                             delta_storage_options=options, storage_options=s3fs_options,
+                                             pyarrow_to_pandas={"types_mapper": pd.ArrowDtype})  # keeps int nulls
+              for table in EXPORTED]
+    assert all(frame.npartitions >= 1 for frame in frames)
+    for table, computed in zip(EXPORTED, dask.compute(*frames), strict=True):  # one graph over the workers
+        read, stored = pl.from_pandas(computed), warehouse_rows(table)
         for day in stored["snapshot_date"].unique():  # every date the warehouse holds, as a whole
             expected = stored.filter(pl.col("snapshot_date") == day)
             found = read.filter(pl.col("snapshot_date") == day).select(stored.columns).cast(dict(stored.schema))
