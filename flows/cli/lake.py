@@ -13,7 +13,7 @@ from warehouse import config, db, delta, export, lake
 from warehouse.lock import WriterBusy, writer_lock
 
 app = typer.Typer(name="lake", help="The lake's Delta tables: what was published when, upkeep, migration.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 TableOption = Annotated[list[str] | None, typer.Option("--table", "-t", help="Only this table (repeatable); "
                                                                              "default every table in the lake.")]
