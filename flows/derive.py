@@ -14,6 +14,12 @@ from warehouse import config, derived, estimates, queries
 EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
 
 
+def made_by(quality: str | None = None) -> dict[str, str]:
+    """What a lake commit of the derived tables names beside the warehouse's own provenance: the estimator's version,
+    and the quality just judged (None: the one the day's runs recorded)."""
+    return {"estimator_version": estimator.ESTIMATOR_VERSION} | ({"quality": quality} if quality else {})
+
+
 def input_per_output() -> float:
     """$GPULEDGER_INPUT_PER_OUTPUT (default 3, i.e. 3:1): prompt tokens per answer token of the requests the measured
     method prices, and the mix API prices are blended at, so both describe the same requests."""

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from flows import fetch, ingest
-from flows.derive import EXPORTED, DerivePlan, derive_date
+from flows.derive import EXPORTED, DerivePlan, derive_date, made_by
 from scrapers import settings as source_settings
 from scrapers import sources as source_registry
 from warehouse import archive, catalog, config, db, export, lake, load, mirror
@@ -58,7 +58,8 @@ def publish(con, day: date, export_format: str, run_id: str):
     log.info("phase derive %s", day)
     counts, verdict = derive_date(con, day, DerivePlan())
     log.info("phase export %s", day)
-    pub = export.publish_date(con, day, EXPORTED, export_format, run_id) if export_format else None
+    pub = (export.publish_date(con, day, EXPORTED, export_format, run_id, made_by=made_by(verdict.quality))
+           if export_format else None)
     if pub and pub.error:
         log.warning("%s stays unpublished until the next run: %s", day, pub.error)
     if export_format:
@@ -71,8 +72,22 @@ def publish_pending(con, run_id: str) -> list[export.Publication]:
     done = []
     for day, fmt, tables in export.unpublished(con, lake.exports_store().url):
         log.info("phase export %s (left unpublished earlier)", day)
-        done.append(export.publish_date(con, day, tables, fmt, run_id))
+        done.append(export.publish_date(con, day, tables, fmt, run_id, made_by=made_by()))
     return done
+
+
+def lake_upkeep(con) -> None:
+    """Compact, vacuum and checkpoint the lake's tables whose upkeep is due; a failure waits for the next run (the
+    day is published: upkeep only keeps the tables quick to open and within their retention)."""
+    store = lake.exports_store()
+    due = export.upkeep_due(con, store.url, EXPORTED, config.utc_now(), config.lake_upkeep_days())
+    if not due:
+        return
+    log.info("phase upkeep %s", ", ".join(due))
+    try:
+        export.upkeep(con, store, due, config.lake_retention_days())
+    except OSError as exc:
+        log.warning("lake upkeep left for the next run: %s", exc)
 
 
 def _write_report(con, day: date, run_id: str) -> None:
@@ -144,6 +159,8 @@ def run(
                     counts, verdict, pub = publish(con, day, export_format, run_id)
                     if pub and pub.status == "published":  # the lake is reachable again: catch up
                         publish_pending(con, run_id)
+                        if export_format == "parquet":
+                            lake_upkeep(con)
             except BaseException as exc:
                 load.finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
                 raise

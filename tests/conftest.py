@@ -49,7 +49,7 @@ def s3_server():
 
     server = S3Server().start()
     yield server
-    server.stop()
+    server.close()
 
 
 @pytest.fixture

@@ -1,34 +1,56 @@
-"""A real S3 protocol server on 127.0.0.1 (moto's server mode) and the AWS environment that points at it.
+"""A real S3 protocol server on 127.0.0.1 (moto's server mode, in its own process) and the AWS environment that
+points at it.
 
-pyarrow's S3 client is C++ and bypasses the Python network guard, so every test that touches s3:// URLs sets
-AWS_ENDPOINT_URL to this server, fake credentials, and switches the instance-metadata lookup off.
+pyarrow's S3 client (C++) and delta-rs (Rust) bypass the Python network guard, so every test that touches s3://
+URLs sets AWS_ENDPOINT_URL to this server, fake credentials, and switches the instance-metadata lookup off.
+
+The server runs in a child process because delta-rs holds the GIL through some calls (opening a table's
+history, measured with deltalake 1.6): a server thread in the test's own process would then never answer, and
+the call would hang until its timeout.
 """
 
-import logging
+import subprocess
+import sys
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from moto.server import ThreadedMotoServer
-
-logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request otherwise
+ROOT = Path(__file__).parents[1]
 
 
 @dataclass
 class S3Server:
-    """A moto S3 server bound to 127.0.0.1 only; stop() and start() again keep its buckets (moto's state
-    lives in the process), as a store that was down for a while would."""
+    """A moto S3 server bound to 127.0.0.1 only; stop() and start() again keep its buckets (moto's state lives in
+    the child process, which only closes its listening socket), as a store that was down for a while would."""
 
     port: int = 0
+    _child: subprocess.Popen | None = field(default=None, repr=False)
+
+    def _say(self, command: str) -> str:
+        self._child.stdin.write(command + "\n")
+        self._child.stdin.flush()
+        answer = self._child.stdout.readline().strip()
+        if not answer:
+            raise RuntimeError(f"the S3 server process ended: exit {self._child.wait(timeout=10)}")
+        return answer
 
     def start(self) -> "S3Server":
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
-        self._server.start()
-        host, self.port = self._server.get_host_and_port()
-        assert host == "127.0.0.1"
+        if self._child is None:
+            self._child = subprocess.Popen([sys.executable, "-m", "tests.s3_support"], cwd=ROOT, text=True,
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.port = int(self._say(f"start {self.port}").removeprefix("port "))
         return self
 
     def stop(self) -> None:
-        self._server.stop()
+        """Close the listening socket: connections are refused until start(), the buckets stay."""
+        self._say("stop")
+
+    def close(self) -> None:
+        """End the server process (its buckets with it)."""
+        if self._child is not None:
+            self._child.stdin.close()
+            self._child.wait(timeout=30)
+            self._child = None
 
     @property
     def endpoint(self) -> str:
@@ -53,3 +75,33 @@ def point_at(monkeypatch, server: S3Server) -> None:
         monkeypatch.delenv(name, raising=False)
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)
+
+
+def serve() -> None:
+    """The child process: `start PORT` (0: any free port) answers `port N`, `stop` answers `stopped`; it ends when
+    its standard input closes, so it never outlives the tests."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one access-log line per request otherwise
+    server, running = None, False
+    for line in sys.stdin:
+        command, *argument = line.split()
+        if command == "start":
+            server = ThreadedMotoServer(ip_address="127.0.0.1", port=int(argument[0]), verbose=False)
+            server.start()
+            running = True
+            host, port = server.get_host_and_port()
+            assert host == "127.0.0.1"
+            print(f"port {port}", flush=True)
+        elif command == "stop":
+            server.stop()
+            running = False
+            print("stopped", flush=True)
+    if running:
+        server.stop()
+
+
+if __name__ == "__main__":
+    serve()

@@ -19,7 +19,7 @@ def raw_dir() -> Path:
 
 
 def exports_dir() -> Path:
-    """$GPULEDGER_EXPORTS (default ./exports) as a local folder: the hive-partitioned CSV/Parquet exports."""
+    """$GPULEDGER_EXPORTS (default ./exports) as a local folder: the lake's Delta tables and the CSV exports."""
     return Path(os.environ.get("GPULEDGER_EXPORTS", "exports")).absolute()
 
 
@@ -32,6 +32,18 @@ def exports_location() -> str:
 def exports_local() -> bool:
     """Whether $GPULEDGER_EXPORTS is a folder on this machine rather than an object-store URL."""
     return exports_location() == str(exports_dir())
+
+
+def lake_retention_days() -> int:
+    """$GPULEDGER_LAKE_RETENTION_DAYS (default 30): how long the lake keeps the versions a later commit replaced
+    (time travel reaches this far back; vacuum removes older files and log entries)."""
+    return int(os.environ.get("GPULEDGER_LAKE_RETENTION_DAYS", "30"))
+
+
+def lake_upkeep_days() -> float:
+    """$GPULEDGER_LAKE_UPKEEP_DAYS (default 7): how often the nightly run compacts, vacuums and checkpoints each
+    lake table."""
+    return float(os.environ.get("GPULEDGER_LAKE_UPKEEP_DAYS", "7"))
 
 
 def raw_mirror() -> str | None:

@@ -1,20 +1,28 @@
-"""Exports: one table's rows for one date as a hive partition `<lake>/<table>/date=YYYY-MM-DD/` of the lake.
+"""Exports: one table's rows for one date, published to the lake ($GPULEDGER_EXPORTS, a folder or s3://).
 
-The lake is a folder or an object store (warehouse/lake.py); each partition holds its data file under a
-unique name and a `_manifest.json` written last. Whether a date reached the lake is kept in `publications`,
-so a date the store refused is published again by the next run.
+Parquet (the lake proper) goes to the table's Delta table `<lake>/<table>/`, as one commit that replaces the date's
+partition and says what made it (warehouse/delta.py). CSV, for spreadsheets, goes to a per-date folder
+`<lake>/csv/<table>/date=YYYY-MM-DD/` behind its manifest (warehouse/lake.py), outside every Delta table (a table's
+folder holds only what its log lists: engines that vacuum remove anything else). Whether a date reached the lake is
+kept in `publications`, so a date the store refused is published again by the next run; when each Delta table was
+last compacted, vacuumed and checkpointed, in `lake_upkeep`.
 """
 
 import io
+import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, timedelta
+from typing import Any
 
 import duckdb
+import pyarrow as pa
 
-from warehouse import config, lake
+from warehouse import config, db, delta, lake
 
 FORMATS = ("parquet", "csv")
 DATE_COLUMNS = ("snapshot_date", "date")  # the column that dates a table's rows, in order of preference
+CSV_FOLDER = "csv"
+MANIFEST_PARTITION = re.compile(r"^([^/]+)/date=(\d{4}-\d{2}-\d{2})/" + re.escape(lake.MANIFEST) + "$")
 
 
 class ExportError(ValueError):
@@ -26,8 +34,21 @@ class Publication:
     snapshot_date: date
     location: str
     status: str  # published | unpublished
-    files: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()  # each Delta table's new version (`<uri>@v<version>`), or the CSV files written
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class Written:
+    table: str
+    day: date
+    rows: int
+    location: str  # the Delta table's URI, or the CSV partition's folder
+    version: int | None  # the Delta table's version this commit made (None: a CSV export)
+    files: tuple[str, ...] = ()  # the CSV files written (their full location)
+
+    def describe(self) -> list[str]:
+        return [f"{self.location}@v{self.version}"] if self.version is not None else list(self.files)
 
 
 def exportable(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
@@ -41,11 +62,12 @@ def exportable(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return found
 
 
-def partition_prefix(table: str, day: date) -> str:
-    return f"{table}/date={day.isoformat()}"
+def csv_prefix(table: str, day: date) -> str:
+    return f"{CSV_FOLDER}/{table}/date={day.isoformat()}"
 
 
-def _render(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[bytes, int]:
+def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[duckdb.DuckDBPyRelation, str]:
+    """The table's rows of the date, and its date column; refuses tables, dates and formats it cannot export."""
     tables = exportable(con)
     if table not in tables:
         raise ExportError(f"cannot export {table!r}: exportable tables are {', '.join(sorted(tables))}")
@@ -53,32 +75,54 @@ def _render(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> 
         raise ExportError(f"an export date must be a date, not {day!r}")
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}: use {' or '.join(FORMATS)}")
-    frame = con.sql(f"select * from {table} where {tables[table]} = ? order by all", params=[day]).pl()
+    return con.sql(f"select * from {table} where {tables[table]} = ? order by all", params=[day]), tables[table]
+
+
+def _render(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[bytes, int]:
+    relation, _ = _day_rows(con, table, day, fmt)
+    frame = relation.pl()
     buffer = io.BytesIO()
-    if fmt == "parquet":
-        frame.write_parquet(buffer)
-    else:
-        frame.write_csv(buffer)
+    frame.write_csv(buffer)
     return buffer.getvalue(), frame.height
 
 
+def recorded_quality(con: duckdb.DuckDBPyConnection, day: date) -> str | None:
+    """The quality the date's latest judged run recorded (ok | suspect)."""
+    rows = con.execute("select quality from runs where snapshot_date = ? and quality is not null "
+                       "order by started_at desc limit 1", [day]).fetchall()
+    return rows[0][0] if rows else None
+
+
+def provenance(con: duckdb.DuckDBPyConnection, day: date, run_id: str,
+               made_by: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a lake commit says made it: the run, the catalogues' sha256, the schema version and the day's quality;
+    made_by adds what only the caller knows (the estimator's version, the quality it just judged)."""
+    catalogues = dict(con.execute("select catalog, sha256 from catalog_versions order by catalog").fetchall())
+    return {"run_id": run_id, "schema_version": db.schema_version(), "catalogues": catalogues,
+            "quality": recorded_quality(con, day), "written_at": config.utc_now().isoformat()} | (made_by or {})
+
+
 def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: lake.Store, fmt: str = "parquet",
-                 run_id: str | None = None) -> dict:
-    """Replace the table's partition for day in the lake; return its manifest."""
-    data, rows = _render(con, table, day, fmt)
+                 run_id: str | None = None, made_by: dict[str, Any] | None = None) -> Written:
+    """Replace the table's date in the lake: a commit to its Delta table (parquet) or its CSV folder (csv)."""
     run_id = run_id or f"export-{config.utc_now():%Y%m%dT%H%M%SZ}"
-    return lake.replace_partition(store, partition_prefix(table, day), [(data, rows)], fmt, run_id,
-                                  table=table, date=day.isoformat())
+    if fmt == "csv":
+        data, rows = _render(con, table, day, fmt)
+        prefix = csv_prefix(table, day)
+        manifest = lake.replace_partition(store, prefix, [(data, rows)], fmt, run_id, table=table,
+                                          date=day.isoformat())
+        return Written(table, day, rows, f"{store.url}/{prefix}", None,
+                       tuple(f"{store.url}/{prefix}/{entry['file']}" for entry in manifest["files"]))
+    relation, column = _day_rows(con, table, day, fmt)
+    commit = delta.publish_day(delta.table_uri(store.url, table), table, column, day, relation.to_arrow_table(),
+                               provenance(con, day, run_id, made_by), config.lake_retention_days())
+    return Written(table, day, commit.rows, delta.table_uri(store.url, table), commit.version)
 
 
 def export_date(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, tables, fmt: str = "parquet",
-                run_id: str | None = None) -> list[str]:
-    """Export the given tables for one date; return the keys of the files written."""
-    keys = []
-    for table in tables:
-        manifest = export_table(con, table, day, store, fmt, run_id)
-        keys += [f"{partition_prefix(table, day)}/{entry['file']}" for entry in manifest["files"]]
-    return keys
+                run_id: str | None = None, made_by: dict[str, Any] | None = None) -> list[Written]:
+    """Export the given tables for one date, a commit (or a CSV folder) each."""
+    return [export_table(con, table, day, store, fmt, run_id, made_by) for table in tables]
 
 
 def record(con: duckdb.DuckDBPyConnection, pub: Publication, fmt: str, run_id: str, tables) -> None:
@@ -91,14 +135,14 @@ def record(con: duckdb.DuckDBPyConnection, pub: Publication, fmt: str, run_id: s
 
 
 def publish_date(con: duckdb.DuckDBPyConnection, day: date, tables, fmt: str, run_id: str,
-                 store: lake.Store | None = None) -> Publication:
+                 store: lake.Store | None = None, made_by: dict[str, Any] | None = None) -> Publication:
     """Export the date to the lake and record the outcome; a store that fails leaves it `unpublished`."""
     store = store or lake.exports_store()
     try:
-        keys = export_date(con, day, store, tables, fmt, run_id)
-        pub = Publication(day, store.url, "published", tuple(keys))
-    except OSError as exc:  # the store is unreachable or refused a write: the warehouse already holds the day
-        pub = Publication(day, store.url, "unpublished", error=f"{store.url}: {exc}")
+        written = export_date(con, day, store, tables, fmt, run_id, made_by)
+        pub = Publication(day, store.url, "published", tuple(f for w in written for f in w.describe()))
+    except OSError as exc:  # unreachable, or a commit refused: the warehouse already holds the day
+        pub = Publication(day, store.url, "unpublished", error=f"{store.url}: {delta.message(exc)}")
     record(con, pub, fmt, run_id, tables)
     return pub
 
@@ -108,3 +152,101 @@ def unpublished(con: duckdb.DuckDBPyConnection, location: str) -> list[tuple[dat
     rows = con.execute("select snapshot_date, format, tables from publications where location = ? "
                        "and status = 'unpublished' order by snapshot_date", [location]).fetchall()
     return [(day, fmt, tables.split(",")) for day, fmt, tables in rows]
+
+
+def upkeep_due(con: duckdb.DuckDBPyConnection, location: str, tables, now: datetime, every_days: float) -> list[str]:
+    """The tables whose last upkeep at location (or, before any, their first publication seen) is every_days old;
+    a table seen for the first time starts its clock now."""
+    since = dict(con.execute("select table_name, since from lake_upkeep where location = ?", [location]).fetchall())
+    for table in tables:
+        if table not in since:
+            con.execute("insert into lake_upkeep (location, table_name, since) values (?, ?, ?)", [location, table, now])
+            since[table] = now
+    return [t for t in tables if now - since[t] >= timedelta(days=every_days)]
+
+
+def upkeep(con: duckdb.DuckDBPyConnection, store: lake.Store, tables, retention_days: int) -> list[delta.Upkeep]:
+    """Compact, vacuum and checkpoint each table's Delta table (tables never published are skipped); record it."""
+    done = []
+    for table in tables:
+        try:
+            result = delta.upkeep(delta.table_uri(store.url, table), table, retention_days)
+        except delta.NotPublished:
+            continue
+        now = config.utc_now()
+        con.execute("insert or replace into lake_upkeep (location, table_name, since, done_at, version, "
+                    "compacted_files, vacuumed_files, retention_days) values (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [store.url, table, now, now, result.version, result.compacted_files, result.vacuumed_files,
+                     retention_days])
+        done.append(result)
+    return done
+
+
+@dataclass(frozen=True)
+class Migrated:
+    table: str
+    day: date
+    rows: int
+    outcome: str  # committed (now a Delta version) | csv (moved under csv/) | superseded (the table had the date)
+    version: int | None = None
+
+
+def manifest_partitions(store: lake.Store) -> list[tuple[str, date]]:
+    """The partitions of a lake written before the Delta tables (`<table>/date=YYYY-MM-DD/` behind a manifest)."""
+    found = []
+    for folder in store.folders():
+        found += [(m[1], date.fromisoformat(m[2])) for key in store.list(folder)
+                  if (m := MANIFEST_PARTITION.match(key))]
+    return sorted(found, key=lambda partition: (partition[1], partition[0]))
+
+
+def _same_rows(expected: pa.Table, found: pa.Table) -> bool:
+    """The same rows, as a multiset, whatever their order and their column order."""
+    con = duckdb.connect()
+    con.register("expected", expected)
+    con.register("found", found.select(expected.column_names))
+    differ = con.sql("select count(*) from (select * from expected except all select * from found)").fetchall()[0][0]
+    return expected.num_rows == found.num_rows and differ == 0
+
+
+def migrate(store: lake.Store, retention_days: int) -> list[Migrated]:
+    """Convert a lake of manifest partitions, oldest date first: each Parquet partition becomes one commit to its
+    table's Delta table (its run and time in the commit), read back and compared before its files are removed; a
+    date the Delta table already holds was published later and is kept; CSV partitions move under csv/. Run again,
+    it finds nothing left to do."""
+    import pyarrow.parquet as pq
+
+    done = []
+    for table, day in manifest_partitions(store):
+        prefix = f"{table}/date={day.isoformat()}"
+        read = lake.read_partition(store, prefix)  # sha256-checked against its manifest
+        if read is None:
+            continue
+        manifest, files = read
+        if manifest["format"] == "csv":
+            lake.replace_partition(store, csv_prefix(table, day), [(files[e["file"]], e["rows"]) for e in manifest["files"]],
+                                   "csv", manifest["run_id"], table=table, date=day.isoformat())
+            done.append(Migrated(table, day, manifest["rows"], "csv"))
+        else:
+            data = pa.concat_tables([pq.read_table(io.BytesIO(files[e["file"]])) for e in manifest["files"]])
+            uri = delta.table_uri(store.url, table)
+            try:
+                held = delta.published_dates(delta.open_table(uri))
+            except delta.NotPublished:
+                held = set()
+            if day in held:
+                done.append(Migrated(table, day, data.num_rows, "superseded"))
+            else:
+                column = next(c for c in DATE_COLUMNS if c in data.column_names)
+                about = {"run_id": manifest["run_id"], "schema_version": manifest.get("schema_version"),
+                         "written_at": manifest.get("written_at"),
+                         "migrated_from": f"{store.url}/{prefix}/{lake.MANIFEST}"}
+                commit = delta.publish_day(uri, table, column, day, data, about, retention_days)
+                if not _same_rows(data, delta.read(delta.open_table(uri, commit.version), [day])):
+                    raise lake.LakeError(f"{uri}: version {commit.version} does not read back {store.url}/{prefix}; "
+                                         "its files are left in place")
+                done.append(Migrated(table, day, data.num_rows, "committed", commit.version))
+        for entry in manifest["files"]:  # only the old files: a table dated by `date` keeps its Delta files here
+            store.delete(f"{prefix}/{entry['file']}")
+        store.delete(f"{prefix}/{lake.MANIFEST}")
+    return done

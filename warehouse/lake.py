@@ -1,6 +1,7 @@
-"""The lake: a folder or an object store (`s3://bucket/prefix`) holding hive partitions behind manifests.
+"""The lake's stores: a folder or an object store (`s3://bucket/prefix`), and folders published behind manifests.
 
-A partition (`<table>/date=YYYY-MM-DD/`) is replaced in three steps, so a reader that follows its manifest
+The published tables are Delta tables (warehouse/delta.py); what is kept here serves the files beside them: the CSV
+exports (`csv/<table>/date=YYYY-MM-DD/`), the report site and the raw mirror. A partition (`<table>/date=YYYY-MM-DD/`) is replaced in three steps, so a reader that follows its manifest
 never sees half a file or a mix of two runs:
   1. the new files are written under keys no earlier run used (`part-<run_id>-<hex>-<n>.<fmt>`);
   2. `_manifest.json` (files with rows, bytes and sha256, schema version, run id) is written last, in one
@@ -34,6 +35,15 @@ class LakeError(OSError):
     """A partition that cannot be read back faithfully (bad settings and keys are ValueErrors)."""
 
 
+def s3_endpoint() -> str | None:
+    """AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL: an S3-compatible store (None: AWS itself)."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def s3_region() -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
 class LocalStore:
     """A folder: each object is written to a temporary name, fsynced and renamed into place."""
 
@@ -59,6 +69,10 @@ class LocalStore:
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
 
+    def folders(self) -> list[str]:
+        """The names of the folders at the top of the store."""
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []
+
     def list(self, prefix: str) -> list[str]:
         """Every object key under prefix (recursive), relative to the root."""
         folder = self._path(prefix)
@@ -81,10 +95,9 @@ class S3Store:
             raise ValueError(f"{url!r}: an object-store URL names a bucket: s3://bucket/prefix")
         self.url = f"s3://{parts.netloc}{parts.path}".rstrip("/")
         self.base = f"{parts.netloc}{parts.path}".rstrip("/")
-        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         self.fs = fs.S3FileSystem(
-            endpoint_override=endpoint or None,
-            region=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+            endpoint_override=s3_endpoint(),
+            region=s3_region(),
             connect_timeout=10, request_timeout=60,
             retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=3),
         )
@@ -114,6 +127,12 @@ class S3Store:
     def exists(self, key: str) -> bool:
         return self.fs.get_file_info(self._key(key)).type == self._fs_module.FileType.File
 
+    def folders(self) -> list[str]:
+        """The names of the folders (common prefixes) at the top of the store."""
+        selector = self._fs_module.FileSelector(self.base, recursive=False, allow_not_found=True)
+        return sorted(info.base_name for info in self.fs.get_file_info(selector)
+                      if info.type == self._fs_module.FileType.Directory)
+
     def list(self, prefix: str) -> list[str]:
         selector = self._fs_module.FileSelector(self._key(prefix), recursive=True, allow_not_found=True)
         start = len(self.base) + 1
@@ -122,6 +141,7 @@ class S3Store:
 
     def delete(self, key: str) -> None:
         self.fs.delete_file(self._key(key))
+
 
 
 Store = LocalStore | S3Store

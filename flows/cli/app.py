@@ -9,7 +9,8 @@ httpx or the scrapers. How to add a command:
 - a command whose module needs polars, the scrapers or Prefect at import is registered lazily:
   `lazy_command("name", "flows.cli.module:function", "its docstring's first sentence")`. Its module is imported
   only when that command runs (or its own --help is asked for); the listing in `gpuledger --help` shows the
-  given sentence (tests/flows/test_cli.py checks it still opens the function's docstring).
+  given sentence (tests/flows/test_cli.py checks it still opens the function's docstring);
+- a command group (`gpuledger lake history`) is registered lazily the same way, its target a typer.Typer.
 """
 
 import gc
@@ -43,11 +44,14 @@ class LazyGroup(TyperGroup):
         return super().resolve_command(ctx, args)
 
 
-def load_command(name: str) -> TyperCommand:
-    """Import a lazily registered command's module and build its click command."""
+def load_command(name: str) -> TyperCommand | TyperGroup:
+    """Import a lazily registered command's module and build its click command (or group)."""
     module, function = LazyGroup.lazy[name][0].split(":")
+    target = getattr(importlib.import_module(module), function)
+    if isinstance(target, typer.Typer):
+        return typer.main.get_command(target)
     single = typer.Typer(pretty_exceptions_enable=False)
-    single.command(name)(getattr(importlib.import_module(module), function))
+    single.command(name)(target)
     return typer.main.get_command(single)
 
 
@@ -84,6 +88,7 @@ lazy_command("history", "flows.cli.history:history", "The daily price series: a 
              "the daily numbers as csv, json or markdown.")
 lazy_command("changes", "flows.cli.history:changes", "What moved since the previous published day: parts first "
              "seen, back or gone, the biggest price moves, and sources whose listing count jumped or fell.")
+lazy_command("lake", "flows.cli.lake:app", "The lake's Delta tables: what was published when, upkeep, migration.")
 lazy_command("report", "flows.cli.report:report", "Write the day's market page and model pages as a static site "
              "that works offline; print its path.")
 

@@ -1,16 +1,17 @@
 """Pipeline commands: nightly, rebuild, serve, export and status.
 
-`status` answers without polars or Prefect: the other commands import them in their bodies.
+`status` answers without polars, deltalake or Prefect: the other commands import them in their bodies.
 """
 
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from flows.cli.common import FormatOption, fail, open_read_only, parse_day
 from flows.cli.output import Format, Rows, render
-from warehouse import config, db, derived, export, lake, mirror, queries
+from warehouse import config, db, derived, lake, mirror, queries
 from warehouse.lock import WriterBusy
 
 STALE_HOURS = 36.0
@@ -70,29 +71,71 @@ def _latest_published(con) -> date:
 
 
 def export_cmd(
-    tables: Annotated[list[str] | None, typer.Option("--table", help="Table to export (repeatable); default every table the nightly run exports.")] = None,
-    day: Annotated[str | None, typer.Option("--date", help="YYYY-MM-DD; default the latest run's date.")] = None,
+    tables: Annotated[list[str] | None, typer.Option("--table", help="Table to export (repeatable); default every "
+                                                         "table the nightly run exports.")] = None,
+    day: Annotated[str | None, typer.Option("--date", help="YYYY-MM-DD; default the latest run's date (with --as-of: "
+                                                           "every date).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
     days: Annotated[int, typer.Option(help="Export this many days ending at --date.")] = 1,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Read the lake instead, as published at VERSION (one "
+                                                             "--table) or at a TIMESTAMP (ISO 8601, UTC unless "
+                                                             "zoned), into --out.")] = None,
+    out: Annotated[Path | None, typer.Option(help="With --as-of: the folder the Parquet files are written to.")] = None,
 ) -> None:
-    """Write tables to <exports>/<table>/date=YYYY-MM-DD/ (hive layout, a folder or s3://), replacing the
-    partition behind its manifest."""
+    """Publish tables to the lake: each date one commit to <exports>/<table>/ (a Delta table; a folder or s3://), or
+    csv to <exports>/csv/<table>/date=YYYY-MM-DD/. With --as-of, write what the lake held then to --out instead."""
     import polars as pl
 
-    from flows.derive import EXPORTED
+    from flows.derive import EXPORTED, made_by
+    from warehouse import export
 
+    if as_of is not None:
+        return _export_as_of(tables or list(EXPORTED), as_of, parse_day(day, "--date"), days, fmt, out)
     con = open_read_only()
     try:
         end = parse_day(day, "--date") or _latest_published(con)
         store = lake.exports_store()
         written = []
         for offset in range(days):
-            written += export.export_date(con, end - timedelta(days=offset), store, tables or EXPORTED, fmt)
+            written += export.export_date(con, end - timedelta(days=offset), store, tables or EXPORTED, fmt,
+                                          made_by=made_by())
     except (ValueError, OSError) as exc:  # ExportError and a bad location are ValueErrors; OSError: the store
         raise fail(str(exc)) from None
     finally:
         con.close()
-    render(pl.DataFrame({"file": [f"{store.url}/{key}" for key in written]}))
+    render(pl.DataFrame([{"table": w.table, "date": w.day, "rows": w.rows, "version": w.version,
+                          "published": " ".join(w.describe())} for w in written]))
+
+
+def _export_as_of(tables: list[str], as_of: str, end: date | None, days: int, fmt: str, out: Path | None) -> None:
+    """Each table as the lake held it at as_of (of the dates ending at end, or all) to <out>/<table>.parquet."""
+    import polars as pl
+
+    from warehouse import delta
+
+    if out is None:
+        raise fail("--as-of writes files: name their folder with --out")
+    if fmt != "parquet":  # a spreadsheet's CSV comes from the warehouse, through the export's CSV safety
+        raise fail("--as-of writes parquet only")
+    dates = [end - timedelta(days=n) for n in range(days)] if end else None
+    try:
+        point = delta.parse_as_of(as_of)
+        if isinstance(point, int) and len(tables) != 1:
+            raise fail("a version number belongs to one table: name it with --table (or give a timestamp)")
+        store = lake.exports_store()
+        read = {}
+        for table in tables:
+            published = delta.open_table(delta.table_uri(store.url, table), point)
+            read[table] = (published.version(), pl.from_arrow(delta.read(published, dates)))
+    except (ValueError, OSError) as exc:  # NotPublished is a ValueError; OSError: the store
+        raise fail(str(exc)) from None
+    out.mkdir(parents=True, exist_ok=True)
+    listing = []
+    for table, (version, frame) in read.items():
+        path = out / f"{table}.parquet"
+        frame.write_parquet(path)
+        listing.append({"table": table, "version": version, "rows": frame.height, "file": str(path)})
+    render(pl.DataFrame(listing), title=f"The lake as of {as_of}")
 
 
 def nightly(

@@ -1,4 +1,4 @@
-"""`gpuledger sql`: ad-hoc SQL on a read-only connection to the warehouse."""
+"""`gpuledger sql`: ad-hoc SQL on a read-only connection to the warehouse, or on the lake's tables as published."""
 
 from typing import Annotated
 
@@ -26,14 +26,39 @@ def read_only_statements(query: str) -> None:
             )
 
 
+def lake_views(con: duckdb.DuckDBPyConnection, tables: list[str], as_of: str | None) -> None:
+    """Register each lake table, as published at as_of (default: now), under its own name: it hides the
+    warehouse table of that name for this query. deltalake loads only here: the plain query stays quick."""
+    from warehouse import delta, lake
+
+    try:
+        point = delta.parse_as_of(as_of) if as_of else None
+        if isinstance(point, int) and len(tables) != 1:
+            raise fail("a version number belongs to one table: give one --lake (or a timestamp)")
+        location = lake.exports_store().url
+        for table in tables:
+            con.register(table, delta.open_table(delta.table_uri(location, table), point).to_pyarrow_dataset())
+    except (ValueError, OSError) as exc:  # NotPublished is a ValueError; OSError: the store
+        raise fail(str(exc)) from None
+
+
 def sql(
     query: Annotated[str, typer.Argument(help="SQL to run; read-only statements only.")],
     fmt: FormatOption = Format.table,
+    lake_tables: Annotated[list[str] | None, typer.Option(
+        "--lake", help="Read this table from the lake (repeatable) instead of the warehouse.")] = None,
+    as_of: Annotated[str | None, typer.Option(
+        "--as-of", help="With --lake: as published at VERSION (one table) or at a TIMESTAMP (ISO 8601, UTC unless "
+                        "zoned).")] = None,
 ) -> None:
-    """Run ad-hoc SQL on a read-only connection to the warehouse."""
+    """Run ad-hoc SQL on a read-only connection to the warehouse (--lake: on the lake's tables as published)."""
     read_only_statements(query)
+    if as_of and not lake_tables:
+        raise fail("--as-of reads the lake: name the tables with --lake")
     con = open_read_only()
     try:
+        if lake_tables:
+            lake_views(con, lake_tables, as_of)
         df = Rows.of(con.sql(query))
     except duckdb.Error as exc:
         raise fail(str(exc)) from None

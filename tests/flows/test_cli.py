@@ -73,7 +73,7 @@ def test_every_command_has_help():
         assert "Usage" in gpuledger(command, "--help").output
 
 
-HEAVY = ("polars", "prefect", "httpx", "scrapers.sources", "flows.fetch", "transforms.estimator")
+HEAVY = ("polars", "prefect", "httpx", "scrapers.sources", "flows.fetch", "transforms.estimator", "deltalake")
 
 
 @pytest.mark.slow

@@ -75,12 +75,10 @@ def test_derive_writes_price_index_with_changes_and_a_missing_day_left_null():
 @pytest.mark.usefixtures("generated")
 def test_price_index_is_exported_like_the_other_derived_tables():
     with db.connect(read_only=True) as con:
-        store = lake.open_store(config.exports_dir())
-        manifest = export.export_table(con, "price_index", NOV[4], store)
+        written = export.export_table(con, "price_index", NOV[4], lake.open_store(config.exports_dir()))
         stored = con.sql("select count(*) from price_index where snapshot_date = ?", params=[NOV[4]]).fetchall()[0][0]
-    _, files = lake.read_partition(store, f"price_index/date={NOV[4].isoformat()}")
-    exported = sum(pl.read_parquet(data).height for data in files.values())
-    assert exported == manifest["rows"] == stored == 4  # H100 and B200, on vastai and over all providers
+    exported = pl.read_delta(written.location).filter(pl.col("snapshot_date") == NOV[4]).height
+    assert exported == written.rows == stored == 4  # H100 and B200, on vastai and over all providers
 
 
 @pytest.mark.usefixtures("generated")

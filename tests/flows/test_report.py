@@ -121,7 +121,7 @@ def test_the_nightly_run_writes_the_report_after_the_exports(home, monkeypatch, 
         summary = pipeline.run(None, SNAPSHOT, export_format="csv", trigger="test")
     day = tmp_path / "exports" / "report" / f"date={SNAPSHOT}"
     assert summary.publication == "published" and (day / "index.html").exists()
-    assert (tmp_path / "exports" / "cost_per_mtok" / f"date={SNAPSHOT}" / "_manifest.json").exists()
+    assert (tmp_path / "exports" / "csv" / "cost_per_mtok" / f"date={SNAPSHOT}" / "_manifest.json").exists()
     assert (day / "deepseek-v4-flash.html").exists() and report.published_days(tmp_path / "exports" / "report") == [
         str(SNAPSHOT)]
 

@@ -1,12 +1,11 @@
-import json
+import io
 import socket
-from datetime import date
+from datetime import date, datetime, timedelta
 
-import duckdb
 import polars as pl
 import pytest
 
-from warehouse import db, export, lake
+from warehouse import config, db, delta, export, lake
 
 DAY = date(2026, 11, 27)
 
@@ -29,41 +28,47 @@ def store(request, tmp_path):
     return lake.open_store(request.getfixturevalue("s3") + "/exports")
 
 
-def test_a_partition_holds_exactly_that_date_behind_its_manifest(con, store):
-    manifest = export.export_table(con, "fx_rates", DAY, store, run_id="run-1")
-    assert (manifest["table"], manifest["date"], manifest["run_id"], manifest["rows"]) == ("fx_rates", "2026-11-27",
-                                                                                       "run-1", 2)
-    assert manifest["schema_version"] == db.schema_version()
-    _, files = lake.read_partition(store, "fx_rates/date=2026-11-27")
-    frame = pl.concat(pl.read_parquet(data) for data in files.values())
-    assert frame.height == 2 and set(frame["date"]) == {DAY}
+def lake_rows(store: lake.Store, table: str, version: int | None = None) -> pl.DataFrame:
+    published = delta.open_table(delta.table_uri(store.url, table), version)
+    return pl.from_arrow(delta.read(published)).sort(pl.all())
 
 
-def test_a_rerun_replaces_the_partition_and_leaves_nothing_stale(con, store):
-    prefix = "fx_rates/date=2026-11-27"
-    store.put(f"{prefix}/part-old.parquet", b"stale")
+def test_a_date_is_one_commit_to_the_tables_delta_table_saying_what_made_it(con, store):
+    con.execute("insert into catalog_versions values ('gpus', 'abc123', 1, '2026-11-27 01:00')")
+    written = export.export_table(con, "fx_rates", DAY, store, run_id="run-1", made_by={"estimator_version": "9.9"})
+    assert (written.version, written.rows, written.location) == (1, 2, f"{store.url}/fx_rates")
+    stored = con.sql("select * from fx_rates where date = ?", params=[DAY]).pl()
+    assert lake_rows(store, "fx_rates").select(stored.columns).equals(stored.sort(pl.all()))
+    [commit] = [h for h in delta.history(delta.open_table(written.location)) if h["operation"] == "WRITE"]
+    assert (commit["run_id"], commit["date"], commit["rows"], commit["estimator_version"], commit["catalogues"]) == (
+        "run-1", "2026-11-27", 2, "9.9", {"gpus": "abc123"})
+
+
+def test_a_rerun_is_a_new_version_and_the_first_still_reads_as_published(con, store):
     first = export.export_table(con, "fx_rates", DAY, store, run_id="run-1")
     con.execute("delete from fx_rates where quote = 'CNY'")
     second = export.export_table(con, "fx_rates", DAY, store, run_id="run-2")
-    [new_file] = [entry["file"] for entry in second["files"]]
-    assert store.list(prefix) == sorted([f"{prefix}/{new_file}", f"{prefix}/{lake.MANIFEST}"])
-    assert new_file != first["files"][0]["file"]  # a new generation never overwrites the one readers may hold
-    assert json.loads(store.get(f"{prefix}/{lake.MANIFEST}"))["rows"] == 1
+    assert second.version == first.version + 1
+    assert lake_rows(store, "fx_rates")["quote"].to_list() == ["USD"]
+    assert lake_rows(store, "fx_rates", first.version)["quote"].to_list() == ["CNY", "USD"]
 
 
-def test_globbing_readers_of_a_folder_see_one_file_per_partition(con, tmp_path):
+def test_each_commit_names_the_quality_its_day_was_judged(con, tmp_path):
+    con.execute("insert into runs (run_id, snapshot_date, started_at, status, trigger, sources, quality) values "
+                "('run-1', '2026-11-27', '2026-11-27 02:00', 'ok', 'test', 'fx', 'suspect')")
     store = lake.open_store(tmp_path)
-    for _ in range(2):
-        export.export_table(con, "fx_rates", DAY, store)
-    count = duckdb.sql(f"select count(*) from read_parquet('{tmp_path}/fx_rates/*/*.parquet', "
-                       "hive_partitioning=true)").fetchall()[0][0]
-    assert count == 2
+    export.export_table(con, "fx_rates", DAY, store)
+    export.export_table(con, "fx_rates", DAY, store, made_by={"quality": "ok"})  # what a run just judged wins
+    qualities = [h["quality"] for h in delta.history(delta.open_table(f"{tmp_path}/fx_rates")) if h["run_id"]]
+    assert qualities == ["ok", "suspect"]
 
 
-def test_csv_exports_sit_beside_parquet(con, tmp_path):
-    manifest = export.export_table(con, "fx_rates", DAY, lake.open_store(tmp_path), fmt="csv")
-    path = tmp_path / "fx_rates" / "date=2026-11-27" / manifest["files"][0]["file"]
+def test_csv_exports_are_per_date_folders_outside_the_delta_tables(con, tmp_path):
+    written = export.export_table(con, "fx_rates", DAY, lake.open_store(tmp_path), fmt="csv")
+    [path] = [tmp_path / key for key in written.files]
+    assert path.parent == tmp_path / "csv" / "fx_rates" / "date=2026-11-27"
     assert path.suffix == ".csv" and path.read_text().startswith("date,base,quote,rate,source")
+    assert not (tmp_path / "fx_rates").exists()
 
 
 def test_any_table_dated_by_snapshot_date_or_date_is_exportable(con, tmp_path):
@@ -71,7 +76,7 @@ def test_any_table_dated_by_snapshot_date_or_date_is_exportable(con, tmp_path):
     con.execute("insert into index_like values ('2026-11-27', 'H100', 2.0), ('2026-11-26', 'H100', 1.0)")
     tables = export.exportable(con)
     assert tables["index_like"] == "snapshot_date" and tables["fx_rates"] == "date" and "gpus" not in tables
-    assert export.export_table(con, "index_like", DAY, lake.open_store(tmp_path))["rows"] == 1
+    assert export.export_table(con, "index_like", DAY, lake.open_store(tmp_path)).rows == 1
 
 
 @pytest.mark.parametrize("table", ["../../etc", "gpus", "fx_rates/../../x"])
@@ -102,3 +107,51 @@ def test_a_store_that_is_down_leaves_the_date_unpublished_until_it_answers(con, 
     assert up.status == "published" and export.unpublished(con, s3) == []
     assert con.execute("select status, run_id, published_at is not null from publications").fetchall() == [
         ("published", "run-2", True)]
+
+
+def test_upkeep_is_due_a_period_after_the_first_publication_then_after_each_upkeep(con, tmp_path):
+    store = lake.open_store(tmp_path)
+    export.export_table(con, "fx_rates", DAY, store)
+    first = datetime(2026, 11, 27, 3)
+    assert export.upkeep_due(con, store.url, ["fx_rates"], first, every_days=7) == []  # its clock starts
+    assert export.upkeep_due(con, store.url, ["fx_rates"], first + timedelta(days=7), every_days=7) == ["fx_rates"]
+    [done] = export.upkeep(con, store, ["fx_rates", "offers"], retention_days=30)  # offers was never published
+    assert done.table == "fx_rates"
+    later = config.utc_now()
+    assert export.upkeep_due(con, store.url, ["fx_rates"], later + timedelta(days=6), every_days=7) == []
+    assert export.upkeep_due(con, store.url, ["fx_rates"], later + timedelta(days=7), every_days=7) == ["fx_rates"]
+
+
+def old_lake(con, store: lake.Store, table: str, day: date, fmt: str = "parquet") -> None:
+    """A partition as gpuledger wrote it before the Delta tables: the rows behind a manifest."""
+    frame = con.sql(f"select * from {table} where {export.exportable(con)[table]} = ? order by all", params=[day]).pl()
+    buffer = io.BytesIO()
+    if fmt == "parquet":
+        frame.write_parquet(buffer)
+    else:
+        frame.write_csv(buffer)
+    lake.replace_partition(store, f"{table}/date={day}", [(buffer.getvalue(), frame.height)], fmt, f"old-{day}",
+                           table=table, date=day.isoformat())
+
+
+def test_migrate_turns_a_manifest_lake_into_delta_tables_keeping_every_date(con, store):
+    con.execute("insert into fx_rates values ('2026-11-25', 'EUR', 'USD', 1.13, 'ecb', 'r0', '2026-11-25 16:00')")
+    old_lake(con, store, "fx_rates", date(2026, 11, 25), "csv")
+    old_csv = store.get(next(k for k in store.list("fx_rates/date=2026-11-25") if k.endswith(".csv")))
+    for day in (date(2026, 11, 26), DAY):
+        old_lake(con, store, "fx_rates", day)
+    con.execute("delete from fx_rates where quote = 'CNY'")
+    export.export_table(con, "fx_rates", DAY, store)  # published again after the upgrade: newer than the old lake
+
+    migrated = export.migrate(store, retention_days=30)
+    assert [(m.day.isoformat(), m.outcome) for m in migrated] == [
+        ("2026-11-25", "csv"), ("2026-11-26", "committed"), ("2026-11-27", "superseded")]
+    stored = con.sql("select * from fx_rates where date >= '2026-11-26'").pl()
+    assert lake_rows(store, "fx_rates").select(stored.columns).equals(stored.sort(pl.all()))
+    [commit] = [h for h in delta.history(delta.open_table(f"{store.url}/fx_rates")) if h["migrated_from"]]
+    assert (commit["date"], commit["run_id"]) == ("2026-11-26", "old-2026-11-26")  # the old run, kept
+    assert commit["migrated_from"] == f"{store.url}/fx_rates/date=2026-11-26/{lake.MANIFEST}"
+    assert export.manifest_partitions(store) == []
+    [csv] = [k for k in store.list("csv/fx_rates/date=2026-11-25") if k.endswith(".csv")]
+    assert store.get(csv) == old_csv
+    assert export.migrate(store, retention_days=30) == []  # once: nothing is left to convert

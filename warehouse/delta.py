@@ -1,0 +1,219 @@
+"""The lake's published tables as Delta Lake tables: `<exports>/<table>/`, partitioned by the table's date column.
+
+Publishing a day is one commit that replaces that date's partition (an overwrite whose predicate is the date), so a
+reader sees the old day or the new day, never a mix, and the other dates are untouched. The files a commit replaces
+stay until vacuum removes them after the retention ($GPULEDGER_LAKE_RETENTION_DAYS), so every version of that
+window reads back exactly as it was published (time travel, by version or by commit time). Each of our commits
+carries, under the commit info's `gpuledger` key, what made it: the run, the estimator and catalogue versions,
+the day's quality, the schema version and the rows written and replaced.
+
+Two writers: delta-rs writes each commit file only if no file of that version exists yet (on S3 a PUT with
+`If-None-Match: *`, measured with deltalake 1.6 on moto's server; a folder: a rename that never replaces), so of
+two commits racing for one version one is refused. delta-rs itself rebases a refused commit over commits that
+touched other dates; one that replaced the same date is refused for good (CommitFailedError) and `publish_day`
+writes it again over the new version: the log then holds both commits, the later one current. No lock table
+(DynamoDB) and no AWS_S3_ALLOW_UNSAFE_RENAME: an S3-compatible store must honour If-None-Match.
+
+Object stores: delta-rs reads the standard AWS variables itself; `storage_options` adds the endpoint and region the
+way warehouse/lake.py reads them, and allows plain http for an http:// endpoint (a local S3 server).
+"""
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+
+from warehouse import lake
+
+COMMIT_ATTEMPTS = 5  # a commit lost to another writer of the same date is written again this often
+CHECKPOINT_INTERVAL = 10  # a checkpoint every 10 commits: opening a table reads at most 10 JSON commits
+META = "gpuledger"  # the commit info key our commits' provenance sits under
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class PublishError(OSError):
+    """The lake refused a commit (unreachable, a schema it cannot merge, lost to other writers every time): the day
+    stays unpublished in the warehouse's bookkeeping, like a store that is down."""
+
+
+class NotPublished(ValueError):
+    """No such lake table, or no such version of it."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    table: str
+    day: date
+    version: int
+    rows: int
+    replaced_rows: int
+    attempts: int  # 1 unless another writer committed the same date first
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    table: str
+    version: int
+    compacted_files: int  # small files rewritten into fewer
+    vacuumed_files: int  # replaced files older than the retention, removed
+
+
+def message(exc: BaseException) -> str:
+    """delta-rs's error text on one line (its causes follow one another) without its terminal colours."""
+    return " ".join(line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip())
+
+
+def table_uri(location: str, table: str) -> str:
+    """Where a table lives under $GPULEDGER_EXPORTS (a folder or s3://bucket/prefix)."""
+    return f"{location.rstrip('/')}/{table}"
+
+
+def storage_options(uri: str) -> dict[str, str] | None:
+    if not uri.startswith("s3://"):
+        return None
+    # Timeouts and retries as the lake's other S3 client has them (warehouse/lake.py).
+    options = {"AWS_REGION": lake.s3_region(), "timeout": "60s", "connect_timeout": "10s", "max_retries": "3"}
+    endpoint = lake.s3_endpoint()
+    if endpoint:
+        options["AWS_ENDPOINT_URL"] = endpoint
+        if endpoint.startswith("http://"):
+            options["AWS_ALLOW_HTTP"] = "true"
+    return options
+
+
+def table_properties(retention_days: int) -> dict[str, str]:
+    """Versions are readable for retention_days: the log and the replaced files are kept that long."""
+    return {"delta.logRetentionDuration": f"interval {retention_days} days",
+            "delta.deletedFileRetentionDuration": f"interval {retention_days} days",
+            "delta.checkpointInterval": str(CHECKPOINT_INTERVAL)}
+
+
+def _open(uri: str) -> DeltaTable | None:
+    try:
+        return DeltaTable(uri, storage_options=storage_options(uri))
+    except TableNotFoundError:
+        return None
+
+
+def _day_rows(table: DeltaTable, column: str, day: date) -> int:
+    """Rows the date holds in the table's loaded version (from the files' footers)."""
+    return table.to_pyarrow_dataset(file_pruning_predicate=[(column, "=", day.isoformat())]).count_rows()
+
+
+def publish_day(uri: str, name: str, column: str, day: date, data: pa.Table, provenance: dict[str, Any],
+                retention_days: int) -> Commit:
+    """Replace the date's partition of the table at uri with data, in one commit carrying provenance; create the
+    table (partitioned by column) on first use. A commit lost to another writer of the same date is written again."""
+    last: Exception | None = None
+    for attempt in range(1, COMMIT_ATTEMPTS + 1):
+        try:
+            current = _open(uri)
+            if current is None:  # version 0 creates the table; a writer that lost that race finds it next attempt
+                current = DeltaTable.create(uri, data.schema, mode="ignore", partition_by=[column],
+                                            configuration=table_properties(retention_days),
+                                            storage_options=storage_options(uri))
+            replaced = _day_rows(current, column, day)
+            about = provenance | {"table": name, "date": day.isoformat(), "rows": data.num_rows,
+                                  "replaced_rows": replaced}
+            write_deltalake(current, data, mode="overwrite", predicate=f"{column} = '{day.isoformat()}'",
+                            partition_by=[column], schema_mode="merge",
+                            commit_properties=CommitProperties(custom_metadata={META: about}))
+        except CommitFailedError as exc:
+            last = exc
+            continue
+        except (DeltaError, OSError) as exc:  # unreachable, refused, or a schema the table cannot take
+            raise PublishError(f"{uri}: {message(exc)}") from None
+        return Commit(name, day, current.version(), data.num_rows, replaced, attempt)
+    raise PublishError(f"{uri}: {COMMIT_ATTEMPTS} commits of {day} lost to other writers: {message(last)}")
+
+
+def parse_as_of(text: str) -> int | datetime:
+    """A version number, or an ISO 8601 time (UTC unless it names its zone; a date means its midnight)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise NotPublished(f"--as-of {text!r} is neither a version number nor an ISO 8601 time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def open_table(uri: str, as_of: int | datetime | None = None) -> DeltaTable:
+    """The table at uri, at its current version or as of a version or time (the last commit at or before it)."""
+    try:
+        table = DeltaTable(uri, storage_options=storage_options(uri))
+    except TableNotFoundError:
+        raise NotPublished(f"{uri}: no lake table here") from None
+    if as_of is not None:
+        try:
+            table.load_as_version(as_of)
+        except (DeltaError, ValueError) as exc:
+            raise NotPublished(f"{uri}: no version as of {as_of}: {message(exc)}") from None
+    return table
+
+
+def date_column(table: DeltaTable) -> str:
+    return table.metadata().partition_columns[0]
+
+
+def read(table: DeltaTable, days: list[date] | None = None) -> pa.Table:
+    """The loaded version's rows (of the given dates only, when given), in the table's column order."""
+    filters = [(date_column(table), "in", [d.isoformat() for d in days])] if days else None
+    rows = table.to_pyarrow_table(filters=filters)
+    return rows.select([field.name for field in table.schema().fields])
+
+
+def published_dates(table: DeltaTable) -> set[date]:
+    """The dates the loaded version holds rows of, and those our commits in the log replaced (an empty day too)."""
+    column = date_column(table)
+    held = pa.table(table.get_add_actions(flatten=True)).column(f"partition.{column}").to_pylist()
+    named = {(info.get(META) or {}).get("date") for info in table.history()}
+    return set(held) | {date.fromisoformat(d) for d in named if d}
+
+
+def committed_at(info: dict[str, Any]) -> datetime:
+    """A commit's time (the writer's clock, milliseconds in the log) as naive UTC, like every warehouse time."""
+    return datetime.fromtimestamp(info["timestamp"] / 1000, UTC).replace(tzinfo=None)
+
+
+def history(table: DeltaTable) -> list[dict[str, Any]]:
+    """Every version the log still holds, newest first: when, what operation, and our provenance where it is ours."""
+    found = []
+    for info in table.history():
+        ours = info.get(META) or {}
+        metrics = info.get("operationMetrics") or {}
+        found.append({
+            "version": info["version"], "committed_at": committed_at(info), "operation": info.get("operation"),
+            "date": ours.get("date"), "run_id": ours.get("run_id"),
+            "rows": ours.get("rows", metrics.get("num_added_rows")), "replaced_rows": ours.get("replaced_rows"),
+            "quality": ours.get("quality"), "estimator_version": ours.get("estimator_version"),
+            "catalogues": ours.get("catalogues"), "migrated_from": ours.get("migrated_from"),
+        })
+    return found
+
+
+def tables(store: lake.Store) -> list[str]:
+    """The Delta tables at the top of the lake."""
+    return [name for name in store.folders() if store.list(f"{name}/_delta_log")]
+
+
+def upkeep(uri: str, name: str, retention_days: int) -> Upkeep:
+    """Compact each partition's small files, remove files replaced more than retention_days ago, checkpoint the log
+    and drop the log entries past the retention; the table's retention properties follow the setting."""
+    table = open_table(uri)
+    try:
+        wanted = table_properties(retention_days)
+        if any(table.metadata().configuration.get(k) != v for k, v in wanted.items()):
+            table.alter.set_table_properties(wanted)
+        compacted = table.optimize.compact(commit_properties=CommitProperties(custom_metadata={META: {"upkeep": True}}))
+        # The table's own retention was just set to the setting, so it need not be enforced again here.
+        vacuumed = table.vacuum(retention_hours=retention_days * 24, dry_run=False, enforce_retention_duration=False)
+        table.create_checkpoint()
+        table.cleanup_metadata()
+    except (DeltaError, OSError) as exc:
+        raise PublishError(f"{uri}: upkeep failed: {message(exc)}") from None
+    return Upkeep(name, table.version(), compacted.get("numFilesRemoved", 0), len(vacuumed))
