@@ -110,15 +110,25 @@ def _words(output: str) -> str:
 def test_help_describes_the_methods_by_what_they_do_never_by_reference_page_number():
     import click
     import typer
+    from typer.core import TyperGroup
 
-    group = typer.main.get_command(app)
-    commands = group.list_commands(click.Context(group))
+    def walk(group: TyperGroup, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        """Every command's words, the commands of sub-groups (`lake history`, ...) included."""
+        found = []
+        for name in group.list_commands(click.Context(group)):
+            found.append((*path, name))
+            _, command, _ = group.resolve_command(click.Context(group), [name])  # a lazy command's own, loaded
+            if isinstance(command, TyperGroup):
+                found += walk(command, (*path, name))
+        return found
+
+    commands = walk(typer.main.get_command(app))
     screens = {"gpuledger": gpuledger("--help").output}
-    for name in commands:
-        screens[name] = gpuledger(name, "--help").output
+    for words in commands:
+        screens[" ".join(words)] = gpuledger(*words, "--help").output
     for method in ("measured", "calculator", "ceiling"):
         screens[f"estimate --params --method {method}"] = gpuledger("estimate", "--params", "--method", method).output
-    assert len(commands) == 16
+    assert {"table", "estimate", "nightly", "lake history", "report"} <= set(screens)
     for shown, output in screens.items():
         assert "page 0" not in _words(output), shown
     assert "per-step calculator" in _words(screens["table"]) and "bandwidth ceiling" in _words(screens["estimate"])
