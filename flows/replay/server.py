@@ -156,9 +156,13 @@ class ReplayServer:
         return [r for r in self.log if r.path == path]
 
     def start(self) -> "ReplayServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="replay", daemon=True)
-        self._thread.start()
+        """Serve from a thread; a server already serving keeps its one thread (`with` on a started server).
+        A second serve_forever thread would outlive stop(): shutdown() ends one loop, and the other then
+        spins on the closed socket for the rest of the process."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                            name="replay", daemon=True)
+            self._thread.start()
         return self
 
     def stop(self) -> None:

@@ -1,4 +1,8 @@
-"""The whole nightly run on real recorded markets: vast.ai of 2024-11-05 (trimmed) and RunPod of 2025-06-21."""
+"""The whole nightly run on real recorded markets: vast.ai of 2024-11-05 (trimmed) and RunPod of 2025-06-21.
+
+The runs export nothing (export format ""): every test here reads the warehouse's tables, and the exports and
+report pages (one per catalogue model, most of a run's time on this market) are drawn from those tables.
+"""
 
 import json
 import shutil
@@ -30,7 +34,7 @@ def warehouse(tmp_path_factory):
         monkeypatch.setenv("GPULEDGER_HOME", str(home))
         monkeypatch.setenv("GPULEDGER_EXPORTS", str(tmp_path_factory.mktemp("real-exports")))
         with serve_fixtures(monkeypatch, REAL):
-            summary = pipeline.run(snapshot_date=SNAPSHOT, trigger="test")
+            summary = pipeline.run(snapshot_date=SNAPSHOT, export_format="", trigger="test")
     return home, summary
 
 
@@ -133,7 +137,7 @@ def test_a_card_the_catalogue_lacks_flags_the_day_and_lands_in_unmapped_gpus(mon
         offer.update(gpu_name="RTX 6090", gpu_ram=49140)
     path.write_text(json.dumps(data))
     with serve_fixtures(monkeypatch, path.parent):
-        summary = pipeline.run(snapshot_date=SNAPSHOT, trigger="test")
+        summary = pipeline.run(snapshot_date=SNAPSHOT, export_format="", trigger="test")
     assert summary.quality == "suspect"
     with db.connect(read_only=True) as con:
         unmapped = con.execute("select provider, gpu_raw, gpu_memory_gb, listings from unmapped_gpus").fetchall()

@@ -1,4 +1,5 @@
 import json
+import threading
 import time
 
 import httpx
@@ -152,6 +153,18 @@ def test_an_archive_directory_is_served_matching_request_bodies(tmp_path):
         merged = httpx.post(server.url + "/api/v0/bundles/", json={"limit": 5}).json()
     assert second == {"offers": OFFERS[1:2]}
     assert [o["id"] for o in merged["offers"]] == [OFFERS[0]["id"], OFFERS[1]["id"]]  # no exact match: filtered union
+
+
+def test_a_started_server_entered_as_a_context_serves_from_one_thread_that_stop_ends():
+    """`with serve_fixtures(...)` enters a server that is already serving: a second serving thread would outlive
+    stop() and spin on the closed socket for the rest of the process (every later test ran several times slower)."""
+    before = set(threading.enumerate())
+    with ReplayServer(FIXTURES).start() as server:
+        serving = [t for t in set(threading.enumerate()) - before if t.name == "replay"]
+        assert httpx.get(server.url + "/stats/eurofxref/eurofxref-daily.xml").status_code == 200
+    assert len(serving) == 1
+    serving[0].join(timeout=5)
+    assert not serving[0].is_alive()
 
 
 def test_a_directory_with_nothing_to_serve_is_refused(tmp_path):
