@@ -1,7 +1,8 @@
 """Loading what was fetched: parse (the parse made while fetching, else the archive), normalise, and load one
 source in one transaction, so a rebuild can re-load any archived run directory the same way.
 
-A parse or load failure is loaded as that source's failed `fetches` row; the other sources are not touched.
+A parse or load failure, whatever it raises, is loaded as that source's failed `fetches` row; the other sources
+are not touched.
 """
 
 import ctypes
@@ -125,6 +126,10 @@ def _load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> FetchR
         del parsed
     except (SourceError, archive.ArchiveError) as exc:
         return load_batch(con, Batch(_fetch_row(fetched, "failed", str(exc), fetched.notes)))
+    except Exception as exc:  # whatever an answer makes the parse raise fails that source, never the night
+        log.exception("%s: parse failed unexpectedly", fetched.source)
+        error = f"{fetched.source}: unexpected {type(exc).__name__} reading its answers: {str(exc)[:200]}"
+        return load_batch(con, Batch(_fetch_row(fetched, "failed", error, fetched.notes)))
     _release_freed_memory()
     try:
         return load_batch(con, batch)
