@@ -287,6 +287,8 @@ class SourceClient:
                         refused = self._refused(request, resp, hop) if resp.next_request else None
                         if resp.next_request and not refused:
                             request = resp.next_request
+                            await request.aread()  # the body httpx carries over, readable like the first one's
+                            self.requests += 1  # a hop is a request sent like any other
                             continue
                         body = await self._read_capped(resp, f"{self.source}: {method} {request.url.path}")
                     finally:
