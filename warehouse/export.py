@@ -1,5 +1,8 @@
 """Exports: one table's rows for one date as a hive partition `<lake>/<table>/date=YYYY-MM-DD/` of the lake.
 
+`offers` holds the listings the date's tables were derived from (per provider, the latest run whose fetch
+succeeded), never an interrupted or superseded run's; CSV text is spreadsheet-safe (warehouse/csv_safe.py).
+
 The lake is a folder or an object store (warehouse/lake.py); each partition holds its data file under a
 unique name and a `_manifest.json` written last. Whether a date reached the lake is kept in `publications`,
 so a date the store refused is published again by the next run.
@@ -11,7 +14,7 @@ from datetime import date
 
 import duckdb
 
-from warehouse import config, lake
+from warehouse import config, csv_safe, lake, queries
 
 FORMATS = ("parquet", "csv")
 DATE_COLUMNS = ("snapshot_date", "date")  # the column that dates a table's rows, in order of preference
@@ -53,12 +56,14 @@ def _render(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> 
         raise ExportError(f"an export date must be a date, not {day!r}")
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}: use {' or '.join(FORMATS)}")
-    frame = con.sql(f"select * from {table} where {tables[table]} = ? order by all", params=[day]).pl()
+    rows = (queries.published_offers(con, day) if table == "offers"  # the listings the day was derived from
+            else con.sql(f"select * from {table} where {tables[table]} = ?", params=[day]))
+    frame = rows.order("all").pl()
     buffer = io.BytesIO()
     if fmt == "parquet":
         frame.write_parquet(buffer)
     else:
-        frame.write_csv(buffer)
+        csv_safe.frame(frame).write_csv(buffer)
     return buffer.getvalue(), frame.height
 
 

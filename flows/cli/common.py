@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import duckdb
 import typer
 
-from flows.cli.output import Format
+from flows.cli.output import Format, terminal_text
 from warehouse import db
 
 if TYPE_CHECKING:
@@ -32,8 +32,11 @@ def err() -> Console:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print the message on stderr; the caller raises the returned Exit."""
-    err().print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    """Print the message on stderr, as text (never markup, never a terminal escape); the caller raises the
+    returned Exit."""
+    from rich.markup import escape
+
+    err().print(f"[red]error:[/red] {escape(terminal_text(message))}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
