@@ -6,7 +6,7 @@ import duckdb
 import polars as pl
 import typer
 
-from flows.cli.common import fail, gpu_names, open_read_only, resolve_name
+from flows.cli.common import GPUS, STREAMS, TOKENS, fail, gpu_names, open_read_only, resolve_name
 from flows.cli.output import Format, render
 from transforms import display, estimator, presets
 
@@ -57,12 +57,13 @@ def estimate(
                                               "fitted to benchmark throughput).")] = "measured",
     gpu: Annotated[list[str] | None, typer.Option(help="GPU name or a page's label; repeat for several (default: all).")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
-    context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
-    streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
-    tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it).")] = None,
-    input_tokens: Annotated[int | None, typer.Option(
+    context: Annotated[int, typer.Option(help="Tokens of context per stream.", **TOKENS)] = presets.DEFAULT_CONTEXT_TOKENS,
+    streams: Annotated[int, typer.Option(help="Concurrent streams per replica.", **STREAMS)] = presets.DEFAULT_STREAMS,
+    tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it).",
+                                           **GPUS)] = None,
+    input_tokens: Annotated[int | None, typer.Option(**TOKENS,
         help="Prompt tokens per request (measured; default: the context less the answer, or the context split at input_per_output, 3:1).")] = None,
-    output_tokens: Annotated[int | None, typer.Option(
+    output_tokens: Annotated[int | None, typer.Option(**TOKENS,
         help="Answer tokens per request (measured; default: the context less the prompt, or its share at input_per_output).")] = None,
     assignments: Annotated[list[str] | None, typer.Option("--set", help="Override a parameter: NAME=VALUE (repeat).")] = None,
     show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu.")] = False,

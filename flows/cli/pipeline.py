@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from flows.cli.common import FormatOption, fail, open_read_only, parse_day
+from flows.cli.common import DAYS, FormatOption, fail, open_read_only, parse_day
 from flows.cli.output import Format, Rows, render
 from warehouse import config, db, derived, export, lake, mirror, queries
 from warehouse.lock import WriterBusy
@@ -20,7 +20,7 @@ COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates
 
 
 def status(
-    runs: Annotated[int, typer.Option(help="How many recent runs to show.")] = 10,
+    runs: Annotated[int, typer.Option(min=1, max=10_000, help="How many recent runs to show.")] = 10,
     fmt: FormatOption = Format.table,
 ) -> None:
     """The last runs, each source's freshness (stale after 36 hours) and the tables' row counts."""
@@ -72,7 +72,7 @@ def export_cmd(
     tables: Annotated[list[str] | None, typer.Option("--table", help="Table to export (repeatable); default all.")] = None,
     day: Annotated[str | None, typer.Option("--date", help="YYYY-MM-DD; default the latest run's date.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
-    days: Annotated[int, typer.Option(help="Export this many days ending at --date.")] = 1,
+    days: Annotated[int, typer.Option(help="Export this many days ending at --date.", **DAYS)] = 1,
 ) -> None:
     """Write tables to <exports>/<table>/date=YYYY-MM-DD/ (hive layout, a folder or s3://), replacing the
     partition behind its manifest."""
@@ -164,7 +164,8 @@ def rebuild(
 def serve(
     cron: Annotated[str, typer.Option(help="When to run, as cron.")] = "0 2 * * *",
     timezone: Annotated[str, typer.Option(help="Time zone of the cron expression.")] = "UTC",
-    port: Annotated[int, typer.Option(help="Port of the local Prefect server started when PREFECT_API_URL is unset.")] = 4200,
+    port: Annotated[int, typer.Option(min=1, max=65535,
+                                      help="Port of the local Prefect server started when PREFECT_API_URL is unset.")] = 4200,
 ) -> None:
     """Serve the nightly flow on a schedule (starts a local Prefect server when none is configured)."""
     import os
