@@ -14,7 +14,7 @@ import pytest
 from flows.derive import EXPORTED
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
-from warehouse import archive, config, db, derived, lake
+from warehouse import archive, config, db, derived, lake, queries
 
 # (phase marker, seconds after it): spread over every step; the fetch phase also archives as it goes.
 KILL_POINTS = [("fetch", d) for d in (0.0, 0.03, 0.06, 0.1, 0.2, 0.3)] + [
@@ -73,7 +73,10 @@ def assert_healed(reference: dict[str, int]) -> None:
         orphans = con.execute("select count(*) from fetches where run_id not in (select run_id from runs)").fetchall()
         assert orphans == [(0,)]
         for table in EXPORTED:
-            stored = con.execute(f"select count(*) from {table} where snapshot_date = ?", [SNAPSHOT]).fetchall()[0][0]
+            # offers: the listings the day was derived from, never a killed run's left beside them
+            rows = (queries.published_offers(con, SNAPSHOT) if table == "offers"
+                    else con.sql(f"select * from {table} where snapshot_date = ?", params=[SNAPSHOT]))
+            stored = len(rows.fetchall())
             prefix = f"{table}/date=2026-11-27"
             manifest = lake.read_manifest(lake.open_store(config.exports_dir()), prefix)
             listed = sorted([lake.MANIFEST] + [entry["file"] for entry in manifest["files"]])
@@ -81,6 +84,13 @@ def assert_healed(reference: dict[str, int]) -> None:
             assert sorted(p.name for p in folder.iterdir()) == listed, table  # nothing stale or half-written
             exported = duckdb.sql(f"select count(*) from read_parquet('{folder}/*.parquet')").fetchall()[0][0]
             assert exported == stored == manifest["rows"], table
+        # Per provider, one run's whole fetch (the runs share the pinned clock, so which run is the day's is a tie)
+        exported = duckdb.sql(f"select provider, run_id, count(*) from read_parquet('{config.exports_dir()}/offers/"
+                              "date=2026-11-27/*.parquet') group by all").fetchall()
+        assert len({provider for provider, _, _ in exported}) == len(exported)
+        for provider, run_id, count in exported:
+            assert con.execute("select status, offers_loaded from fetches where run_id = ? and source = ?",
+                               [run_id, provider]).fetchone() == ("ok", count)
     for run_dir in (p for p in config.raw_dir().glob("*/*/*") if (p / archive.SUMMARY).exists()):
         responses = list(archive.read_responses(run_dir, ok_only=False))  # checks every body's sha256
         assert len(responses) == len(list(run_dir.glob("*.meta.json")))
