@@ -48,22 +48,24 @@ class Params:
 
     name: str = _doc("method name stored with every estimate (gains the overrides when any are set)")
     # Precision
-    precision_rule: str = _doc("what no --precision means: 'suggested' (page 000's rule) or 'native' (the model's)")
+    precision_rule: str = _doc("what no --precision means: 'suggested' (the bandwidth ceiling's rule) or "
+                               "'native' (the model's)")
     precision_ladder: str = _doc("precisions the suggested rule tries, highest first")
     bytes_bf16: float = _doc("bytes per parameter at BF16/FP16", "(0, 8]")
     bytes_fp8: float = _doc("bytes per parameter at FP8", "(0, 8]")
     bytes_int8: float = _doc("bytes per parameter at INT8", "(0, 8]")
-    bytes_int4: float = _doc("bytes per parameter at INT4/FP4 (page 001: 4.5 bits, values plus group scales)",
-                             "(0, 8]")
+    bytes_int4: float = _doc("bytes per parameter at INT4/FP4 (the per-step calculator: 4.5 bits, values plus "
+                             "group scales)", "(0, 8]")
     # Memory and sizing
-    weights_memory_factor: float = _doc("memory needed per byte of weights (page 000's k, which also covers KV)",
-                                        "(0, 10]")
+    weights_memory_factor: float = _doc("memory needed per byte of weights (the bandwidth ceiling's k, which also "
+                                        "covers KV)", "(0, 10]")
     runtime_gb: float = _doc("fixed memory per replica beyond the weights (activations, buffers)", "[0, 10000]")
     gpu_overhead_gb: float = _doc("memory each GPU of a replica loses to its runtime context", "[0, 10000]")
     kv_memory_factor: float = _doc("memory held per byte of KV cache (0: KV not modelled, no memory-full point)",
                                    "[0, 10]")
     fill_reserve_gb: float = _doc("extra headroom per GPU kept free when computing where memory fills", "[0, 10000]")
-    min_tp: int = _doc("smallest GPU group sized (page 000 always prices a whole 8-GPU node)", "[1, 4096]")
+    min_tp: int = _doc("smallest GPU group sized (the bandwidth ceiling always prices a whole 8-GPU node)",
+                       "[1, 4096]")
     node_gpus: int = _doc("GPUs in one node: the suggested rule's limit; wider groups are multi-node", "[1, 4096]")
     # Decode: memory time per step
     bandwidth_efficiency: float = _doc("fraction of peak memory bandwidth reached", "(0, 1]")
@@ -77,7 +79,7 @@ class Params:
     decode_flops_per_param: float = _doc("FLOPs per active parameter per generated token in decode (2 physically)",
                                          "[0, 100]")
     attention_flops_factor: float = _doc("multiplies the model's attention FLOPs per token of context", "[0, 100]")
-    attention_context_offset: int = _doc("tokens of context not attended to in decode (page 001: 128)",
+    attention_context_offset: int = _doc("tokens of context not attended to in decode (the per-step calculator: 128)",
                                          "[0, 10000000]")
     compute_efficiency: float = _doc("fraction of the tensor peak reached in decode", "(0, 1]")
     compute_at_precision: bool = _doc("use the precision's own tensor peak when the part has one (else BF16)")
@@ -87,7 +89,8 @@ class Params:
     pcie_penalty: float = _doc("throughput factor for multi-GPU groups on parts without a scale-up fabric", "(0, 1]")
     # Prefill
     prefill_mfu: float = _doc("fraction of the tensor peak reached in prefill", "(0, 1]")
-    prefill_active: str = _doc("parameters prefill FLOPs count: 'input' active or 'output' active (page 000)")
+    prefill_active: str = _doc("parameters prefill FLOPs count: 'input' active or 'output' active (the "
+                                "bandwidth ceiling)")
     prefill_attention_factor: float = _doc("multiplies attention FLOPs in prefill (average context: half the prompt)",
                                            "[0, 100]")
     # Whole requests (the measured method): prefill amortised, fitted efficiencies by precision and vendor
@@ -97,25 +100,38 @@ class Params:
                                          "(0, 1]")
     compute_efficiency_int4: float = _doc("fraction of the tensor peak reached in decode at INT4/FP4 (serving model)",
                                           "(0, 1]")
-    moe_compute_efficiency: float = _doc("a mixture of experts reaches this fraction of a dense model's compute "
-                                         "efficiency (many small expert matmuls)", "(0, 1]")
+    moe_compute_efficiency: float = _doc("a mixture of experts' routed experts (grouped matmuls over the few tokens "
+                                         "each expert gets) run at this fraction of the dense matmuls' efficiency, "
+                                         "in their weight reads, FLOPs and prefill (serving model)", "(0, 1]")
     vendor_efficiency_amd: float = _doc("AMD parts reach this fraction of what NVIDIA's do at the same specs",
                                         "(0, 10]")
     vendor_efficiency_intel: float = _doc("Intel parts reach this fraction of what NVIDIA's do at the same specs",
                                           "(0, 10]")
     step_overhead_s: float = _doc("fixed seconds per decode step (kernel launches, synchronisation, scheduling)",
                                   "[0, 10]")
+    request_overhead_s: float = _doc("host seconds per running request per decode step of one scheduler (batch "
+                                     "bookkeeping, sampling, stop checks), overlapped with the GPUs' step: it bounds "
+                                     "a step when the model's own work per token is small (serving model)", "[0, 10]")
     tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group", "[0, 10]")
     kv_fp8_when_quantized: bool = _doc("the KV cache is stored in FP8 when weights are FP8 or narrower")
     input_per_output: float = _doc("prompt tokens per answer token of a request given only its context (serving "
                                    "model): the request fills the context at this mix", "[0, 10000]")
+    kv_replicated: bool = _doc("tensor parallelism splits the KV cache by KV head over at most kv_heads GPUs: a "
+                               "wider attention group holds and reads each head's cache on group/kv_heads GPUs (a "
+                               "multi-head latent, MLA, is one head: every GPU holds it whole) (serving model)")
+    dp_attention_at_max_load: bool = _doc("at max load an MLA mixture of experts on a group runs data-parallel attention "
+                                          "with expert parallelism, as serving engines deploy it (serving model)")
+    max_running_requests: int = _doc("streams one data-parallel attention rank (else the replica) batches at most at "
+                                     "max load: the engine's limit (serving model; see ENGINE_MAX_RUNNING_REQUESTS)",
+                                     "[0, 1000000]")
     band_ratio_low: float = _doc("p10 of estimate/measured on held-out benchmarks: the band's high end (0: none)",
                                  "[0, 100]")
     band_ratio_high: float = _doc("p90 of estimate/measured on held-out benchmarks: the band's low end (0: none)",
                                   "[0, 100]")
     # Display
-    display: str = _doc("label style: 'integer' (page 000) or 'compact' (page 001: x.yk, integer, one decimal)")
-    rounding: str = _doc("how displayed numbers round ties: 'half_even' (both pages) or 'half_up'")
+    display: str = _doc("label style: 'integer' (the bandwidth ceiling) or 'compact' (the per-step calculator: "
+                        "x.yk, integer, one decimal)")
+    rounding: str = _doc("how displayed numbers round ties: 'half_even' (both reference methods) or 'half_up'")
 
     def __post_init__(self) -> None:
         choices = {
@@ -148,9 +164,20 @@ class Params:
 STEADY_DECODE = {
     "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
     "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0,
-    "step_overhead_s": 0.0, "tp_comm_s": 0.0, "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
-    "band_ratio_high": 0.0, "input_per_output": 0.0,
+    "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
+    "band_ratio_high": 0.0, "input_per_output": 0.0, "kv_replicated": False, "dp_attention_at_max_load": False,
+    "max_running_requests": 0,
 }
+# Documented defaults of the engines' batch limit per scheduler (a data-parallel attention rank, else the replica), the
+# streams a max-load benchmark can run at once when memory allows; a decode step's tokens stay within each engine's
+# token budget (8,192-32,768) at these batches, so the budget never binds first.
+# - TensorRT-LLM: trtllm-bench sizes max_batch_size to the requests its KV memory holds, capped at 4,096 per rank
+#   (tensorrt_llm/bench/tuning/heuristics.py, finetune_setting); the LLM API and trtllm-serve default to 2,048.
+# - SGLang: the request pool, min(max(KV tokens / context length x 512, 2048), 4096) per rank: 2,048 for the
+#   long-context models benchmarked (sglang model_runner, init_memory_pool).
+# - vLLM: max_num_seqs 1,024 on parts of 70 GiB or more other than A100, else 256 (vllm/engine/arg_utils.py,
+#   get_batch_defaults, from v0.9; 256 before).
+ENGINE_MAX_RUNNING_REQUESTS = {"TensorRT-LLM": 4096, "SGLang": 2048, "vLLM": 1024}
 
 CEILING = Params(
     name="ceiling",
@@ -239,10 +266,13 @@ MEASURED_BASE = replace(
     kv_fp8_when_quantized=True,
     tp_efficiency_floor=0.5,
     input_per_output=DEFAULT_INPUT_PER_OUTPUT,
+    kv_replicated=True,
+    dp_attention_at_max_load=True,
+    max_running_requests=2048,  # trtllm-serve's and the LLM API's max_batch_size, SGLang's request-pool floor
 )
 FITTED = ("bandwidth_efficiency", "compute_efficiency", "compute_efficiency_fp8", "compute_efficiency_int4",
           "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate",
-          "step_overhead_s", "tp_comm_s", "band_ratio_low", "band_ratio_high")
+          "step_overhead_s", "request_overhead_s", "tp_comm_s", "band_ratio_low", "band_ratio_high")
 
 
 def fitted(base: Params, values: dict) -> Params:

@@ -53,12 +53,17 @@ def _rounded(df: pl.DataFrame) -> pl.DataFrame:
 
 def estimate(
     model: Annotated[str | None, typer.Option(help="Model id (see `gpuledger models`); required but with --params.")] = None,
-    method: Annotated[str, typer.Option(help=f"Preset: {', '.join(presets.PRESETS)} (measured: a serving model "
-                                              "fitted to benchmark throughput).")] = "measured",
-    gpu: Annotated[list[str] | None, typer.Option(help="GPU name or a page's label; repeat for several (default: all).")] = None,
+    method: Annotated[str, typer.Option(help="measured (the serving model fitted to benchmark "
+                                              "throughput), calculator (the per-step calculator) or ceiling (the "
+                                              "bandwidth ceiling).")] = "measured",
+    gpu: Annotated[list[str] | None, typer.Option(help="GPU by name, unique prefix or short label (e.g. 'H200 141GB'); "
+                                                             "repeat for several (default: all).")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
     context: Annotated[int, typer.Option(help="Tokens of context per stream.", **TOKENS)] = presets.DEFAULT_CONTEXT_TOKENS,
     streams: Annotated[int, typer.Option(help="Concurrent streams per replica.", **STREAMS)] = presets.DEFAULT_STREAMS,
+    max_load: Annotated[bool, typer.Option(
+        "--max-load", help="Measured method: as many streams as memory and the engine's batch limit allow (instead of "
+                           "--streams), with data-parallel attention for an MLA mixture of experts on a group.")] = False,
     tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it).",
                                            **GPUS)] = None,
     input_tokens: Annotated[int | None, typer.Option(**TOKENS,
@@ -70,7 +75,7 @@ def estimate(
     show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters and exit.")] = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
 ) -> None:
-    """Roofline throughput of one model per GPU: sizing, memory, decode, prefill and power."""
+    """Throughput of one model per GPU by one estimator method: sizing, memory, decode, prefill and power."""
     try:
         params = presets.with_overrides(presets.preset(method), presets.parse_assignments(assignments or []))
         chosen_precision = presets.normalise_precision(precision) if precision else None
@@ -97,7 +102,8 @@ def estimate(
             out = estimator.curve(frames["models"], gpus, model_id, chosen_gpus[0], chosen_precision, context, params)
             render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}: tokens/s as streams grow ({params.name})")
             return
-        grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [context], [streams])
+        grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [context],
+                                   [None if max_load else streams])
         grid = grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64), **_lengths(params, input_tokens, output_tokens))
         out = estimator.estimate(frames["models"], gpus, grid, params)
     except estimator.EstimatorError as exc:
@@ -107,10 +113,13 @@ def estimate(
     out = out.select(*LEAD_COLUMNS, *TAIL_COLUMNS)
     if fmt in (Format.table, Format.markdown):
         render(
-            display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens", "streams"),
+            display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens",
+                                             *([] if max_load else ["streams"])),
             fmt,
-            title=f"{model_id}, {params.name}: {_request(out)} x {streams} streams (estimator {estimator.ESTIMATOR_VERSION})",
-            caption="~: the FP4 figure is estimated. uncertain: an input spec is uncertain or was solved from a page."
+            title=f"{model_id}, {params.name}: {_request(out)} x {'max-load' if max_load else streams} streams "
+                  f"(estimator {estimator.ESTIMATOR_VERSION})",
+            caption="~: the FP4 figure is estimated. uncertain: an input spec is uncertain, or was inferred from a "
+                    "published estimate's figures rather than a datasheet."
             + (f"\n{BAND_NOTE}" if params.band_ratio_low else ""),
         )
     else:

@@ -25,7 +25,8 @@ def report(
     day: Annotated[str | None, typer.Option("--date", help="The day to publish (YYYY-MM-DD); default the latest.")] = None,
     model: Annotated[list[str] | None, typer.Option(help="Only these models' pages (repeatable); default every model.")] = None,
     out: Annotated[str | None, typer.Option(metavar="FOLDER",
-                                            help="The report's root folder; default $GPULEDGER_EXPORTS/report.")] = None,
+                                            help="The report's root folder; default $GPULEDGER_EXPORTS/report, or "
+                                                 "$GPULEDGER_HOME/report when the exports are an object store.")] = None,
 ) -> None:
     """Write the day's market page and model pages as a static site that works offline; print its path."""
     from flows import report as site

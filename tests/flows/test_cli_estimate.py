@@ -119,3 +119,11 @@ def test_help_and_parameter_listing():
 def test_estimate_before_init_says_what_to_do(monkeypatch, tmp_path):
     monkeypatch.setenv("GPULEDGER_HOME", str(tmp_path / "empty"))
     assert "run `gpuledger init` first" in message("estimate", *PAGE_001)
+
+
+def test_max_load_batches_what_memory_and_the_engine_allow():
+    at = rows(gpuledger("estimate", "--model", "deepseek-r1", "--gpu", "B200 SXM", "--precision", "fp8", "--context",
+                        "2000", "--max-load", "-f", "csv").output)["B200 SXM"]
+    # data-parallel attention over the group: a batch limit per rank, past the single-scheduler limit
+    assert int(at["streams"]) == int(at["max_streams"]) > 4096
+    assert "max load (no streams) is a question for the measured method" in message("estimate", *PAGE_001, "--max-load")
