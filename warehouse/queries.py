@@ -15,11 +15,12 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-# Per source, the date's latest run whose fetch of it succeeded: the run the date's tables are built from.
+# Per source, the date's latest run whose fetch of it succeeded: the run the date's tables are built from (two
+# fetches started at the same moment, as with a pinned clock, are told apart by run id, so every reader agrees).
 _CHOSEN_RUNS = """
     with chosen as (
-        select source, arg_max(run_id, started_at) as run_id
-        from fetches where snapshot_date = $day and status = 'ok' group by source)
+        select source, run_id from fetches where snapshot_date = $day and status = 'ok'
+        qualify row_number() over (partition by source order by started_at desc, run_id desc) = 1)
 """
 
 
