@@ -86,6 +86,7 @@ def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules:
         *gates.volume_flags(today, queries.listing_history(con), day, rules),
         *gates.unknown_share_flags(offers, rules),
         *gates.quarantined_share_flags(quarantined.height, offers.height, rules),
+        *gates.absurd_api_price_flags(queries.quarantined_for_date(con, day)),
     ]
     return kept, quarantined, gates.verdict(reasons)
 

@@ -1,7 +1,8 @@
 """Loading what was fetched: parse (the parse made while fetching, else the archive), normalise, and load one
 source in one transaction, so a rebuild can re-load any archived run directory the same way.
 
-A parse or load failure is loaded as that source's failed `fetches` row; the other sources are not touched.
+A parse or load failure, whatever it raises, is loaded as that source's failed `fetches` row; the other sources
+are not touched.
 """
 
 import ctypes
@@ -15,7 +16,13 @@ from flows.fetch import FetchResult, SourceProgress, report_progress
 from scrapers import sources
 from scrapers.base import ParseResult, SourceError
 from transforms import api_prices, gpu_names
-from transforms.normalise import fx_rates_frame, listings_frame, normalise, rejections_frame
+from transforms.normalise import (
+    absurd_api_prices,
+    fx_rates_frame,
+    listings_frame,
+    normalise,
+    rejections_frame,
+)
 from warehouse import archive, catalog, config
 from warehouse.load import Batch, FetchRow, load_batch
 
@@ -52,13 +59,14 @@ def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult, parsed: ParseRe
     listings = parsed.frame if parsed.frame is not None else listings_frame(parsed.listings)
     needs_fx = listings.filter(pl.col("native_currency").str.to_uppercase() != "USD").height > 0
     rates = con.sql("select date, base, quote, rate, source from fx_rates").pl() if needs_fx else None
-    result = normalise(listings, rejections_frame(parsed.rejected), _gpu_names(con, fetched.source), rates,
-                       provider=fetched.source, run_id=fetched.run_id, snapshot_date=fetched.snapshot_date,
-                       quarantined_at=config.utc_now())
+    prices, absurd = absurd_api_prices(api_prices.api_prices_frame(parsed.api_prices))
+    result = normalise(listings, pl.concat([rejections_frame(parsed.rejected), absurd]),
+                       _gpu_names(con, fetched.source), rates, provider=fetched.source, run_id=fetched.run_id,
+                       snapshot_date=fetched.snapshot_date, quarantined_at=config.utc_now())
     notes = fetched.notes + parsed.notes
     if result.duplicates:
         notes.append(f"{result.duplicates} duplicate listing(s) (same offer id and price kind) kept once")
-    api = _api_batch(con, parsed, fetched) if parsed.api_prices or parsed.api_aliases else {}
+    api = _api_batch(con, prices, parsed.api_aliases, fetched) if parsed.api_prices or parsed.api_aliases else {}
     if api and api["unmapped_api_models"].height:
         notes.append(f"{api['unmapped_api_models'].height} API model(s) map to no catalogue model (unmapped_api_models)")
     row = _fetch_row(fetched, "ok", None, notes)
@@ -66,14 +74,15 @@ def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult, parsed: ParseRe
     return Batch(row, result.offers, result.quarantine, result.unmapped, fx_rates_frame(parsed.fx_rates), api)
 
 
-def _api_batch(con: duckdb.DuckDBPyConnection, parsed, fetched: FetchResult) -> dict[str, pl.DataFrame]:
+def _api_batch(con: duckdb.DuckDBPyConnection, prices: pl.DataFrame, aliases: list,
+               fetched: FetchResult) -> dict[str, pl.DataFrame]:
     """API prices mapped to the catalogue's models, their aliases and the unmapped ids, stamped with the run."""
     stamp = {"snapshot_date": pl.lit(fetched.snapshot_date), "run_id": pl.lit(fetched.run_id),
              "api_provider": pl.lit(fetched.source)}
     models = con.sql("select model_id, hf_repo, hf_ids, api_ids from models").pl()
-    mapped = api_prices.map_models(api_prices.api_prices_frame(parsed.api_prices), models)
+    mapped = api_prices.map_models(prices, models)
     return {"api_prices": mapped.with_columns(**stamp),
-            "api_aliases": api_prices.aliases_frame(parsed.api_aliases).with_columns(**stamp),
+            "api_aliases": api_prices.aliases_frame(aliases).with_columns(**stamp),
             "unmapped_api_models": api_prices.unmapped(mapped).with_columns(**stamp)}
 
 
@@ -125,6 +134,10 @@ def _load_source(con: duckdb.DuckDBPyConnection, fetched: FetchResult) -> FetchR
         del parsed
     except (SourceError, archive.ArchiveError) as exc:
         return load_batch(con, Batch(_fetch_row(fetched, "failed", str(exc), fetched.notes)))
+    except Exception as exc:  # whatever an answer makes the parse raise fails that source, never the night
+        log.exception("%s: parse failed unexpectedly", fetched.source)
+        error = f"{fetched.source}: unexpected {type(exc).__name__} reading its answers: {str(exc)[:200]}"
+        return load_batch(con, Batch(_fetch_row(fetched, "failed", error, fetched.notes)))
     _release_freed_memory()
     try:
         return load_batch(con, batch)

@@ -54,7 +54,8 @@ def _close_interrupted_runs(con) -> None:
 
 
 def publish(con, day: date, export_format: str, run_id: str):
-    """Derive the day's tables behind the quality gates, then export them to the lake (None: no export)."""
+    """Derive the day's tables behind the quality gates, then export them to the lake (None: no export). The
+    report follows once the run's quality is recorded (_write_report), so its pages say what the run found."""
     log.info("phase derive %s", day)
     counts, verdict = derive_date(con, day, DerivePlan())
     log.info("phase export %s", day)
@@ -62,8 +63,6 @@ def publish(con, day: date, export_format: str, run_id: str):
            if export_format else None)
     if pub and pub.error:
         log.warning("%s stays unpublished until the next run: %s", day, pub.error)
-    if export_format:
-        _write_report(con, day, run_id)
     return counts, verdict, pub
 
 
@@ -91,8 +90,8 @@ def lake_upkeep(con) -> None:
 
 
 def _write_report(con, day: date, run_id: str) -> None:
-    """The day's report pages after the exports, published beside them when the exports live in an object store;
-    a page that cannot be drawn or sent never fails the stored data."""
+    """The day's report pages after the exports and the run's quality, published beside them when the exports
+    live in an object store; a page that cannot be drawn or sent never fails the stored data."""
     from flows import report
 
     log.info("phase report %s", day)
@@ -167,6 +166,8 @@ def run(
             status = load.finish_run(con, run_id, quality=verdict and verdict.quality,
                                      quality_reasons=verdict and verdict.text, publication=pub and pub.status,
                                      mirror=mirror_state(mirrored))
+            if derive and export_format:
+                _write_report(con, day, run_id)
     log.info("phase done %s: %s", run_id, status)
     warnings = [w for w in (pub and pub.error, mirrored and mirrored.error) if w]
     return RunSummary(run_id, day.isoformat(), status, verdict and verdict.quality, {r.source: r.status for r in rows},
@@ -212,11 +213,14 @@ def rebuild(start: date, end: date | None = None, export_format: str = "parquet"
                     ingest.load_source(con, run_dir)
                 if run_id not in known:
                     load.finish_run(con, run_id)
-            counts, verdict, pub = publish(con, day, export_format, f"rebuild-{config.utc_now():%Y%m%dT%H%M%SZ}")
+            rebuild_id = f"rebuild-{config.utc_now():%Y%m%dT%H%M%SZ}"
+            counts, verdict, pub = publish(con, day, export_format, rebuild_id)
             latest = con.execute("select arg_max(run_id, started_at) from runs where snapshot_date = ?", [day]).fetchall()
             if latest[0][0]:
                 con.execute("update runs set quality = ?, quality_reasons = ? where run_id = ?",
                             [verdict.quality, verdict.text, latest[0][0]])
+            if export_format:
+                _write_report(con, day, rebuild_id)
         done[day.isoformat()] = counts | {"quality": verdict.quality, "archived_fetches": len(run_dirs),
                                           "restored_files": restored, "publication": pub and pub.status}
         log.info("rebuilt %s from %d archived fetches", day, len(run_dirs))

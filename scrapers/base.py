@@ -52,11 +52,15 @@ def json_body(raw: RawResponse) -> Any:
 
 
 def loads(text: bytes | str) -> Any:
-    """JSON as json_body reads it: orjson, else the standard library (NaN, numbers beyond a double)."""
+    """JSON as json_body reads it: orjson, else the standard library (NaN, numbers beyond a double); a ValueError
+    for JSON nested too deep to read (orjson refuses past 1,024 levels, the standard library would recurse)."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ValueError("nested too deep to read") from None
 
 
 @contextmanager

@@ -32,6 +32,9 @@ ECB_PATH = "/stats/eurofxref/eurofxref-daily.xml"
 FRANKFURTER_PATH = "/v1/latest"
 BUNDLED_URL = "package:currency_converter/eurofxref-hist.zip"
 ECB_NS = {"e": "http://www.ecb.int/vocabulary/2002-08-01/eurofxref"}
+# Units of one currency per unit of another: published rates run from about 0.3 (KWD per USD) to about 20,000
+# (IDR per EUR); a rate outside these bounds is a broken feed, never a market.
+RATE_BOUNDS = (1e-6, 1e7)
 
 
 async def fetch(client, settings) -> list[RawResponse]:
@@ -100,15 +103,22 @@ def rates_of(raw: RawResponse) -> list[tuple[FxRate | None, Rejection | None]]:
 def _rate(raw: RawResponse, day: date, base: str, quote, value, source: str) -> tuple:
     field = f"rates.{quote}"
     try:
-        if not isinstance(quote, str) or len(quote) != 3:
+        if not _is_code(quote):
             raise RecordError("currency", f"not a currency code: {quote!r}")
         rate = number(value, field, allow_none=False)
         if rate <= 0:
             raise RecordError(field, f"not a positive rate: {value!r}")
+        if not RATE_BOUNDS[0] <= rate <= RATE_BOUNDS[1]:
+            raise RecordError(field, f"rate {value!r} is outside the bounds {RATE_BOUNDS[0]:g} to {RATE_BOUNDS[1]:g}")
     except RecordError as exc:
         return None, Rejection(quote if isinstance(quote, str) else None, exc.field, exc.reason,
                                {"date": day.isoformat(), "base": base, "quote": quote, "rate": value, "source": source})
     return FxRate(day, base, quote.upper(), rate, source, raw.fetched_at), None
+
+
+def _is_code(text) -> bool:
+    """Three ASCII letters (ISO 4217), so no control character or markup ever passes for a currency."""
+    return isinstance(text, str) and len(text) == 3 and text.isascii() and text.isalpha()
 
 
 def _date(raw: RawResponse, value, field: str) -> date:
@@ -137,7 +147,7 @@ def _frankfurter(raw: RawResponse) -> list[tuple]:
     if not isinstance(data, dict) or not isinstance(data.get("rates"), dict) or not data["rates"]:
         raise SchemaError(NAME, raw.path, "missing or empty", field="rates")
     base = data.get("base")
-    if not isinstance(base, str) or len(base) != 3:
+    if not _is_code(base):
         raise SchemaError(NAME, raw.path, f"not a currency code: {base!r}", field="base")
     when = _date(raw, data.get("date"), "date")
     return [_rate(raw, when, base.upper(), quote, value, "frankfurter") for quote, value in data["rates"].items()]

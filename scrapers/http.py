@@ -2,6 +2,10 @@
 
 Every final response (success, or the last failure) is recorded with credentials kept out (URL query
 parameters, redacted JSON keys, no request headers), so the caller can archive it before anything parses it.
+
+Redirects are judged here, not by httpx: one is followed only within the origin (scheme, host and port) of the
+request, only for a GET that carries no credential, and at most MAX_REDIRECTS times; any other fails the source
+with the reason, so a credential is sent to the configured host and nowhere else.
 """
 
 import asyncio
@@ -33,6 +37,7 @@ SECRET_PARAMS = {"api_key", "apikey", "key", "token", "access_token", "refresh_t
 # (and the wire length/encoding, which do not describe the decoded, possibly redacted, stored body).
 KEPT_HEADERS = ("content-type", "date", "retry-after", "ratelimit",
                 "ratelimit-policy", "x-ratelimit-remaining", "x-ratelimit-reset")
+MAX_REDIRECTS = 5
 
 
 def user_agent() -> str:
@@ -87,13 +92,14 @@ def _ssl_context():
 
 
 def make_client(http: HttpSettings, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
-    """An AsyncClient with explicit timeouts and the project's User-Agent."""
+    """An AsyncClient with explicit timeouts and the project's User-Agent that never follows a redirect itself
+    (SourceClient decides which redirect to follow)."""
     return httpx.AsyncClient(
         timeout=httpx.Timeout(http.read_timeout_s, connect=http.connect_timeout_s),
         headers={"User-Agent": user_agent()},
         transport=transport,
         verify=_ssl_context(),
-        follow_redirects=True,
+        follow_redirects=False,
     )
 
 
@@ -110,6 +116,13 @@ def retry_after_s(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, moment.timestamp() - time.time())
+
+
+def _origin(url: httpx.URL) -> tuple[str, str]:
+    """(scheme, host[:port]) with the scheme's default port left out, so http://h and http://h:80 are one origin."""
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    port = url.port if url.port not in (None, default) else None
+    return url.scheme, url.host + (f":{port}" if port else "")
 
 
 class _Retryable(Exception):
@@ -257,21 +270,35 @@ class SourceClient:
                 await self._sleep(wait)
 
     async def _attempt(self, method, url, params, json_body, headers, redact_keys) -> tuple[RawResponse, bytes]:
-        """One request: (the response as it will be archived, the body as received)."""
+        """One request and the redirects it may follow: (the response as it will be archived, the body as
+        received). A redirect that is not followed is recorded and fails the request with the reason."""
         await self._pace()
         self.requests += 1
         self._last_start = self._clock()
         fetched_at = config.utc_now()
+        request = self._client.build_request(method, url, params=params, json=json_body, headers=headers)
+        refused = None
         try:
-            async with asyncio.timeout(self.http.deadline_s), \
-                    self._client.stream(method, url, params=params, json=json_body, headers=headers) as resp:
-                self.last_status = resp.status_code
-                body = await self._read_capped(resp, f"{self.source}: {method} {resp.request.url.path}")
-                request_body = resp.request.content.decode("utf-8", "replace") if resp.request.content else None
-                kept = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
-                final_url = str(resp.request.url)
+            async with asyncio.timeout(self.http.deadline_s):
+                for hop in range(MAX_REDIRECTS + 1):
+                    resp = await self._client.send(request, stream=True)
+                    try:
+                        self.last_status = resp.status_code
+                        refused = self._refused(request, resp, hop) if resp.next_request else None
+                        if resp.next_request and not refused:
+                            request = resp.next_request
+                            await request.aread()  # the body httpx carries over, readable like the first one's
+                            self.requests += 1  # a hop is a request sent like any other
+                            continue
+                        body = await self._read_capped(resp, f"{self.source}: {method} {request.url.path}")
+                    finally:
+                        await resp.aclose()
+                    break
         except TimeoutError:  # asyncio.timeout's; httpx reports its own timeouts as httpx.TimeoutException
             raise DeadlineExceeded(f"response not complete within {self.http.deadline_s:g} s") from None
+        request_body = request.content.decode("utf-8", "replace") if request.content else None
+        kept = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
+        final_url = str(request.url)
         # Bodies are archived untouched except for redact_keys (the OAuth token exchange): replacing credential
         # values by substring could corrupt prices, and providers do not echo credentials in catalogue bodies.
         stored, redacted = redact_json(body, redact_keys)
@@ -289,7 +316,31 @@ class SourceClient:
             request_body=request_body,
             redacted=redacted,
         )
+        if refused:
+            self.record(raw)
+            raise SourceError(f"{self.source}: {method} {urlsplit(url).path or '/'}: {self.scrub(refused)}")
         return raw, body
+
+    def _refused(self, request: httpx.Request, resp: httpx.Response, hop: int) -> str | None:
+        """Why the redirect resp asks for is not followed, or None to follow it."""
+        target = resp.next_request.url
+        refused = f"HTTP {resp.status_code} redirect to {redact_url(str(target))[:200]} refused"
+        if _origin(target) != _origin(request.url):
+            return f"{refused}: it leaves {urlunsplit((*_origin(request.url)[:2], '', '', ''))}"
+        if request.method != "GET":
+            return f"{refused}: only a GET follows a redirect, this is a {request.method}"
+        if self._carries_secret(request):
+            return f"{refused}: the request carries a credential"
+        if hop >= MAX_REDIRECTS:
+            return f"{refused}: more than {MAX_REDIRECTS} redirects"
+        return None
+
+    def _carries_secret(self, request: httpx.Request) -> bool:
+        """Whether the request holds a credential: an Authorization or Cookie header, or any known secret value."""
+        if "authorization" in request.headers or "cookie" in request.headers:
+            return True
+        sent = [str(request.url), *request.headers.values(), request.content.decode("utf-8", "replace")]
+        return any(secret in text for secret in self.secrets for text in sent)
 
     async def _read_capped(self, resp: httpx.Response, where: str) -> bytes:
         declared = resp.headers.get("content-length")

@@ -41,9 +41,15 @@ async def fetch(client, settings) -> list[RawResponse]:
 
 
 def usd_per_mtok(value: Any, field: str) -> float | None:
-    """USD per token (a string, as OpenRouter sends it, or a JSON number) -> USD per million tokens."""
+    """USD per token (a string, as OpenRouter sends it, or a JSON number) -> USD per million tokens; a price too
+    large to hold at that step (from about 1e13 USD per token) is refused like any unreadable price."""
     decimal = _decimal(value, field)
-    return None if decimal is None else float(decimal.scaleb(PER_MILLION).quantize(QUANTUM, ROUND_HALF_EVEN))
+    if decimal is None:
+        return None
+    try:
+        return float(decimal.scaleb(PER_MILLION).quantize(QUANTUM, ROUND_HALF_EVEN))
+    except InvalidOperation:
+        raise RecordError(field, f"price {str(value)[:40]!r} USD per token is out of range") from None
 
 
 def _decimal(value: Any, field: str) -> Decimal | None:

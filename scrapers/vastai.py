@@ -259,8 +259,8 @@ def _kept_fields(raw: RawResponse) -> tuple[list[dict], list[bytes]] | None:
             answer = _ANSWER.decode(raw.body)
             texts = answer if isinstance(answer, list) else answer.offers
             records = [msgspec.to_builtins(_KEPT.decode(t)) for t in texts]
-    except msgspec.DecodeError:  # also a ValidationError: a record that is not an object, a number out of range
-        return None
+    except (msgspec.DecodeError, RecursionError):  # also a ValidationError: a record that is not an object, a
+        return None  # number out of range; RecursionError: nested too deep (offers_of says so)
     if not all((kind := type(v)) is not int and kind is not list and kind is not dict or _read_alike(v)
                for record in records for v in record.values()):
         return None

@@ -11,6 +11,10 @@ from transforms import gpu_names
 from transforms.fx import attach_usd_rate
 
 MAX_USD_PER_GPU_HR = 100.0  # no GPU rents for more; a price above it is a unit or parsing error
+# No API asks more per million tokens (the dearest text models list a few hundred dollars out); above it, the
+# price is a unit or parsing error ("1000" USD per token would publish $1,000,000,000 per million).
+MAX_USD_PER_MTOK = 1000.0
+API_PRICE_COLUMNS = ("usd_per_mtok_input", "usd_per_mtok_output", "usd_per_mtok_cache_read")
 
 REJECTION_SCHEMA = {"offer_id": pl.String, "price_kind": pl.String, "field": pl.String, "reason": pl.String,
                     "record": pl.String}
@@ -64,6 +68,24 @@ def _problem(usd_per_gpu_hr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
         field = pl.when(condition).then(f).otherwise(field)
         reason = pl.when(condition).then(r).otherwise(reason)
     return field, reason
+
+
+def absurd_api_prices(prices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the API price tiers kept, a rejection per tier with a price above MAX_USD_PER_MTOK naming the first such
+    column), from transforms/api_prices.py's frame: like an absurd GPU price, never stored as a price."""
+    field, reason = pl.lit(None, pl.String), pl.lit(None, pl.String)
+    for column in reversed(API_PRICE_COLUMNS):
+        above = pl.col(column) > MAX_USD_PER_MTOK
+        field = pl.when(above).then(pl.lit(column)).otherwise(field)
+        reason = pl.when(above).then(pl.format(f"absurd price: {{}} USD per million tokens, above {MAX_USD_PER_MTOK:g}",
+                                               pl.col(column))).otherwise(reason)
+    marked = prices.with_columns(_field=field, _reason=reason)
+    absurd = marked.filter(pl.col("_reason").is_not_null())
+    rejections = absurd.select(
+        pl.col("api_model_id").alias("offer_id"), "price_kind", pl.col("_field").alias("field"),
+        pl.col("_reason").alias("reason"),
+        pl.Series("record", [json_text(r) for r in absurd.drop("_field", "_reason").to_dicts()], dtype=pl.String))
+    return marked.filter(pl.col("_reason").is_null()).drop("_field", "_reason"), rejections
 
 
 def normalise(

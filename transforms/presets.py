@@ -30,8 +30,16 @@ def normalise_precision(name: str) -> str:
     return key
 
 
-def _doc(text: str):
-    return field(metadata={"doc": text})
+def _doc(text: str, interval: str | None = None):
+    """A parameter's description and, for a number, the interval it must lie in: "(0, 1]" is above 0 and at most
+    1; "[1, inf]" admits infinity. NaN lies in none."""
+    return field(metadata={"doc": text, "range": interval})
+
+
+def _within(value: float, interval: str) -> bool:
+    low, high = (float(bound) for bound in interval[1:-1].split(","))
+    above = value > low if interval[0] == "(" else value >= low
+    return above and (value < high if interval[-1] == ")" else value <= high)
 
 
 @dataclass(frozen=True)
@@ -43,67 +51,83 @@ class Params:
     precision_rule: str = _doc("what no --precision means: 'suggested' (the bandwidth ceiling's rule) or "
                                "'native' (the model's)")
     precision_ladder: str = _doc("precisions the suggested rule tries, highest first")
-    bytes_bf16: float = _doc("bytes per parameter at BF16/FP16")
-    bytes_fp8: float = _doc("bytes per parameter at FP8")
-    bytes_int8: float = _doc("bytes per parameter at INT8")
+    bytes_bf16: float = _doc("bytes per parameter at BF16/FP16", "(0, 8]")
+    bytes_fp8: float = _doc("bytes per parameter at FP8", "(0, 8]")
+    bytes_int8: float = _doc("bytes per parameter at INT8", "(0, 8]")
     bytes_int4: float = _doc("bytes per parameter at INT4/FP4 (the per-step calculator: 4.5 bits, values plus "
-                             "group scales)")
+                             "group scales)", "(0, 8]")
     # Memory and sizing
     weights_memory_factor: float = _doc("memory needed per byte of weights (the bandwidth ceiling's k, which also "
-                                        "covers KV)")
-    runtime_gb: float = _doc("fixed memory per replica beyond the weights (activations, buffers)")
-    gpu_overhead_gb: float = _doc("memory each GPU of a replica loses to its runtime context")
-    kv_memory_factor: float = _doc("memory held per byte of KV cache (0: KV not modelled, no memory-full point)")
-    fill_reserve_gb: float = _doc("extra headroom per GPU kept free when computing where memory fills")
-    min_tp: int = _doc("smallest GPU group sized (the bandwidth ceiling always prices a whole 8-GPU node)")
-    node_gpus: int = _doc("GPUs in one node: the suggested rule's limit; wider groups are multi-node")
+                                        "covers KV)", "(0, 10]")
+    runtime_gb: float = _doc("fixed memory per replica beyond the weights (activations, buffers)", "[0, 10000]")
+    gpu_overhead_gb: float = _doc("memory each GPU of a replica loses to its runtime context", "[0, 10000]")
+    kv_memory_factor: float = _doc("memory held per byte of KV cache (0: KV not modelled, no memory-full point)",
+                                   "[0, 10]")
+    fill_reserve_gb: float = _doc("extra headroom per GPU kept free when computing where memory fills", "[0, 10000]")
+    min_tp: int = _doc("smallest GPU group sized (the bandwidth ceiling always prices a whole 8-GPU node)",
+                       "[1, 4096]")
+    node_gpus: int = _doc("GPUs in one node: the suggested rule's limit; wider groups are multi-node", "[1, 4096]")
     # Decode: memory time per step
-    bandwidth_efficiency: float = _doc("fraction of peak memory bandwidth reached")
-    tp_derate: float = _doc("tensor-parallel efficiency lost per doubling of the group: 1 - derate*log2(tp)")
-    tp_efficiency_floor: float = _doc("tensor-parallel efficiency never drops below this (very wide groups)")
-    kv_read_factor: float = _doc("KV bytes read per step per byte cached (0: ignore KV reads)")
+    bandwidth_efficiency: float = _doc("fraction of peak memory bandwidth reached", "(0, 1]")
+    tp_derate: float = _doc("tensor-parallel efficiency lost per doubling of the group: 1 - derate*log2(tp)",
+                            "[0, 1)")
+    tp_efficiency_floor: float = _doc("tensor-parallel efficiency never drops below this (very wide groups)",
+                                      "(0, 1]")
+    kv_read_factor: float = _doc("KV bytes read per step per byte cached (0: ignore KV reads)", "[0, 10]")
     expert_coverage: bool = _doc("MoE reads the expected expert coverage 1-(1-k/E)^B at B streams (else active only)")
     # Decode: compute time per step
-    decode_flops_per_param: float = _doc("FLOPs per active parameter per generated token in decode (2 physically)")
-    attention_flops_factor: float = _doc("multiplies the model's attention FLOPs per token of context")
-    attention_context_offset: int = _doc("tokens of context not attended to in decode (the per-step calculator: 128)")
-    compute_efficiency: float = _doc("fraction of the tensor peak reached in decode")
+    decode_flops_per_param: float = _doc("FLOPs per active parameter per generated token in decode (2 physically)",
+                                         "[0, 100]")
+    attention_flops_factor: float = _doc("multiplies the model's attention FLOPs per token of context", "[0, 100]")
+    attention_context_offset: int = _doc("tokens of context not attended to in decode (the per-step calculator: 128)",
+                                         "[0, 10000000]")
+    compute_efficiency: float = _doc("fraction of the tensor peak reached in decode", "(0, 1]")
     compute_at_precision: bool = _doc("use the precision's own tensor peak when the part has one (else BF16)")
     step_time: str = _doc("how memory and compute time combine per step: 'sum' or 'max'")
-    batch_gain_max: float = _doc("batching multiplies single-stream decode by at most this (inf: the roofline decides)")
-    pcie_penalty: float = _doc("throughput factor for multi-GPU groups on parts without a scale-up fabric")
+    batch_gain_max: float = _doc("batching multiplies single-stream decode by at most this (inf: the roofline decides)",
+                                 "[1, inf]")
+    pcie_penalty: float = _doc("throughput factor for multi-GPU groups on parts without a scale-up fabric", "(0, 1]")
     # Prefill
-    prefill_mfu: float = _doc("fraction of the tensor peak reached in prefill")
+    prefill_mfu: float = _doc("fraction of the tensor peak reached in prefill", "(0, 1]")
     prefill_active: str = _doc("parameters prefill FLOPs count: 'input' active or 'output' active (the "
                                 "bandwidth ceiling)")
-    prefill_attention_factor: float = _doc("multiplies attention FLOPs in prefill (average context: half the prompt)")
+    prefill_attention_factor: float = _doc("multiplies attention FLOPs in prefill (average context: half the prompt)",
+                                           "[0, 100]")
     # Whole requests (the measured method): prefill amortised, fitted efficiencies by precision and vendor
     serving_model: bool = _doc("whole requests: prefill of the prompt amortised over the answer, decode at the mean "
                                "context, the fitted efficiencies below (else steady decode at the full context)")
-    compute_efficiency_fp8: float = _doc("fraction of the tensor peak reached in decode at FP8/INT8 (serving model)")
-    compute_efficiency_int4: float = _doc("fraction of the tensor peak reached in decode at INT4/FP4 (serving model)")
+    compute_efficiency_fp8: float = _doc("fraction of the tensor peak reached in decode at FP8/INT8 (serving model)",
+                                         "(0, 1]")
+    compute_efficiency_int4: float = _doc("fraction of the tensor peak reached in decode at INT4/FP4 (serving model)",
+                                          "(0, 1]")
     moe_compute_efficiency: float = _doc("a mixture of experts' routed experts (grouped matmuls over the few tokens "
                                          "each expert gets) run at this fraction of the dense matmuls' efficiency, "
-                                         "in their weight reads, FLOPs and prefill (serving model)")
-    vendor_efficiency_amd: float = _doc("AMD parts reach this fraction of what NVIDIA's do at the same specs")
-    vendor_efficiency_intel: float = _doc("Intel parts reach this fraction of what NVIDIA's do at the same specs")
-    step_overhead_s: float = _doc("fixed seconds per decode step (kernel launches, synchronisation, scheduling)")
+                                         "in their weight reads, FLOPs and prefill (serving model)", "(0, 1]")
+    vendor_efficiency_amd: float = _doc("AMD parts reach this fraction of what NVIDIA's do at the same specs",
+                                        "(0, 10]")
+    vendor_efficiency_intel: float = _doc("Intel parts reach this fraction of what NVIDIA's do at the same specs",
+                                          "(0, 10]")
+    step_overhead_s: float = _doc("fixed seconds per decode step (kernel launches, synchronisation, scheduling)",
+                                  "[0, 10]")
     request_overhead_s: float = _doc("host seconds per running request per decode step of one scheduler (batch "
                                      "bookkeeping, sampling, stop checks), overlapped with the GPUs' step: it bounds "
-                                     "a step when the model's own work per token is small (serving model)")
-    tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group")
+                                     "a step when the model's own work per token is small (serving model)", "[0, 10]")
+    tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group", "[0, 10]")
     kv_fp8_when_quantized: bool = _doc("the KV cache is stored in FP8 when weights are FP8 or narrower")
     input_per_output: float = _doc("prompt tokens per answer token of a request given only its context (serving "
-                                   "model): the request fills the context at this mix")
+                                   "model): the request fills the context at this mix", "[0, 10000]")
     kv_replicated: bool = _doc("tensor parallelism splits the KV cache by KV head over at most kv_heads GPUs: a "
                                "wider attention group holds and reads each head's cache on group/kv_heads GPUs (a "
                                "multi-head latent, MLA, is one head: every GPU holds it whole) (serving model)")
     dp_attention_at_max_load: bool = _doc("at max load an MLA mixture of experts on a group runs data-parallel attention "
                                           "with expert parallelism, as serving engines deploy it (serving model)")
     max_running_requests: int = _doc("streams one data-parallel attention rank (else the replica) batches at most at "
-                                     "max load: the engine's limit (serving model; see ENGINE_MAX_RUNNING_REQUESTS)")
-    band_ratio_low: float = _doc("p10 of estimate/measured on held-out benchmarks: the band's high end (0: none)")
-    band_ratio_high: float = _doc("p90 of estimate/measured on held-out benchmarks: the band's low end (0: none)")
+                                     "max load: the engine's limit (serving model; see ENGINE_MAX_RUNNING_REQUESTS)",
+                                     "[0, 1000000]")
+    band_ratio_low: float = _doc("p10 of estimate/measured on held-out benchmarks: the band's high end (0: none)",
+                                 "[0, 100]")
+    band_ratio_high: float = _doc("p90 of estimate/measured on held-out benchmarks: the band's low end (0: none)",
+                                  "[0, 100]")
     # Display
     display: str = _doc("label style: 'integer' (the bandwidth ceiling) or 'compact' (the per-step calculator: "
                         "x.yk, integer, one decimal)")
@@ -122,8 +146,10 @@ class Params:
                 raise ParamError(f"{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
         for precision in self.ladder:
             normalise_precision(precision)
-        if self.min_tp < 1 or self.node_gpus < 1:
-            raise ParamError("min_tp and node_gpus must be at least 1")
+        for item in fields(self):
+            interval, value = item.metadata.get("range"), getattr(self, item.name)
+            if interval and not _within(value, interval):
+                raise ParamError(f"{item.name} must lie in {interval}, not {value!r}")
 
     @property
     def ladder(self) -> tuple[str, ...]:
@@ -273,8 +299,9 @@ def preset(name: str) -> Params:
 
 
 def parameter_docs() -> list[tuple[str, str]]:
-    """(name, description) for every overridable parameter, in declaration order."""
-    return [(f.name, f.metadata["doc"]) for f in fields(Params) if f.name != "name"]
+    """(name, description with the interval a number must lie in) for every overridable parameter, in order."""
+    return [(f.name, f.metadata["doc"] + (f" {f.metadata['range']}" if f.metadata["range"] else ""))
+            for f in fields(Params) if f.name != "name"]
 
 
 def _convert(name: str, text: str, kind: type):

@@ -6,6 +6,8 @@ from datetime import date, datetime
 
 import polars as pl
 
+from transforms.normalise import API_PRICE_COLUMNS, MAX_USD_PER_MTOK
+
 
 @dataclass(frozen=True)
 class QualityRules:
@@ -114,6 +116,19 @@ def quarantined_share_flags(quarantined: int, listings: int, rules: QualityRules
     if listings and quarantined / listings > rules.max_quarantined_share:
         return [f"price sanity quarantined {quarantined} of {listings} listings ({quarantined / listings:.0%})"]
     return []
+
+
+def absurd_api_price_flags(quarantined: pl.DataFrame) -> list[str]:
+    """API prices the day's fetches refused as absurd (above normalise.MAX_USD_PER_MTOK), naming model and field:
+    a provider sending them has a broken feed, whose other prices deserve a look."""
+    absurd = quarantined.filter(pl.col("field").is_in(API_PRICE_COLUMNS))
+    return [
+        f"{r['provider']}: {r['len']} API price(s) above {MAX_USD_PER_MTOK:g} USD per million tokens quarantined: "
+        f"{r['names']}"
+        for r in absurd.group_by("provider").agg(
+            pl.len(), names=pl.format("{} ({})", "offer_id", "field").sort().head(5).str.join(", ")
+        ).sort("provider").iter_rows(named=True)
+    ]
 
 
 def verdict(reasons: list[str]) -> Verdict:

@@ -6,6 +6,9 @@ partition and says what made it (warehouse/delta.py). CSV, for spreadsheets, goe
 folder holds only what its log lists: engines that vacuum remove anything else). Whether a date reached the lake is
 kept in `publications`, so a date the store refused is published again by the next run; when each Delta table was
 last compacted, vacuumed and checkpointed, in `lake_upkeep`.
+
+`offers` holds the listings the date's tables were derived from (per provider, the latest run whose fetch
+succeeded), never an interrupted or superseded run's; CSV text is spreadsheet-safe (warehouse/csv_safe.py).
 """
 
 import io
@@ -17,7 +20,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from warehouse import config, db, delta, lake
+from warehouse import config, csv_safe, db, delta, lake, queries
 
 FORMATS = ("parquet", "csv")
 DATE_COLUMNS = ("snapshot_date", "date")  # the column that dates a table's rows, in order of preference
@@ -75,14 +78,16 @@ def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -
         raise ExportError(f"an export date must be a date, not {day!r}")
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}: use {' or '.join(FORMATS)}")
-    return con.sql(f"select * from {table} where {tables[table]} = ? order by all", params=[day]), tables[table]
+    relation = (queries.published_offers(con, day) if table == "offers"  # the listings the day was derived from
+                else con.sql(f"select * from {table} where {tables[table]} = ?", params=[day]))
+    return relation.order("all"), tables[table]
 
 
 def _render(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[bytes, int]:
     relation, _ = _day_rows(con, table, day, fmt)
     frame = relation.pl()
     buffer = io.BytesIO()
-    frame.write_csv(buffer)
+    csv_safe.frame(frame).write_csv(buffer)
     return buffer.getvalue(), frame.height
 
 

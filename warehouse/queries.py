@@ -15,16 +15,34 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-def offers_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
-    """The date's offers: per provider, those of the latest run whose fetch of that provider succeeded."""
+# Per source, the date's latest run whose fetch of it succeeded: the run the date's tables are built from (two
+# fetches started at the same moment, as with a pinned clock, are told apart by run id, so every reader agrees).
+_CHOSEN_RUNS = """
+    with chosen as (
+        select source, run_id from fetches where snapshot_date = $day and status = 'ok'
+        qualify row_number() over (partition by source order by started_at desc, run_id desc) = 1)
+"""
+
+
+def published_offers(con: duckdb.DuckDBPyConnection, day: date) -> duckdb.DuckDBPyRelation:
+    """The date's offers: per provider, those of the latest run whose fetch of that provider succeeded (an
+    interrupted or replaced run's listings are not the day's)."""
     return con.sql(
-        """
-        with chosen as (
-            select source, arg_max(run_id, started_at) as run_id
-            from fetches where snapshot_date = $day and status = 'ok' group by source)
-        select o.* from offers o join chosen c on o.provider = c.source and o.run_id = c.run_id
-        where o.snapshot_date = $day
-        """,
+        _CHOSEN_RUNS + "select o.* from offers o join chosen c on o.provider = c.source and o.run_id = c.run_id "
+                       "where o.snapshot_date = $day",
+        params={"day": day},
+    )
+
+
+def offers_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    return published_offers(con, day).pl()
+
+
+def quarantined_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """What the date's chosen fetches (those of offers_for_date) quarantined as they were read."""
+    return con.sql(
+        _CHOSEN_RUNS + "select q.* from quarantine q join chosen c on q.provider = c.source and q.run_id = c.run_id "
+                       "where q.snapshot_date = $day and q.stage = 'parse'",
         params={"day": day},
     ).pl()
 

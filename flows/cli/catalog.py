@@ -5,7 +5,7 @@ from typing import Annotated
 import duckdb
 import typer
 
-from flows.cli.common import FormatOption, fail, open_read_only
+from flows.cli.common import FormatOption, fail, open_read_only, within
 from flows.cli.output import Format, Rows, render
 from warehouse import config, db
 from warehouse.lock import WriterBusy, writer_lock
@@ -50,7 +50,8 @@ def _catalog_rows(query: str, params: list | None = None) -> Rows:
 def gpus(
     vendor: Annotated[str | None, typer.Option(help="Only this vendor (NVIDIA, AMD, ...).")] = None,
     resolve: Annotated[str | None, typer.Option(help="Show which part a provider's raw GPU name maps to, and why.")] = None,
-    memory: Annotated[float | None, typer.Option(help="With --resolve: the per-GPU memory (GB) the listing reports.")] = None,
+    memory: Annotated[float | None, typer.Option(callback=within(0, 100_000, above=True),
+                                                 help="With --resolve: the per-GPU memory (GB) the listing reports.")] = None,
     provider: Annotated[str | None, typer.Option(help="With --resolve: only this provider's aliases (default: each).")] = None,
     fmt: FormatOption = Format.table,
 ) -> None:

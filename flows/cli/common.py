@@ -6,6 +6,7 @@ Imported by every command, so only light modules load here (see flows/cli.py on 
 from __future__ import annotations
 
 import difflib
+import math
 from datetime import date
 from functools import cache
 from typing import TYPE_CHECKING, Annotated
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import duckdb
 import typer
 
-from flows.cli.output import Format
+from flows.cli.output import Format, terminal_text
 from warehouse import db
 
 if TYPE_CHECKING:
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+# The ranges of the numeric options the commands share (typer.Option(..., **TOKENS)): out of range is click's
+# clear error naming the option, never a plausible-looking number.
+TOKENS = {"min": 1, "max": 10_000_000}  # tokens of context, prompt or answer
+STREAMS = {"min": 1, "max": 100_000}
+GPUS = {"min": 1, "max": 4096}
+DAYS = {"min": 1, "max": 36_500}
 
 
 @cache
@@ -32,9 +39,23 @@ def err() -> Console:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print the message on stderr; the caller raises the returned Exit."""
-    err().print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    """Print the message on stderr, as text (never markup, never a terminal escape); the caller raises the
+    returned Exit."""
+    from rich.markup import escape
+
+    err().print(f"[red]error:[/red] {escape(terminal_text(message))}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+def within(low: float, high: float, *, above: bool = False):
+    """A float option's callback: a finite number from low (above it when `above`) to high. NaN and infinity,
+    which pass click's own range checks, are refused too."""
+    def check(value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and (value > low if above else value >= low)
+                                      and value <= high):
+            raise typer.BadParameter(f"{value:g} is not {'above' if above else 'at least'} {low:g} and at most {high:g}")
+        return value
+    return check
 
 
 def open_read_only() -> duckdb.DuckDBPyConnection:

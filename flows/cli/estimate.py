@@ -6,7 +6,7 @@ import duckdb
 import polars as pl
 import typer
 
-from flows.cli.common import fail, gpu_names, open_read_only, resolve_name
+from flows.cli.common import GPUS, STREAMS, TOKENS, fail, gpu_names, open_read_only, resolve_name
 from flows.cli.output import Format, render
 from transforms import display, estimator, presets
 
@@ -59,15 +59,16 @@ def estimate(
     gpu: Annotated[list[str] | None, typer.Option(help="GPU by name, unique prefix or short label (e.g. 'H200 141GB'); "
                                                              "repeat for several (default: all).")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
-    context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
-    streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
+    context: Annotated[int, typer.Option(help="Tokens of context per stream.", **TOKENS)] = presets.DEFAULT_CONTEXT_TOKENS,
+    streams: Annotated[int, typer.Option(help="Concurrent streams per replica.", **STREAMS)] = presets.DEFAULT_STREAMS,
     max_load: Annotated[bool, typer.Option(
         "--max-load", help="Measured method: as many streams as memory and the engine's batch limit allow (instead of "
                            "--streams), with data-parallel attention for an MLA mixture of experts on a group.")] = False,
-    tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it).")] = None,
-    input_tokens: Annotated[int | None, typer.Option(
+    tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it).",
+                                           **GPUS)] = None,
+    input_tokens: Annotated[int | None, typer.Option(**TOKENS,
         help="Prompt tokens per request (measured; default: the context less the answer, or the context split at input_per_output, 3:1).")] = None,
-    output_tokens: Annotated[int | None, typer.Option(
+    output_tokens: Annotated[int | None, typer.Option(**TOKENS,
         help="Answer tokens per request (measured; default: the context less the prompt, or its share at input_per_output).")] = None,
     assignments: Annotated[list[str] | None, typer.Option("--set", help="Override a parameter: NAME=VALUE (repeat).")] = None,
     show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu.")] = False,

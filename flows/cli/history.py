@@ -8,7 +8,18 @@ from typing import Annotated
 import polars as pl
 import typer
 
-from flows.cli.common import FormatOption, fail, gpu_names, open_read_only, parse_day, resolve_name
+from flows.cli.common import (
+    DAYS,
+    STREAMS,
+    TOKENS,
+    FormatOption,
+    fail,
+    gpu_names,
+    open_read_only,
+    parse_day,
+    resolve_name,
+    within,
+)
 from flows.cli.output import Format, render
 from transforms import presets, trends
 from warehouse import queries
@@ -40,12 +51,14 @@ def history(
         help="GPU (repeatable), by name, unique prefix or short label; default every GPU with prices in the window.")] = None,
     provider: Annotated[str, typer.Option(help="vastai, runpod, verda, or all (over every provider).")] = "all",
     price_kind: Annotated[str, typer.Option(help="on_demand, interruptible, reserved, ...")] = "on_demand",
-    days: Annotated[int, typer.Option(min=1, help="Days up to the latest published day.")] = 30,
+    days: Annotated[int, typer.Option(help="Days up to the latest published day.", **DAYS)] = 30,
     model: Annotated[str | None, typer.Option(
         help="Instead of $/GPU-hour: this model's cheapest $/M tokens per day (per GPU with --gpu).")] = None,
     precision: Annotated[str, typer.Option(help="With --model: bf16, fp8, int4, ...")] = "int4",
-    context: Annotated[int, typer.Option(help="With --model: tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
-    streams: Annotated[int, typer.Option(help="With --model: concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
+    context: Annotated[int, typer.Option(help="With --model: tokens of context per stream.", **TOKENS)
+                       ] = presets.DEFAULT_CONTEXT_TOKENS,
+    streams: Annotated[int, typer.Option(help="With --model: concurrent streams per replica.", **STREAMS)
+                       ] = presets.DEFAULT_STREAMS,
     method: Annotated[str, typer.Option(help="With --model: the estimator method of the $/M (measured, calculator or ceiling).")] = presets.DEFAULT_COST_METHOD,
     fmt: FormatOption = Format.table,
 ) -> None:
@@ -125,8 +138,8 @@ def _shown(summary: pl.DataFrame, headers: dict[str, str]) -> pl.DataFrame:
 
 def changes(
     day: Annotated[str | None, typer.Option("--date", help="YYYY-MM-DD; default the latest published day.")] = None,
-    top: Annotated[int, typer.Option(min=1, help="How many of the biggest price moves to show.")] = 10,
-    listing_threshold: Annotated[float, typer.Option(
+    top: Annotated[int, typer.Option(min=1, max=10_000, help="How many of the biggest price moves to show.")] = 10,
+    listing_threshold: Annotated[float, typer.Option(callback=within(0, 1000),
         help="Show a source's listing count when it moved by this share or more (0.2 = 20%).")] = 0.2,
     fmt: FormatOption = Format.table,
 ) -> None:

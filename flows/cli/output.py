@@ -1,5 +1,9 @@
 """Render a frame for the terminal or for other programs: table, csv, json or markdown.
 
+Everything written passes through terminal_text, the one place text is made safe for a terminal: provider text
+with an escape sequence, NUL or a bidirectional override is shown escaped (\x1b, \u202e), never acted on
+(json escapes them itself). CSV text is also spreadsheet-safe (warehouse/csv_safe.py).
+
 Imported by every command, so it stays light: rich loads when a table is drawn for a terminal (a pipe or a file
 gets the same table drawn directly, see _boxed) and polars only for a polars frame or for csv. The quick commands
 (sql, status, gpus, models) hand it `Rows` fetched straight from DuckDB, which never load polars at all
@@ -9,6 +13,7 @@ gets the same table drawn directly, see _boxed) and polars only for a polars fra
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
@@ -22,6 +27,14 @@ if TYPE_CHECKING:
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
             "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
 PIPE_WIDTH = 1000  # the width of a table written to a pipe or a file: wide enough that no cell wraps
+# Control characters but the newline (C0, DEL, C1) and the bidirectional controls: a terminal acts on them
+# (moves the cursor, sets the window title, clears the screen, reorders the text that follows).
+_UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_text(text: str) -> str:
+    """text with each character a terminal would act on written as its escape (\x1b, \x00, \u202e)."""
+    return _UNSAFE.sub(lambda found: found[0].encode("unicode_escape").decode(), text)
 
 
 class Format(StrEnum):
@@ -68,21 +81,33 @@ def _cell(value) -> str:
         return "—"
     if isinstance(value, float):
         return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
-    return str(value)
+    return terminal_text(str(value))
 
 
 def _shape(df: pl.DataFrame | Rows) -> tuple[list[str], list[bool], Any]:
     if isinstance(df, Rows):
-        return df.columns, df.numeric, df.rows
-    return df.columns, [dtype.is_numeric() for dtype in df.schema.values()], df.iter_rows()
+        return list(map(terminal_text, df.columns)), df.numeric, df.rows
+    return list(map(terminal_text, df.columns)), [dtype.is_numeric() for dtype in df.schema.values()], df.iter_rows()
+
+
+def _csv(df: pl.DataFrame) -> str:
+    """The frame as spreadsheet-safe CSV, its text terminal-safe."""
+    import polars as pl
+
+    from warehouse import csv_safe
+
+    text = [c for c, dtype in df.schema.items() if dtype == pl.String and df[c].str.contains(_UNSAFE.pattern).any()]
+    shown = df.with_columns(pl.col(c).map_elements(terminal_text, return_dtype=pl.String) for c in text)
+    return csv_safe.frame(shown).rename(terminal_text).write_csv()
 
 
 def render(df: pl.DataFrame | Rows, fmt: Format = Format.table, *, title: str | None = None,
            caption: str | None = None) -> None:
     """Write df to stdout; machine formats carry the data only, tables also the title and caption."""
     out = sys.stdout
+    title, caption = title and terminal_text(title), caption and terminal_text(caption)
     if fmt is Format.csv:
-        out.write((df.frame() if isinstance(df, Rows) else df).write_csv())
+        out.write(_csv(df.frame() if isinstance(df, Rows) else df))
     elif fmt is Format.json:
         out.write(json.dumps(df.dicts() if isinstance(df, Rows) else df.to_dicts(), default=str, indent=1) + "\n")
     elif fmt is Format.markdown:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from flows.cli.common import FormatOption, fail, open_read_only, parse_day
+from flows.cli.common import DAYS, FormatOption, fail, open_read_only, parse_day
 from flows.cli.output import Format, Rows, render
 from warehouse import config, db, derived, lake, mirror, queries
 from warehouse.lock import WriterBusy
@@ -21,7 +21,7 @@ COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates
 
 
 def status(
-    runs: Annotated[int, typer.Option(help="How many recent runs to show.")] = 10,
+    runs: Annotated[int, typer.Option(min=1, max=10_000, help="How many recent runs to show.")] = 10,
     fmt: FormatOption = Format.table,
 ) -> None:
     """The last runs, each source's freshness (stale after 36 hours), the published days and the tables' row
@@ -76,7 +76,7 @@ def export_cmd(
     day: Annotated[str | None, typer.Option("--date", help="YYYY-MM-DD; default the latest run's date (with --as-of: "
                                                            "every date).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
-    days: Annotated[int, typer.Option(help="Export this many days ending at --date.")] = 1,
+    days: Annotated[int, typer.Option(help="Export this many days ending at --date.", **DAYS)] = 1,
     as_of: Annotated[str | None, typer.Option("--as-of", help="Read the lake instead, as published at VERSION (one "
                                                              "--table) or at a TIMESTAMP (ISO 8601, UTC unless "
                                                              "zoned), into --out.")] = None,
@@ -208,7 +208,8 @@ def rebuild(
 def serve(
     cron: Annotated[str, typer.Option(help="When to run, as cron.")] = "0 2 * * *",
     timezone: Annotated[str, typer.Option(help="Time zone of the cron expression.")] = "UTC",
-    port: Annotated[int, typer.Option(help="Port of the local Prefect server started when PREFECT_API_URL is unset.")] = 4200,
+    port: Annotated[int, typer.Option(min=1, max=65535,
+                                      help="Port of the local Prefect server started when PREFECT_API_URL is unset.")] = 4200,
 ) -> None:
     """Serve the nightly flow on a schedule (starts a local Prefect server when none is configured)."""
     import os

@@ -9,7 +9,7 @@ import polars as pl
 import typer
 
 from flows import pipeline
-from flows.cli.common import err, fail
+from flows.cli.common import err, fail, within
 from flows.cli.output import render
 from flows.replay.faults import parse_faults
 from flows.replay.server import ReplayServer
@@ -44,15 +44,17 @@ def fetch(
 def replay(
     directory: Annotated[Path, typer.Option("--dir", exists=True, file_okay=False,
                                             help="A fixture directory with replay.json, or a raw archive directory.")],
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 8787,
-    latency: Annotated[float, typer.Option(help="Seconds to wait before every response.")] = 0.0,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any free port).")] = 8787,
+    latency: Annotated[float, typer.Option(callback=within(0, 3600), help="Seconds to wait before every response.")
+                       ] = 0.0,
     retry_after: Annotated[str, typer.Option(help="Retry-After sent with injected 429/503 ('none': no header).")] = "1",
-    hang: Annotated[float, typer.Option(
+    hang: Annotated[float, typer.Option(callback=within(0, 3600),
         help="Seconds a 'timeout' fault holds the request before closing it, and a 'trickle' takes.")] = 60.0,
     fault: Annotated[list[str] | None, typer.Option(
         help="PATH=SPEC, repeatable. SPEC: comma-separated items used one per request: an HTTP status, ok, "
-             "timeout, drop, truncate, trickle, huge, invalid, html, empty, dup, missing:F, null:F, rename:F, "
-             "string:F or type:CT (see flows/faults.py); a trailing * repeats the last for ever. "
+             "timeout, drop, truncate, trickle, huge, invalid, html, empty, dup, deep, missing:F, null:F, "
+             "absurd:F, control:F, rename:F, string:F, type:CT, redirect:CODE or redirect:CODE:same (see "
+             "flows/replay/faults.py); a trailing * repeats the last for ever. "
              "E.g. /api/v0/bundles/=429,429,200 or /graphql=500* or /v1/instance-types=rename:price_per_hour*")] = None,
 ) -> None:
     """Serve recorded responses on 127.0.0.1 at the providers' real paths, with optional faults, until Ctrl-C."""

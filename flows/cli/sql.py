@@ -1,4 +1,9 @@
-"""`gpuledger sql`: ad-hoc SQL on a read-only connection to the warehouse, or on the lake's tables as published."""
+"""`gpuledger sql`: ad-hoc SQL on a read-only connection to the warehouse, or on the lake's tables as published.
+
+Read-only means no writes and no downloads: besides refusing every statement but a read, the connection may
+reach no file but the warehouse and the local exports folder, no URL, and installs or loads no extension;
+its configuration is then locked, so no statement (SET, PRAGMA, CALL enable_logging...) can undo that.
+"""
 
 from typing import Annotated
 
@@ -7,6 +12,7 @@ import typer
 
 from flows.cli.common import FormatOption, fail, open_read_only
 from flows.cli.output import Format, Rows, render
+from warehouse import config
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
 
@@ -42,8 +48,21 @@ def lake_views(con: duckdb.DuckDBPyConnection, tables: list[str], as_of: str | N
         raise fail(str(exc)) from None
 
 
+def confine(con: duckdb.DuckDBPyConnection) -> None:
+    """Let the connection read the exports folder and nothing else outside the warehouse, install and load no
+    extension, then lock its configuration (DuckDB's enable_external_access, allowed_directories,
+    autoinstall/autoload_known_extensions, lock_configuration)."""
+    readable = [str(config.exports_dir())] if config.exports_local() else []
+    con.execute("set allowed_directories = ?", [readable])
+    for setting in ("enable_external_access", "autoinstall_known_extensions", "autoload_known_extensions",
+                    "allow_community_extensions"):
+        con.execute(f"set {setting} = false")
+    con.execute("set lock_configuration = true")
+
+
 def sql(
-    query: Annotated[str, typer.Argument(help="SQL to run; read-only statements only.")],
+    query: Annotated[str, typer.Argument(help="SQL to run; read-only statements only, reading the warehouse and "
+                                               "the local exports folder.")],
     fmt: FormatOption = Format.table,
     lake_tables: Annotated[list[str] | None, typer.Option(
         "--lake", help="Read this table from the lake (repeatable) instead of the warehouse.")] = None,
@@ -59,6 +78,7 @@ def sql(
     try:
         if lake_tables:
             lake_views(con, lake_tables, as_of)
+        confine(con)
         df = Rows.of(con.sql(query))
     except duckdb.Error as exc:
         raise fail(str(exc)) from None

@@ -10,7 +10,16 @@ import polars as pl
 import typer
 
 from flows import views
-from flows.cli.common import FormatOption, fail, gpu_names, open_read_only, resolve_name
+from flows.cli.common import (
+    STREAMS,
+    TOKENS,
+    FormatOption,
+    fail,
+    gpu_names,
+    open_read_only,
+    resolve_name,
+    within,
+)
 from flows.cli.output import Format, render
 from transforms import api_prices, display, estimator, fx, presets, tables
 
@@ -22,6 +31,7 @@ HEADERS = {
     "replica_pricing": "replica priced as", "gpu_count": "GPUs", "idle_gpus": "idle", "usd_per_gpu_hr": "per GPU-hour",
     "usd_per_mtok_output": "per M out", "usd_per_mtok_input": "per M in", "usd_per_mtok_cache_read": "per M cached in",
 }
+FLEET_GPUS_MAX = 10_000_000
 PRICING_NOTE = ("tp_single_gpu_listings: TP single-GPU listings on separate hosts (as the per-step calculator "
                 "prices them; optimistic, they cannot form one tensor-parallel group), shown only where no host "
                 "holds TP GPUs")
@@ -74,9 +84,10 @@ def _span(code: str, low, high, decimals: int = 0) -> str:
 
 def _parse_fleet(text: str, names: dict[str, str]) -> tuple[str, int]:
     match = re.fullmatch(r"\s*([\d,_]+)\s*[x×]\s*(.+?)\s*", text)
-    if not match:
-        raise fail(f"--fleet {text!r}: write it as COUNTxGPU, e.g. '1000xH200 SXM'")
-    return resolve_name(match[2], names, "GPU"), int(match[1].replace(",", "").replace("_", ""))
+    count = int(match[1].replace(",", "").replace("_", "") or 0) if match else 0
+    if not match or not 1 <= count <= FLEET_GPUS_MAX:
+        raise fail(f"--fleet {text!r}: write it as COUNTxGPU with 1 to {FLEET_GPUS_MAX:,} GPUs, e.g. '1000xH200 SXM'")
+    return resolve_name(match[2], names, "GPU"), count
 
 
 def _estimate_style(data: views.Day, model: str, method: str, wanted: list[str], precision, context, streams, code,
@@ -180,11 +191,12 @@ def table(
                                                                 "(e.g. 'H200 141GB').")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8, int4; default: calculator int4; estimate the method's "
                                                       "rule (ceiling: the highest that fits 8 GPUs, else the model's native).")] = None,
-    context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
-    streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
+    context: Annotated[int, typer.Option(help="Tokens of context per stream.", **TOKENS)] = presets.DEFAULT_CONTEXT_TOKENS,
+    streams: Annotated[int, typer.Option(help="Concurrent streams per replica.", **STREAMS)] = presets.DEFAULT_STREAMS,
     price_kind: Annotated[str, typer.Option(help="on_demand, interruptible, reserved, ...")] = "on_demand",
     fleet: Annotated[list[str] | None, typer.Option(help="Fleet what-if, e.g. '1000xH200 SXM' (calculator; repeatable).")] = None,
-    target_tok_s: Annotated[float | None, typer.Option(help="Size every GPU for this many tokens/s (calculator).")] = None,
+    target_tok_s: Annotated[float | None, typer.Option(callback=within(0, 1e12, above=True),
+                                                       help="Size every GPU for this many tokens/s (calculator).")] = None,
     currency: Annotated[str, typer.Option(help="Show money in this currency, at the date's rate.")] = "USD",
     fmt: FormatOption = Format.table,
 ) -> None:

@@ -10,10 +10,15 @@ the last item for ever: "429,429,200" is two 429s then the recording, "500*" a p
   in TRICKLE_PIECES pieces spread over hang_s; "huge" sends the recording padded with whitespace to HUGE_BYTES,
   chunked without a Content-Length, so only the client's size cap stops it (the padding is never held in memory);
 - payload, with the recording's status: "invalid" is the first half of the body (complete at the HTTP level);
-  "html" an HTML error page; "empty" the recording without its records; "dup" every record twice;
-  "missing:F" drops field F from the first record that has it; "null:F" sets it to null there; "rename:F"
-  renames it F_renamed in every record; "string:F" sends every numeric F as a string; "type:CT" labels the
-  recording with content type CT.
+  "html" an HTML error page; "empty" the recording without its records; "dup" every record twice; "deep" a
+  body of DEEP_LEVELS nested arrays (XML: elements) instead of the recording; "missing:F" drops field F from
+  the first record that has it; "null:F" sets it to null there; "absurd:F" sets it to ABSURD (a string where F
+  was one); "control:F" wraps its text in terminal escapes, NUL and CR (CONTROL); "rename:F" renames it
+  F_renamed in every record; "string:F" sends every numeric F as a string; "type:CT" labels the recording with
+  content type CT;
+- redirect: "redirect:CODE" answers CODE (301, 302, 303, 307, 308) with a Location at another origin (the
+  server's `elsewhere`, by default itself named localhost instead of 127.0.0.1: a request that follows shows
+  up in its log with that host); "redirect:CODE:same" with a Location at the same path of the same origin.
 
 Records: in JSON, the objects of the outermost arrays of objects (vast `offers`, GraphQL `gpuTypes` and
 `dataCenters`, Verda's bare arrays); a field edit reaches every object holding the field at any depth, so
@@ -29,8 +34,12 @@ import threading
 from collections.abc import Iterator
 
 TRANSPORT = ("timeout", "drop", "truncate", "trickle", "huge")
-PAYLOAD = ("invalid", "html", "empty", "dup")
-FIELD_EDITS = ("missing", "null", "rename", "string")
+PAYLOAD = ("invalid", "html", "empty", "dup", "deep")
+FIELD_EDITS = ("missing", "null", "rename", "string", "absurd", "control")
+REDIRECTS = (301, 302, 303, 307, 308)
+DEEP_LEVELS = 100_000
+ABSURD = 1e308
+CONTROL = ("\x1b]0;gpuledger\x07\x1b[2J\x1b[31m", "\x00\r\x9b0m")  # set the title, clear, red; NUL, CR, C1 reset
 TRICKLE_PIECES = 20
 HUGE_BYTES = 128 * 2**20  # twice the client's default size cap
 HTML_PAGE = (b"<!DOCTYPE html>\n<html><head><title>503 Service Temporarily Unavailable</title></head>\n"
@@ -58,8 +67,10 @@ class FaultPlan:
             return kind
         if arg and kind in FIELD_EDITS + ("type",):
             return f"{kind}:{arg}"  # field names are case-sensitive (securePrice)
+        if kind == "redirect" and redirect(f"redirect:{arg}"):
+            return f"redirect:{arg.lower()}"
         raise ValueError(f"fault item {text!r}: use an HTTP status, ok, {', '.join(TRANSPORT + PAYLOAD)}, "
-                         f"{':F, '.join(FIELD_EDITS)}:F or type:CONTENT-TYPE")
+                         f"{':F, '.join(FIELD_EDITS)}:F, type:CONTENT-TYPE, redirect:CODE or redirect:CODE:same")
 
     def next(self) -> str:
         with self._lock:
@@ -80,6 +91,15 @@ def parse_faults(items: list[str]) -> dict[str, str]:
     return faults
 
 
+def redirect(item: str) -> tuple[int, bool] | None:
+    """(status, within the same origin) of a redirect item; None for any other item."""
+    kind, _, arg = item.partition(":")
+    code, _, where = arg.partition(":")
+    if kind != "redirect" or not code.isdigit() or int(code) not in REDIRECTS or where.lower() not in ("", "same"):
+        return None
+    return int(code), bool(where)
+
+
 def edit(item: str, body: bytes, content_type: str) -> tuple[bytes, str]:
     """The body and content type a payload item serves instead of the recording's (others leave both alone)."""
     kind, _, arg = item.partition(":")
@@ -94,7 +114,11 @@ def edit(item: str, body: bytes, content_type: str) -> tuple[bytes, str]:
     try:
         data = json.loads(body)
     except ValueError:
+        if kind == "deep":
+            return b"<a>" * DEEP_LEVELS + b"</a>" * DEEP_LEVELS, content_type
         return _edit_xml(kind, arg, body.decode()).encode(), content_type
+    if kind == "deep":
+        return b"[" * DEEP_LEVELS + b"]" * DEEP_LEVELS, content_type
     _edit_json(kind, arg, data)
     return json.dumps(data).encode(), content_type
 
@@ -134,17 +158,25 @@ def _edit_json(kind: str, field: str, data) -> None:
                 records.clear()
         return
     holders = [o for o in _objects(data) if field in o]
-    if kind == "string":
-        holders = [o for o in holders if isinstance(o[field], int | float) and not isinstance(o[field], bool)]
+    if kind in ("string", "absurd"):
+        holders = [o for o in holders if isinstance(o[field], int | float) and not isinstance(o[field], bool)
+                   or kind == "absurd" and isinstance(o[field], str)]
+    if kind == "control":
+        holders = [o for o in holders if isinstance(o[field], str)]
     lists = list(_record_lists(data))
     if not holders and lists and not any(lists):
         return  # only empty record arrays (a search that found nothing): nothing to edit, nothing mistyped
     if not holders:
-        raise ValueError(f"{kind}:{field}: no record has {'a numeric ' if kind == 'string' else ''}field {field!r}")
+        typed = {"string": "a numeric ", "absurd": "a numeric or text ", "control": "a text "}.get(kind, "")
+        raise ValueError(f"{kind}:{field}: no record has {typed}field {field!r}")
     if kind == "missing":
         del holders[0][field]
     elif kind == "null":
         holders[0][field] = None
+    elif kind == "absurd":
+        holders[0][field] = str(ABSURD) if isinstance(holders[0][field], str) else ABSURD
+    elif kind == "control":
+        holders[0][field] = CONTROL[0] + holders[0][field] + CONTROL[1]
     elif kind == "rename":
         for holder in holders:
             holder[f"{field}_renamed"] = holder.pop(field)
@@ -160,11 +192,13 @@ def _edit_xml(kind: str, field: str, text: str) -> str:
     attribute = re.compile(rf"""(\s){re.escape(field)}(\s*=\s*)('[^']*'|"[^"]*")""")
     if kind in FIELD_EDITS:
         records = [m for m in records if attribute.search(m[0])]
-        records = records[:1] if kind in ("missing", "null") else records
+        records = records if kind == "rename" else records[:1]
     if not records:
         raise ValueError(f"{kind}{':' + field if field else ''}: no XML record"
                          f"{' with attribute ' + repr(field) if field else ''} in the body")
-    replacement = {"missing": "", "null": rf"\g<1>{field}\g<2>''", "rename": rf"\g<1>{field}_renamed\g<2>\g<3>"}
+    replacement = {"missing": "", "null": rf"\g<1>{field}\g<2>''", "rename": rf"\g<1>{field}_renamed\g<2>\g<3>",
+                   "absurd": rf"\g<1>{field}\g<2>'{ABSURD}'",
+                   "control": lambda a: f"{a[1]}{field}{a[2]}{a[3][0]}{CONTROL[0]}{a[3][1:-1]}{CONTROL[1]}{a[3][-1]}"}
     chosen = {m.start() for m in records}
 
     def change(m: re.Match) -> str:

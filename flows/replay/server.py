@@ -11,7 +11,8 @@ The vast.ai search path applies the request's filters (eq, neq, gt, gte, lt, lte
 offers carry), `order` and `limit` to the recorded offers, so query splitting and full searches can be tested.
 
 Faults, per path, are the plans of flows/faults.py: HTTP statuses, transport faults (timeout, drop, truncate,
-trickle, huge) and payload edits (invalid, html, empty, dup, missing:F, null:F, rename:F, string:F, type:CT).
+trickle, huge), payload edits (invalid, html, empty, dup, deep, missing:F, null:F, absurd:F, control:F, rename:F,
+string:F, type:CT) and redirects (redirect:CODE to another origin, redirect:CODE:same).
 """
 
 import functools
@@ -62,6 +63,7 @@ class Logged:
     authorized: bool
     at: float  # time.monotonic()
     served: str = ""  # the status or fault served
+    host: str = ""  # the Host header: another name than the server's own means a client followed a redirect
 
 
 def _matches(value, condition: dict) -> bool:
@@ -114,7 +116,7 @@ class ReplayServer:
     """Serve recordings on 127.0.0.1 from threads; a context manager (`with ReplayServer(dir) as server`)."""
 
     def __init__(self, directory: Path, *, port: int = 0, latency_s: float = 0.0, retry_after: str | None = "1",
-                 hang_s: float = 5.0, faults: dict[str, str] | None = None):
+                 hang_s: float = 5.0, faults: dict[str, str] | None = None, elsewhere: str | None = None):
         self.directory = Path(directory)
         self.routes, self.manifest = load_routes(self.directory)
         self.latency_s, self.retry_after, self.hang_s = latency_s, retry_after, hang_s
@@ -127,6 +129,8 @@ class ReplayServer:
         self._httpd.block_on_close = False
         self._httpd.replay = self
         self._thread: threading.Thread | None = None
+        # where "redirect:CODE" sends a client: another origin, by default this server under another name
+        self.elsewhere = elsewhere or f"http://localhost:{self._httpd.server_address[1]}"
 
     @property
     def url(self) -> str:
@@ -258,7 +262,8 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         entry = Logged(self.command, parts.path, parts.query, body,
-                       (self.headers.get("Authorization") or "").startswith("Bearer "), time.monotonic())
+                       (self.headers.get("Authorization") or "").startswith("Bearer "), time.monotonic(),
+                       host=self.headers.get("Host") or "")
         replay.log.append(entry)
         if replay.latency_s:
             time.sleep(replay.latency_s)
@@ -267,6 +272,12 @@ class _Handler(BaseHTTPRequestHandler):
             if fault == "timeout":
                 time.sleep(replay.hang_s)
             self.close_connection = True
+            return
+        moved = faults.redirect(fault)
+        if moved:
+            status, same_origin = moved
+            location = ("" if same_origin else replay.elsewhere.rstrip("/")) + self.path
+            self._send(status, json.dumps({"moved": location}).encode(), headers={"Location": location})
             return
         if fault.isdigit():
             status = int(fault)

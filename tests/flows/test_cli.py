@@ -51,6 +51,38 @@ def test_sql_refuses_anything_but_reads(statement):
     assert gpuledger("sql", "select count(*) from gpus", "-f", "csv").output.splitlines()[1] == str(PARTS)
 
 
+@pytest.mark.usefixtures("initialised")
+@pytest.mark.parametrize(("statement", "refusal"), [
+    ("CALL enable_logging(storage='file', storage_path='{tmp}/logs')", "the configuration has been locked"),
+    ("PRAGMA enable_checkpoint_on_shutdown", "the configuration has been locked"),
+    ("select * from read_parquet('http://127.0.0.1:9/prices.parquet')", "file system operations are disabled"),
+    ("select * from read_csv('{tmp}/outside.csv')", "file system operations are disabled"),
+    ("select * from glob('/etc/*')", "file system operations are disabled"),
+    ("select 1; set enable_external_access = true", "read-only"),
+    ("load httpfs", "read-only"),
+])
+def test_read_only_sql_writes_no_file_reads_nothing_outside_and_downloads_nothing(statement, refusal, tmp_path,
+                                                                                monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # where DuckDB would install an extension (~/.duckdb)
+    (tmp_path / "outside.csv").write_text("a\n1\n")
+    before = sorted(tmp_path.rglob("*"))
+    result = gpuledger("sql", statement.format(tmp=tmp_path), code=1)
+    assert refusal in result.output and "Traceback" not in result.output
+    assert sorted(tmp_path.rglob("*")) == before  # no log, no profile, no ~/.duckdb
+
+
+@pytest.mark.usefixtures("initialised")
+def test_read_only_sql_reads_the_warehouse_and_the_exports_folder(tmp_path, monkeypatch):
+    import polars as pl
+
+    monkeypatch.setenv("GPULEDGER_EXPORTS", str(tmp_path / "exports"))
+    (tmp_path / "exports").mkdir()
+    pl.DataFrame({"usd_per_hr": [2.5]}).write_parquet(tmp_path / "exports" / "prices.parquet")
+    query = f"select usd_per_hr from read_parquet('{tmp_path}/exports/prices.parquet')"
+    assert gpuledger("sql", query, "-f", "csv").output.splitlines() == ["usd_per_hr", "2.5"]
+    assert gpuledger("sql", "select count(*) from gpus", "-f", "csv").output.splitlines()[1] == str(PARTS)
+
+
 def test_sql_before_init_says_what_to_do():
     assert "run `gpuledger init` first" in gpuledger("sql", "select 1", code=1).output
 

@@ -94,6 +94,16 @@ def test_set_overrides_a_parameter_and_names_an_unknown_one():
     assert "unknown parameter 'bandwith'" in message("estimate", *PAGE_001, "--set", "bandwith=1")
 
 
+def test_a_parameter_or_an_option_out_of_its_range_is_a_clear_error_not_a_number():
+    assert "bandwidth_efficiency must lie in (0, 1], not -5.0" in message(
+        "estimate", *PAGE_001, "--set", "bandwidth_efficiency=-5")
+    assert "bandwidth_efficiency must lie in (0, 1], not nan" in message(
+        "estimate", *PAGE_001, "--set", "bandwidth_efficiency=nan")
+    for option, value in (("--context", "0"), ("--streams", "-1"), ("--tp", "0"), ("--output-tokens", "1000000000")):
+        refused = gpuledger("estimate", "--model", "deepseek-v4-flash", option, value, code=2).output
+        assert f"Invalid value for '{option}'" in refused and "is not in the range" in refused, refused
+
+
 def test_the_curve_runs_from_one_stream_to_where_memory_fills():
     points = json.loads(gpuledger("estimate", *PAGE_001, "--gpu", "GB300 NVL72 GPU", "--curve", "-f", "json").output)
     assert points[0]["streams"] == 1 and points[-1]["streams"] == points[-1]["max_streams"] == 417

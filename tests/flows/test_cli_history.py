@@ -152,6 +152,15 @@ def test_changes_on_an_earlier_date_and_on_the_first_day():
     assert "no prices published for 2026-11-03" in gpuledger("changes", "--date", "2026-11-03", code=1)
 
 
+@pytest.mark.parametrize(("command", "option", "value"), [
+    ("history", "--days", "100000000000"), ("history", "--days", "0"), ("history", "--streams", "0"),
+    ("changes", "--listing-threshold", "nan"), ("changes", "--listing-threshold", "-0.1"), ("changes", "--top", "0"),
+])
+def test_an_option_out_of_its_range_is_a_clear_error(command, option, value):
+    refused = gpuledger(command, option, value, code=2)
+    assert f"Invalid value for '{option}'" in refused and "Traceback" not in refused
+
+
 def test_history_before_anything_is_published_says_what_to_do():
     gpuledger("init")
     assert "nothing published yet" in gpuledger("history", code=1)

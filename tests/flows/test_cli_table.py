@@ -112,11 +112,21 @@ def test_markdown_output_for_documents():
     (["--model", "deepseek-v4-flsh"], "did you mean deepseek-v4-flash"),
     (["--model", "deepseek-v4-flash", "--gpu", "H20O SXM"], "unknown GPU 'H20O SXM'; did you mean"),
     (["--model", "deepseek-v4-flash", "--fleet", "lots of H200"], "write it as COUNTxGPU"),
+    (["--model", "deepseek-v4-flash", "--fleet", "0xH200 SXM"], "with 1 to 10,000,000 GPUs"),
+    (["--model", "deepseek-v4-flash", "--fleet", "1" + "0" * 30 + "xH200 SXM"], "with 1 to 10,000,000 GPUs"),
     (["--model", "deepseek-v4-flash", "--currency", "XYZ"], "no XYZ rate"),
     (["--model", "deepseek-v4-flash", "--date", "2026-13-01"], "is not YYYY-MM-DD"),
 ])
 def test_bad_options_name_what_is_wrong(args, message):
     assert message in gpuledger("table", *args, code=1)
+
+
+@pytest.mark.parametrize(("option", "value"), [("--target-tok-s", "-1"), ("--target-tok-s", "0"),
+                                               ("--target-tok-s", "nan"), ("--target-tok-s", "inf"),
+                                               ("--context", "0"), ("--streams", "1000000")])
+def test_an_option_out_of_its_range_is_refused_before_anything_is_priced(option, value):
+    refused = gpuledger("table", "--model", "deepseek-v4-flash", option, value, code=2)
+    assert f"Invalid value for '{option}'" in refused and "Traceback" not in refused
 
 
 def test_a_table_before_any_run_says_what_to_do():

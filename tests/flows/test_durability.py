@@ -14,7 +14,7 @@ from scrapers.sources import SOURCES
 from tests.pipeline_support import serve_fixtures
 from tests.s3_support import S3Server, point_at
 from tests.sources_support import SNAPSHOT
-from warehouse import config, db, delta, export, lake, mirror
+from warehouse import config, db, delta, export, lake, mirror, queries
 
 NEXT_DAY = SNAPSHOT + timedelta(days=1)
 
@@ -25,8 +25,11 @@ def date_column(table: str) -> str:
 
 
 def warehouse_rows(table: str, days: list[date]) -> pl.DataFrame:
+    """The rows the lake should hold: offers, the listings each day was derived from; the others, the day's rows."""
     column = date_column(table)
     with db.connect(read_only=True) as con:
+        if table == "offers":
+            return pl.concat([queries.published_offers(con, day).order("all").pl() for day in days])
         return con.sql(f"select * from {table} where {column} in ? order by all", params=[days]).pl()
 
 

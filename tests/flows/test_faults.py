@@ -3,7 +3,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from flows.replay.faults import HTML_PAGE, FaultPlan, edit
+from flows.replay.faults import ABSURD, CONTROL, DEEP_LEVELS, HTML_PAGE, FaultPlan, edit, redirect
 from tests.sources_support import fixture, fixture_json
 
 ECB = {"e": "http://www.ecb.int/vocabulary/2002-08-01/eurofxref"}
@@ -65,6 +65,34 @@ def test_ecb_rate_cubes_are_the_xml_records():
     assert edited_ecb("missing:rate") == [{"currency": "USD"}, *original[1:]]
     assert edited_ecb("null:rate") == [{"currency": "USD", "rate": ""}, *original[1:]]
     assert edited_ecb("rename:currency") == [{"currency_renamed": c["currency"], "rate": c["rate"]} for c in original]
+
+
+def test_absurd_numbers_and_control_characters_edit_the_first_record_holding_the_field():
+    vast = edited_json("absurd:dph_base", "vastai_bundles.json")["offers"]
+    assert vast[0]["dph_base"] == ABSURD and vast[1:] == VAST[1:]
+    verda = edited_json("absurd:price_per_hour", "verda_instance_types.json")
+    assert verda[0]["price_per_hour"] == "1e+308" and verda[1:] == VERDA[1:]  # a string stays a string
+    named = edited_json("control:gpu_name", "vastai_bundles.json")["offers"]
+    assert named[0]["gpu_name"] == CONTROL[0] + VAST[0]["gpu_name"] + CONTROL[1] and named[1:] == VAST[1:]
+    original = edited_ecb("type:text/xml")
+    assert edited_ecb("absurd:rate") == [{"currency": "USD", "rate": "1e+308"}, *original[1:]]
+    body, _ = edit("control:currency", fixture("ecb_eurofxref_daily.xml"), "text/xml")
+    assert f"currency='{CONTROL[0]}USD{CONTROL[1]}'" in body.decode()  # no longer XML: XML forbids these characters
+    with pytest.raises(ValueError, match="no record has a text field 'dph_base'"):
+        edit("control:dph_base", fixture("vastai_bundles.json"), "application/json")
+
+
+def test_deep_replaces_the_body_by_nesting_too_deep_for_any_reader():
+    assert edit("deep", fixture("vastai_bundles.json"), "application/json")[0] == b"[" * DEEP_LEVELS + b"]" * DEEP_LEVELS
+    assert edit("deep", fixture("ecb_eurofxref_daily.xml"), "text/xml")[0].startswith(b"<a><a><a>")
+
+
+def test_redirect_items_name_a_redirect_status_and_where_it_leads():
+    plan = FaultPlan("redirect:307,redirect:301:SAME")
+    assert [redirect(plan.next()) for _ in range(3)] == [(307, False), (301, True), None]
+    for spec in ("redirect:200", "redirect:307:there", "redirect"):
+        with pytest.raises(ValueError, match="redirect:CODE or redirect:CODE:same"):
+            FaultPlan(spec)
 
 
 def test_invalid_html_and_type_need_no_records():

@@ -14,7 +14,7 @@ from flows.derive import derive_date
 from flows.fetch import fetch_source
 from flows.ingest import load_source
 from flows.replay.server import ReplayServer
-from scrapers import vastai
+from scrapers import runpod, vastai
 from scrapers.frames import json_text
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT, edited_fixtures, fixture_json
@@ -283,6 +283,24 @@ def test_a_parse_error_found_while_fetching_fails_the_load_as_a_parse_afterwards
         again = load_source(con, Path(fetched.archive_dir))
     assert (row.status, row.error) == (again.status, again.error) == (
         "failed", "vastai: /api/v0/bundles/: field 'offers': expected an object with a list of offers")
+
+
+def test_whatever_a_parse_raises_fails_that_source_and_the_night_goes_on(replay, monkeypatch):
+    def broken(error: BaseException):
+        def parse(responses):
+            list(responses)
+            raise error
+        return parse
+
+    replay()
+    monkeypatch.setattr(vastai, "parse_frame", broken(RecursionError("maximum recursion depth exceeded")))  # ahead
+    monkeypatch.setattr(runpod, "parse", broken(ArithmeticError("a bug")))  # after the fetch
+    summary = pipeline.run(None, export_format="", derive=False)
+    assert summary.status == "partial" and summary.sources == {
+        "fx": "ok", "vastai": "failed", "runpod": "failed", "verda": "ok", "openrouter": "ok"}
+    assert summary.errors == {
+        "vastai": "vastai: unexpected RecursionError reading its answers: maximum recursion depth exceeded",
+        "runpod": "runpod: unexpected ArithmeticError reading its answers: a bug"}
 
 
 def test_an_archive_write_that_fails_fails_the_source_and_stops_its_fetch(replay, monkeypatch):

@@ -1,6 +1,8 @@
 """Rendering for the terminal and for other programs: a table written to a pipe is the table rich would draw."""
 
 import io
+import json
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -71,3 +73,22 @@ def test_a_multiline_cell_is_still_written_whole(capsys):
     render(Rows(["note"], [False], [("first\nsecond",)]), Format.table)
     written = capsys.readouterr().out
     assert "│ first  │\n│ second │" in written
+
+
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x00\r\u202egpu\x9b0m\tx"  # title, clear, NUL, CR, right-to-left, C1 CSI, tab
+
+
+def test_characters_a_terminal_would_act_on_are_written_escaped_in_every_format(capsys):
+    assert output.terminal_text(HOSTILE) == "\\x1b]0;owned\\x07\\x1b[2J\\x00\\r\\u202egpu\\x9b0m\\tx"
+    assert output.terminal_text("line\nbreak, café, 中文") == "line\nbreak, café, 中文"
+    for fmt in Format:
+        render(Rows([HOSTILE], [False], [(HOSTILE,)]), fmt, title=HOSTILE, caption=HOSTILE)
+        written = capsys.readouterr().out
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", written), fmt
+        assert "\\x1b]0;owned" in written or json.loads(written) == [{HOSTILE: HOSTILE}], fmt
+
+
+def test_csv_is_spreadsheet_safe_and_numbers_stay_numbers(capsys):
+    render(Rows(["offer_id", "usd_per_hr"], [False, True], [('=HYPERLINK("https://evil.test/")', -1.5), ("-5", 2.0)]),
+           Format.csv)
+    assert capsys.readouterr().out == 'offer_id,usd_per_hr\n"\'=HYPERLINK(""https://evil.test/"")",-1.5\n-5,2.0\n'

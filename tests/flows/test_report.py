@@ -51,6 +51,19 @@ def test_bad_options_name_what_is_wrong(home):
     assert "no published run on 2020-01-01" in runner.invoke(app, ["report", "--date", "2020-01-01"]).output
 
 
+def test_an_out_that_is_no_folder_or_cannot_be_made_is_a_clear_error(home, tmp_path, monkeypatch):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    (here / "a-file").write_text("keep")
+    cases = {"": "--out is empty", str(here / "a-file"): "not a folder", "/dev/null": "not a folder",
+             str(here / "a-file" / "site"): "cannot write the report in"}
+    for out, message in cases.items():
+        result = runner.invoke(app, ["report", "--model", MODELS[0], "--out", out])
+        assert result.exit_code == 1 and message in result.output and result.exception.__class__ is SystemExit, out
+    assert [p.name for p in here.iterdir()] == ["a-file"] and (here / "a-file").read_text() == "keep"
+
+
 def test_the_root_lists_the_published_days_latest_first_with_their_quality(published):
     text = (published.root / "index.html").read_text()
     links = re.findall(r'href="date=([\d-]+)/index.html"', text)

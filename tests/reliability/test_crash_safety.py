@@ -8,12 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from flows.derive import EXPORTED
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
-from warehouse import archive, config, db, delta, derived
+from warehouse import archive, config, db, delta, derived, queries
 
 # (phase marker, seconds after it): spread over every step; the fetch phase also archives as it goes.
 KILL_POINTS = [("fetch", d) for d in (0.0, 0.03, 0.06, 0.1, 0.2, 0.3)] + [
@@ -72,9 +73,19 @@ def assert_healed(reference: dict[str, int]) -> None:
         orphans = con.execute("select count(*) from fetches where run_id not in (select run_id from runs)").fetchall()
         assert orphans == [(0,)]
         for table in EXPORTED:  # the lake's current version holds the day whole (a killed commit left no version)
-            stored = con.execute(f"select count(*) from {table} where snapshot_date = ?", [SNAPSHOT]).fetchall()[0][0]
+            # offers: the listings the day was derived from, never a killed run's left beside them
+            rows = (queries.published_offers(con, SNAPSHOT) if table == "offers"
+                    else con.sql(f"select * from {table} where snapshot_date = ?", params=[SNAPSHOT]))
+            stored = len(rows.fetchall())
             published = delta.open_table(delta.table_uri(config.exports_location(), table))
             assert delta.read(published, [SNAPSHOT]).num_rows == stored, table
+        # Per provider, one run's whole fetch (the runs share the pinned clock, so which run is the day's is a tie)
+        offers = delta.read(delta.open_table(delta.table_uri(config.exports_location(), "offers")), [SNAPSHOT])
+        exported = duckdb.from_arrow(offers).aggregate("provider, run_id, count(*)").fetchall()
+        assert len({provider for provider, _, _ in exported}) == len(exported)
+        for provider, run_id, count in exported:
+            assert con.execute("select status, offers_loaded from fetches where run_id = ? and source = ?",
+                               [run_id, provider]).fetchone() == ("ok", count)
     for run_dir in (p for p in config.raw_dir().glob("*/*/*") if (p / archive.SUMMARY).exists()):
         responses = list(archive.read_responses(run_dir, ok_only=False))  # checks every body's sha256
         assert len(responses) == len(list(run_dir.glob("*.meta.json")))

@@ -2,10 +2,13 @@
 
 Each run starts from a warehouse holding a good earlier day, injects one fault (see `groups` for which sources
 share a run) and checks the outcome the README's fault table defines for every faulted source: retried and
-recovered, failed (naming source, path and field, with no rows of it in the run), one record quarantined, or the
-data unchanged. The sources not faulted must complete untouched beside them, and the earlier day must not move.
+recovered, failed (naming source, path and field, with no rows of it in the run), one record quarantined, the
+data unchanged, or kept as sent. The sources not faulted
+must complete untouched beside them, no request may reach another host than the replay server, and the earlier
+day must not move.
 """
 
+import json
 import shutil
 import socket
 import time
@@ -16,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from flows import fetch, pipeline
-from flows.replay.faults import parse_faults
+from flows.replay.faults import CONTROL, parse_faults
 from flows.replay.server import ReplayServer
 from scrapers import fx, openrouter, runpod, vastai, verda
 from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures
@@ -28,6 +31,10 @@ HANG_S = 2.0  # how long a 'timeout' fault holds a request and a 'trickle' takes
 ENV = FAST_ENV | {"GPULEDGER_HTTP_TIMEOUT_S": "0.5", "GPULEDGER_HTTP_DEADLINE_S": "0.5",
                   "GPULEDGER_HTTP_MAX_BYTES": str(CAP), "VERDA_CLIENT_ID": "matrix-client-id",
                   "VERDA_CLIENT_SECRET": "matrix-client-secret"}
+# A source joins the matrix here: its name in SOURCES, its paths in TARGET and REFUSED, and its entry in every
+# Fault below that is given per source (a dict keyed by source: plan, outcome, expect);
+# test_every_fault_defines_each_sources_outcome names any entry left out. (The Hugging Face config source's rows
+# go here too.)
 SOURCES = ("fx", "vastai", "runpod", "verda", "openrouter")
 # Where each source's fault goes: FX's primary (ECB), and the path that carries each provider's prices.
 TARGET = {"fx": fx.ECB_PATH, "vastai": vastai.PATH, "runpod": runpod.GRAPHQL_PATH, "verda": verda.TYPES_PATH,
@@ -46,7 +53,9 @@ class Fault:
 
     name: str
     plan: str | dict[str, str] | None  # SPEC at the source's TARGET, or PATH=SPEC; None: a refused connection
-    outcome: str  # recovered | failed | quarantined | unchanged | deduplicated
+    # recovered | failed | quarantined | unchanged | deduplicated | kept (loaded as sent: the CONTROL text is in the
+    # source's rows)
+    outcome: str | dict[str, str]
     expect: str | dict[str, str] = ""  # in the error (FX: in a note), or the quarantined field
     env: dict = field(default_factory=dict)
     server: dict = field(default_factory=dict)
@@ -60,7 +69,14 @@ class Fault:
         return parse_faults([plan if plan.startswith("/") else f"{TARGET[source]}={plan}"])
 
     def expected(self, source: str) -> str:
-        return self.expect[source] if isinstance(self.expect, dict) else self.expect
+        return self.expect.get(source, "") if isinstance(self.expect, dict) else self.expect
+
+    def outcome_of(self, source: str) -> str:
+        return self.outcome[source] if isinstance(self.outcome, dict) else self.outcome
+
+    def path(self, source: str) -> str:
+        """The path the source's fault is served at (its first request there is refused when plan is None)."""
+        return REFUSED[source][1] if self.plan is None else next(iter(self.faults(source)))
 
 
 def midway(plan: str) -> dict[str, str]:
@@ -112,6 +128,33 @@ FAULTS = [
                                                          "openrouter": "duplicate model"}),
     Fault("response far larger than normal", midway("huge"), "failed", f"exceeds the {CAP}-byte cap", attempts=1),
     Fault("wrong content type", "type:application/octet-stream*", "unchanged"),
+    # Payloads a hostile or broken provider may send: none stops the night, each reaches its defined outcome.
+    # An absurd number (1e308): a rate out of bounds, a price too large to convert or above the bound.
+    Fault("absurd number", {"fx": "absurd:rate*", "vastai": "ok,absurd:dph_base", "runpod": "absurd:securePrice*",
+                            "verda": "absurd:price_per_hour*", "openrouter": "absurd:completion*"}, "quarantined",
+          {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour",
+           "openrouter": "pricing.completion"}),
+    Fault("nested too deep to read", midway("deep*"), "failed",
+          dict.fromkeys(SOURCES, "body is not JSON (nested too deep to read") | {"fx": "no dated Cube"}),
+    # Every redirect status, each at another origin: refused before anything (a token request's client secret
+    # included) is sent there. Within the origin, only a GET without credentials follows.
+    Fault("redirect to another origin", {
+        "fx": "redirect:301", "vastai": "redirect:302", "runpod": "redirect:303",
+        "verda": f"{verda.TOKEN_PATH}=redirect:307", "openrouter": "redirect:308"},
+        "failed", "refused: it leaves http://127.0.0.1:", attempts=1),
+    Fault("redirect within the origin", {
+        "fx": "redirect:308:same", "vastai": "redirect:307:same", "runpod": "redirect:301:same",
+        "verda": "redirect:302:same", "openrouter": "redirect:303:same"},
+        {"fx": "recovered", "vastai": "failed", "runpod": "failed", "verda": "failed", "openrouter": "recovered"},
+        {"vastai": "refused: only a GET follows a redirect", "runpod": "refused: only a GET follows a redirect",
+         "verda": "refused: the request carries a credential"}),
+    # Terminal escapes, NUL and CR in provider text: kept as sent (the output escapes them); in XML they are no
+    # longer XML, so ECB fails and Frankfurter stands.
+    Fault("control characters in text", {"fx": "control:currency*", "vastai": "ok,control:gpu_name",
+                                         "runpod": "control:displayName*", "verda": "control:name*",
+                                         "openrouter": "control:name*"},
+          {"fx": "failed", "vastai": "kept", "runpod": "kept", "verda": "kept", "openrouter": "kept"},
+          {"fx": "not XML"}),
 ]
 
 
@@ -216,11 +259,26 @@ def run_with(warehouse: Warehouse, monkeypatch, faults: dict[str, str], *, env: 
 def groups(fault: Fault) -> list[tuple[str, ...]]:
     """The sources faulted together in one run (one run per cell would take a minute).
 
-    A fault no source may fail on goes to all five at once: each must reach its own outcome, so none disturbed
-    another. A fault that fails a source goes to one provider per run, so the others are seen completing beside
-    it; FX, which never fails (a note and Frankfurter instead), rides along with vast.ai.
+    The sources the fault may not fail go together, each to its own outcome, so none disturbed another. A source
+    it fails has a run of its own, so the others are seen completing beside it; the first of them shares the run
+    of those that do not fail (FX never fails: a note and the other FX source instead).
     """
-    return [("fx", "vastai"), ("runpod",), ("verda",), ("openrouter",)] if fault.outcome == "failed" else [SOURCES]
+    failing = [s for s in SOURCES if fault.outcome_of(s) == "failed" and s != "fx"]
+    standing = tuple(s for s in SOURCES if s not in failing)
+    return [standing + tuple(failing[:1]), *((s,) for s in failing[1:])] if failing else [SOURCES]
+
+
+def test_every_fault_defines_each_sources_outcome():
+    for fault in FAULTS:
+        for given in (fault.plan, fault.outcome):
+            assert not isinstance(given, dict) or set(given) == set(SOURCES), fault.name
+        for source in SOURCES:
+            outcome = fault.outcome_of(source)
+            assert outcome in OUTCOMES, (fault.name, source)
+            assert fault.expected(source) or outcome in ("recovered", "unchanged", "kept"), (fault.name, source)
+
+
+OUTCOMES = ("recovered", "failed", "quarantined", "unchanged", "deduplicated", "kept")
 
 
 @pytest.mark.parametrize(("fault", "group"), [
@@ -230,6 +288,7 @@ def test_fault(warehouse, monkeypatch, fault, group):
     refused = {REFUSED[source][0]: closed_port_url() for source in group if fault.plan is None}
     con, run, server = run_with(warehouse, monkeypatch, faults, server=fault.server, within_s=fault.within_s,
                                 env=fault.env | refused)
+    assert {call.host for call in server.log} == {server.url.removeprefix("http://")}  # nothing followed elsewhere
     for source in group:
         try:
             check_outcome(con, run, warehouse.clean, fault, source, server)
@@ -239,7 +298,7 @@ def test_fault(warehouse, monkeypatch, fault, group):
         assert run.fetch[other].status == "ok" and run.fetch[other].error is None
         assert (run.items[other], run.quarantine[other]) == (warehouse.clean.items[other],
                                                              warehouse.clean.quarantine[other])
-    failing = [s for s in group if fault.outcome == "failed" and s != "fx"]
+    failing = [s for s in group if fault.outcome_of(s) == "failed" and s != "fx"]
     assert run.status == ("partial" if failing else "ok",
                           ",".join(f"{s}={'failed' if s in failing else 'ok'}" for s in SOURCES))
     assert rows_of_run(con, "earlier") == warehouse.earlier
@@ -247,12 +306,12 @@ def test_fault(warehouse, monkeypatch, fault, group):
 
 def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: ReplayServer) -> None:
     """The outcome the fault table defines for this source."""
-    fetch, expected = run.fetch[source], fault.expected(source)
-    path = REFUSED[source][1] if fault.plan is None else TARGET[source]
+    fetch, expected, outcome = run.fetch[source], fault.expected(source), fault.outcome_of(source)
+    path = fault.path(source)
     if fault.attempts and (fault.plan or source != "fx"):  # a refused request never reaches the server
         faulted = [call for call in server.requests_to(path) if call.served != "ok"]
         assert (len(faulted) if fault.plan else fetch.requests) == fault.attempts
-    if fault.outcome == "failed" and source != "fx":
+    if outcome == "failed" and source != "fx":
         assert fetch.status == "failed"
         assert fetch.error.startswith(f"{source}: ") and path in fetch.error and expected in fetch.error
         for table in DATA_TABLES:
@@ -265,20 +324,33 @@ def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: 
                            [source]).fetchall() == [("failed", fetch.error)]
         return
     assert fetch.status == "ok" and fetch.error is None
-    if fault.outcome == "failed":  # FX: ECB failed, Frankfurter stands; a note says what happened to ECB
+    if outcome == "failed":  # FX: ECB failed, Frankfurter stands; a note says what happened to ECB
         assert any(note.startswith("fx: ") and fx.ECB_PATH in note and expected in note for note in fetch.notes)
         assert run.items["fx"] == {item for item in clean.items["fx"] if item[1] == "frankfurter"}
         assert run.quarantine["fx"] == clean.quarantine["fx"]
-    elif fault.outcome == "quarantined":
+    elif outcome == "quarantined":
         assert clean.quarantine[source] <= run.quarantine[source]
         assert_one_record_quarantined(run.items[source], clean.items[source],
                                       run.quarantine[source] - clean.quarantine[source], expected)
     else:
         assert (run.items[source], run.quarantine[source]) == (clean.items[source], clean.quarantine[source])
-        if fault.outcome == "deduplicated":
+        if outcome == "deduplicated":
             assert any(expected in note for note in fetch.notes)
-        if fault.outcome == "recovered":
+        if outcome == "recovered":
             assert_retried(fault, server, fault.faults(source), fetch.requests - clean.fetch[source].requests)
+        if outcome == "kept":
+            assert_kept_as_sent(con, source)
+
+
+def assert_kept_as_sent(con, source: str) -> None:
+    """The text with control characters is stored as it came (raw, or escaped inside a JSON column)."""
+    table, column = ("api_prices", "api_provider") if source == "openrouter" else ("offers", "provider")
+    texts = [name for name, kind in con.execute(f"select column_name, column_type from (describe {table})").fetchall()
+             if kind in ("VARCHAR", "JSON")]
+    stored = con.execute(f"select {', '.join(texts)} from {table} where run_id = 'faulty' and {column} = ?",
+                         [source]).fetchall()
+    sent = (CONTROL[0], json.dumps(CONTROL[0])[1:-1])
+    assert any(mark in value for row in stored for value in row if isinstance(value, str) for mark in sent)
 
 
 def assert_one_record_quarantined(items: set, clean: set, quarantined: set, field_name: str) -> None:

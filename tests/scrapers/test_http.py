@@ -6,6 +6,7 @@ import pytest
 
 from scrapers.base import SourceError, json_body
 from scrapers.http import (
+    MAX_REDIRECTS,
     REDACTED,
     SourceClient,
     make_client,
@@ -185,6 +186,55 @@ async def test_what_is_archived_carries_no_credentials_but_bodies_stay_untouched
     assert kept.redacted
     assert kept.body == body  # archived untouched: no substring scrubbing of prices
     assert script.seen[0].headers["authorization"] == secret  # sent, never stored (RawResponse has no request headers)
+
+
+def redirect(status: int, location: str) -> httpx.Response:
+    return httpx.Response(status, headers={"Location": location}, content=b"moved")
+
+
+async def test_a_get_without_credentials_follows_a_redirect_within_its_origin():
+    script = Script(redirect(301, "/y?page=2"), httpx.Response(200, json={"ok": True}))
+    async with client_for(script) as client:
+        raw = await client.request("GET", "http://replay.test/x")
+    assert [str(r.url) for r in script.seen] == ["http://replay.test/x", "http://replay.test/y?page=2"]
+    assert json_body(raw) == {"ok": True} and raw.url == "http://replay.test/y?page=2" and client.requests == 2
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("location", ["http://elsewhere.test/t", "https://replay.test/t", "http://replay.test:8080/t"])
+async def test_a_redirect_to_another_origin_is_refused_before_anything_is_sent_there(status, location):
+    secret = "sentinel-secret-0123456789"
+    script = Script(redirect(status, location))
+    async with client_for(script, secrets={"verda_client_secret": secret}) as client:
+        with pytest.raises(SourceError, match=rf"^test: POST /token: HTTP {status} redirect to {location} refused: "
+                                              r"it leaves http://replay.test$"):
+            await client.request("POST", "http://replay.test/token", json_body={"client_secret": secret},
+                                 redact_keys=("client_secret",))
+    assert [r.url.host for r in script.seen] == ["replay.test"] and len(script.seen) == 1  # never retried elsewhere
+    assert client.responses[0].status == status and client.last_status == status  # archived, the secret redacted
+    assert secret not in client.responses[0].request_body
+
+
+@pytest.mark.parametrize(("method", "headers", "reason"), [
+    ("POST", None, "only a GET follows a redirect, this is a POST"),
+    ("GET", {"Authorization": "Bearer t0ken-of-verda"}, "the request carries a credential"),
+    ("GET", {"X-Api-Key": "sentinel-secret-0123456789"}, "the request carries a credential"),
+])
+async def test_within_the_origin_only_a_get_without_credentials_is_redirected(method, headers, reason):
+    script = Script(redirect(307, "/y"), httpx.Response(200))
+    async with client_for(script, secrets={"runpod_api_key": "sentinel-secret-0123456789"}) as client:
+        with pytest.raises(SourceError, match=f"test: {method} /x: HTTP 307 redirect to http://replay.test/y refused: "
+                                              f"{reason}"):
+            await client.request(method, "http://replay.test/x", headers=headers)
+    assert len(script.seen) == 1
+
+
+async def test_a_redirect_loop_stops_after_a_few_hops():
+    script = Script(redirect(302, "/x"))
+    async with client_for(script) as client:
+        with pytest.raises(SourceError, match=f"more than {MAX_REDIRECTS} redirects"):
+            await client.request("GET", "http://replay.test/x")
+    assert len(script.seen) == MAX_REDIRECTS + 1
 
 
 def test_redaction_helpers():

@@ -118,7 +118,9 @@ def test_the_2025_shape_reads_the_same_way():
 
 
 @pytest.mark.parametrize(("value", "reason"), [("abc", "non-numeric string 'abc'"), ("-0.5", "negative price"),
-                                               (True, "expected a price string")])
+                                               (True, "expected a price string"),
+                                               ("1e308", "price '1e308' USD per token is out of range"),
+                                               ("1e13", "out of range"), (1e300, "out of range")])
 def test_a_bad_price_quarantines_that_model_naming_the_field(value, reason):
     data = fixture_json(Y2026)
     data["data"][0]["pricing"]["completion"] = value

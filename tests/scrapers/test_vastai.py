@@ -89,6 +89,15 @@ def test_a_changed_payload_is_a_schema_error_naming_path_and_field():
         vastai.parse([raw("vastai", "POST", vastai.PATH, "<html>")])
 
 
+@pytest.mark.parametrize("parse", [vastai.parse, vastai.parse_frame])
+def test_json_nested_too_deep_to_read_is_a_schema_error(parse):
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(SchemaError, match=r"vastai: /api/v0/bundles/: body is not JSON \(nested too deep to read"):
+        parse([raw("vastai", "POST", vastai.PATH, deep)])
+    with pytest.raises(SchemaError, match="nested too deep"):
+        parse([raw("vastai", "POST", vastai.PATH, '{"offers": [' + deep + "]}")])
+
+
 def test_truncation_only_counts_full_searches_that_were_not_split():
     bucket = vastai.bucket_queries(10)[0]
     split = vastai.refine(bucket, ["A", "B"])

@@ -7,9 +7,12 @@ import pytest
 from scrapers.base import Listing, Rejection
 from tests.sources_support import NOW, SNAPSHOT
 from transforms import gpu_names
+from transforms.api_prices import API_PRICE_SCHEMA
 from transforms.normalise import (
     MAX_USD_PER_GPU_HR,
+    MAX_USD_PER_MTOK,
     OFFER_COLUMNS,
+    absurd_api_prices,
     listings_frame,
     normalise,
     rejections_frame,
@@ -121,3 +124,20 @@ def test_empty_input_gives_empty_frames():
     result = run([])
     assert result.offers.is_empty() and result.quarantine.is_empty() and result.unmapped.is_empty()
     assert isinstance(result.offers["fetched_at"].dtype, pl.Datetime)
+
+
+def test_an_api_price_above_the_bound_is_a_rejection_naming_the_column_and_the_other_tiers_stay():
+    def tier(model, tier, usd_in, usd_out, cached=None):
+        return {"api_model_id": model, "price_kind": "standard", "tier": tier, "usd_per_mtok_input": usd_in,
+                "usd_per_mtok_output": usd_out, "usd_per_mtok_cache_read": cached, "fetched_at": NOW}
+
+    prices = pl.DataFrame([tier("a/ok", "base", 0.1, MAX_USD_PER_MTOK), tier("a/big", "base", 0.5, 1e9),
+                           tier("a/big", "prompt>=200000", 0.5, 2.0), tier("a/cache", "base", 0.5, 2.0, 5e3)],
+                          schema=API_PRICE_SCHEMA, orient="row")
+    kept, rejected = absurd_api_prices(prices)
+    assert kept["api_model_id"].to_list() == ["a/ok", "a/big"] and kept["tier"].to_list()[1] == "prompt>=200000"
+    assert rejected.select("offer_id", "price_kind", "field").rows() == [
+        ("a/big", "standard", "usd_per_mtok_output"), ("a/cache", "standard", "usd_per_mtok_cache_read")]
+    assert rejected["reason"][0] == "absurd price: 1000000000.0 USD per million tokens, above 1000"
+    assert json.loads(rejected["record"][0])["tier"] == "base"
+    assert rejected.columns == list(rejections_frame([]).columns)

@@ -1,5 +1,6 @@
 import dataclasses
 import math
+import re
 
 import pytest
 
@@ -42,6 +43,25 @@ def test_an_unknown_parameter_is_named_with_close_matches():
 def test_a_bad_value_is_refused_with_the_parameter_named(name, value, message):
     with pytest.raises(ParamError, match=message):
         with_overrides(CEILING, {name: value})
+
+
+@pytest.mark.parametrize(("name", "value", "interval"), [
+    ("bandwidth_efficiency", "-5", "(0, 1]"), ("bandwidth_efficiency", "nan", "(0, 1]"),
+    ("bandwidth_efficiency", "1.01", "(0, 1]"), ("tp_derate", "1", "[0, 1)"), ("step_overhead_s", "inf", "[0, 10]"),
+    ("batch_gain_max", "0.5", "[1, inf]"), ("min_tp", "0", "[1, 4096]"), ("runtime_gb", "-1", "[0, 10000]"),
+])
+def test_a_number_outside_its_interval_is_refused_naming_it(name, value, interval):
+    with pytest.raises(ParamError, match=re.escape(f"{name} must lie in {interval}, not {float(value)!r}")
+                       if name != "min_tp" else f"min_tp must lie in {re.escape(interval)}, not 0"):
+        with_overrides(CALCULATOR, {name: value})
+
+
+def test_every_number_has_an_interval_its_presets_lie_in():
+    for field in dataclasses.fields(presets.Params):
+        if field.type in ("float", "int", float, int):
+            assert field.metadata["range"], field.name
+    assert presets.MEASURED.bandwidth_efficiency and with_overrides(CALCULATOR, {"batch_gain_max": "inf"})
+    assert dict(presets.parameter_docs())["bandwidth_efficiency"].endswith("(0, 1]")
 
 
 def test_assignments_parse_and_a_malformed_one_is_named():

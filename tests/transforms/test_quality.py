@@ -86,3 +86,14 @@ def test_quarantine_rows_fit_the_table():
 def test_a_provider_without_listings_is_named():
     assert quality.missing_provider_flags(offers(dict(usd_per_gpu_hr=1.0)), ("vastai", "runpod"), DAY) == [
         "runpod: no successful fetch on 2026-11-27"]
+
+
+def test_absurd_api_prices_the_fetch_refused_flag_the_day_naming_model_and_field():
+    quarantined = pl.DataFrame({
+        "provider": ["openrouter", "openrouter", "vastai"], "offer_id": ["b/model", "a/model", "123"],
+        "field": ["usd_per_mtok_output", "usd_per_mtok_input", "dph_base"],
+        "reason": ["absurd price: ...", "absurd price: ...", "absurd price: ..."]})
+    assert quality.absurd_api_price_flags(quarantined) == [
+        "openrouter: 2 API price(s) above 1000 USD per million tokens quarantined: a/model (usd_per_mtok_input), "
+        "b/model (usd_per_mtok_output)"]
+    assert quality.absurd_api_price_flags(quarantined.filter(pl.col("provider") == "vastai")) == []

@@ -19,6 +19,9 @@
     for (const child of children.flat()) if (child !== null && child !== undefined) node.append(child);
     return node;
   }
+  // Plotly reads a chart's text (names, hover templates and the values they show) as its own HTML subset:
+  // provider text goes in escaped, so an offer id written as <a href=...> shows as text, never as a link.
+  const plain = (v) => typeof v === "string" ? v.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;") : v;
   const dash = "—";
   const usd = (v) => v === null || v === undefined ? dash
     : v >= 1000 ? "$" + Math.round(v).toLocaleString("en-US") : "$" + v.toFixed(2);
@@ -42,11 +45,11 @@
       const x = idx.map((i) => h.snapshot_date[i]);
       const listings = idx.map((i) => h.listings[i]);
       for (const [stat, dashStyle] of [["min", "solid"], ["median", "dot"]]) {
-        traces.push({ type: "scatter", mode: "lines+markers", name: stat === "min" ? gpu : gpu + " (median)",
+        traces.push({ type: "scatter", mode: "lines+markers", name: plain(stat === "min" ? gpu : gpu + " (median)"),
           legendgroup: gpu, showlegend: stat === "min", visible: shown ? true : "legendonly",
           x, y: idx.map((i) => h[stat + "_usd_per_gpu_hr"][i]), customdata: listings,
           line: Object.assign({ dash: dashStyle }, line), marker: { size: 5 },
-          hovertemplate: `<b>${gpu}</b><br>%{x}<br>${stat} $%{y:.2f}/GPU-hr<br>%{customdata} listings<extra></extra>` });
+          hovertemplate: `<b>${plain(gpu)}</b><br>%{x}<br>${stat} $%{y:.2f}/GPU-hr<br>%{customdata} listings<extra></extra>` });
       }
     }
     Plotly.newPlot("history-chart", traces, layout({ yaxis: { title: { text: "$ per GPU-hour" }, rangemode: "tozero",
@@ -54,7 +57,7 @@
     const c = d.counts, bars = [];
     let i = 0;
     for (const [provider, idx] of groupBy(c, "provider")) {
-      bars.push({ type: "bar", name: provider, x: idx.map((j) => c.snapshot_date[j]), y: idx.map((j) => c.listings[j]),
+      bars.push({ type: "bar", name: plain(provider), x: idx.map((j) => c.snapshot_date[j]), y: idx.map((j) => c.listings[j]),
         marker: { color: PALETTE[i++ % PALETTE.length] } });
     }
     Plotly.newPlot("counts-chart", bars, layout({ barmode: "group", yaxis: { title: { text: "listings" } },
@@ -198,11 +201,12 @@
       });
       let k = 0;
       const traces = [...byVendor].map(([vendor, idx]) => ({
-        type: "scatter", mode: "markers", name: vendor,
+        type: "scatter", mode: "markers", name: plain(vendor),
         x: idx.map((i) => t.agg_tok_s[i]), y: idx.map((i) => t.replica_usd_per_hr[i]),
         marker: { size: idx.map((i) => 8 + 5 * Math.log2(t.tp[i])), color: VENDOR_COLOURS[vendor] || PALETTE[k++ % PALETTE.length],
           opacity: 0.8, line: { width: 1, color: "#fff" } },
-        customdata: idx.map((i) => [t.gpu[i], t.tp[i], t.provider[i], t.usd_per_mtok_label[i], t.offer_ids[i], t.agg_tok_s_label[i]]),
+        customdata: idx.map((i) => [t.gpu[i], t.tp[i], t.provider[i], t.usd_per_mtok_label[i], t.offer_ids[i],
+          t.agg_tok_s_label[i]].map(plain)),
         hovertemplate: "<b>%{customdata[1]} x %{customdata[0]}</b><br>%{customdata[5]} tok/s · $%{y:.2f}/hr · %{customdata[3]}/M tokens"
           + "<br>%{customdata[2]}, listings %{customdata[4]}<extra></extra>",
       }));
