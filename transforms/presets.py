@@ -84,6 +84,10 @@ class Params:
     vendor_efficiency_intel: float = _doc("Intel parts reach this fraction of what NVIDIA's do at the same specs")
     step_overhead_s: float = _doc("fixed seconds per decode step (kernel launches, synchronisation, scheduling)")
     tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group")
+    pp_hop_s: float = _doc("seconds a decode step waits at each pipeline-stage boundary of a replica wider than one "
+                           "node (node_gpus): a send over the cluster's scale-out fabric (0: no network cost)")
+    pp_hop_s_per_stream: float = _doc("seconds per stream each pipeline-stage boundary adds to a decode step: the "
+                                      "stream's activations over the scale-out fabric")
     kv_fp8_when_quantized: bool = _doc("the KV cache is stored in FP8 when weights are FP8 or narrower")
     input_per_output: float = _doc("prompt tokens per answer token of a request given only its context (serving "
                                    "model): the request fills the context at this mix")
@@ -122,7 +126,8 @@ class Params:
 STEADY_DECODE = {
     "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
     "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0,
-    "step_overhead_s": 0.0, "tp_comm_s": 0.0, "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
+    "step_overhead_s": 0.0, "tp_comm_s": 0.0, "pp_hop_s": 0.0, "pp_hop_s_per_stream": 0.0,
+    "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
     "band_ratio_high": 0.0, "input_per_output": 0.0,
 }
 
@@ -213,6 +218,11 @@ MEASURED_BASE = replace(
     kv_fp8_when_quantized=True,
     tp_efficiency_floor=0.5,
     input_per_output=DEFAULT_INPUT_PER_OUTPUT,
+    # Not fitted (the benchmarks' replicas are nearly all one node): a point-to-point send between nodes takes a
+    # few microseconds on InfiniBand/RoCE and some 20 us through NCCL's send/recv; a stream's activations at a
+    # stage boundary are at most 16,384 values x 2 bytes = 32 KB, 0.66 us at 400 Gb/s (50 GB/s) per node.
+    pp_hop_s=25e-6,
+    pp_hop_s_per_stream=32_768 / 50e9,
 )
 FITTED = ("bandwidth_efficiency", "compute_efficiency", "compute_efficiency_fp8", "compute_efficiency_int4",
           "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate",
