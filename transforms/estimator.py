@@ -16,7 +16,7 @@ from transforms.presets import (
     normalise_precision,
 )
 
-ESTIMATOR_VERSION = "1.2.0"  # 1.2: per-stream state (windows, recurrent layers) held and read like KV
+ESTIMATOR_VERSION = "1.3.0"  # 1.3: a measured replica wider than one node pays its pipeline stages' network
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 FLOPS_PER_PARAM = 2.0  # one multiply-add per parameter per token, used by prefill
@@ -471,6 +471,18 @@ def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params)
     return both / scale + params.step_overhead_s + params.tp_comm_s * log2_tp
 
 
+def pipeline_seconds(tp, streams, params: Params):
+    """Seconds a decode step of `streams` streams spends between nodes (numbers, polars Series or Exprs alike).
+
+    A replica wider than one node (node_gpus) runs only where a provider's cluster joins the nodes with a
+    scale-out fabric (transforms/deployability.py): tensor parallelism inside each node, pipeline stages across
+    them. Each of the tp / node_gpus - 1 stage boundaries sends the step's activations over the fabric: pp_hop_s,
+    plus pp_hop_s_per_stream per stream. Prefill's larger sends overlap its chunks' compute and are not charged.
+    """
+    boundaries = _larger(tp / params.node_gpus - 1, 0)
+    return boundaries * (params.pp_hop_s + streams * params.pp_hop_s_per_stream)
+
+
 def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params):
     """Output tokens per second of one replica serving `streams` requests at a time, each a prefill of its prompt
     then `output_tokens` decode steps (numbers, polars Series or Exprs alike)."""
@@ -483,8 +495,11 @@ def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     df = _serving_terms(df, params)
     compute_eff, vendor_eff = efficiencies(pl.col("precision"), pl.col("_vendor"), pl.col("_moe"), params)
     log2_tp = pl.col("_log2_tp")
-    step = step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params)
-    step1 = step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params)
+    tp, streams = pl.col("tp"), pl.col("streams")
+    step = (step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params)
+            + pipeline_seconds(tp, streams, params))
+    step1 = (step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params)
+             + pipeline_seconds(tp, 1, params))
     scale = group_scale(log2_tp, vendor_eff, params)
     return df.with_columns(
         single_stream_tok_s=1 / step1,

@@ -1,3 +1,5 @@
+import dataclasses
+
 import polars as pl
 import pytest
 
@@ -288,3 +290,17 @@ def test_estimate_keeps_the_grid_order(models, calculator_gpus):
     assert out.select(keys).equals(grid.select(keys).with_columns(pl.col("model", "gpu").cast(pl.String)))
     as_text = grid.with_columns(pl.col("model", "gpu", "precision").cast(pl.String))  # a grid built by hand
     assert estimator.estimate(models, calculator_gpus, as_text, CALCULATOR).equals(out)
+
+
+def test_a_measured_replica_wider_than_one_node_pays_its_pipeline_boundaries(frames):
+    gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], "measured")
+    grid = make_grid(["deepseek-r1"], ["H100 SXM5 80GB"], ["bf16"], [4096], [32]).join(
+        pl.DataFrame({"tp_": [8, 16, 32]}), how="cross").with_columns(tp=pl.col("tp_")).drop("tp_")
+    paid = estimator.estimate(frames["models"], gpus, grid, presets.MEASURED)
+    free = estimator.estimate(frames["models"], gpus, grid, dataclasses.replace(
+        presets.MEASURED, pp_hop_s=0.0, pp_hop_s_per_stream=0.0))
+    extra = (1 / paid["per_stream_tok_s"] - 1 / free["per_stream_tok_s"]).to_list()
+    hop = presets.MEASURED.pp_hop_s + 32 * presets.MEASURED.pp_hop_s_per_stream
+    # one node: no boundary; 16 GPUs: two nodes, one boundary; 32: four nodes, three boundaries
+    assert extra == pytest.approx([0.0, hop, 3 * hop], abs=1e-12)
+    assert (CEILING.pp_hop_s, CALCULATOR.pp_hop_s, CALCULATOR.pp_hop_s_per_stream) == (0.0, 0.0, 0.0)
