@@ -143,7 +143,7 @@ def test_page_001_fleet_what_if_rows(models, calculator_gpus, page001_prices):
     shown = [
         (f"{r['replicas']} x TP{r['tp']}", str(r["idle_gpus"]), f"{compact_label(r['agg_tok_s'])} tok/s",
          usd_label(r["usd_per_hr"]), kw_label(r["power_kw"]), usd_label(r["usd_per_mtok"]))
-        for r in estimator.fleet_whatif(estimates, fleets, page001_prices).iter_rows(named=True)
+        for r in estimator.fleet_whatif(estimates, fleets, page001_prices, calculator_gpus).iter_rows(named=True)
     ]
     assert shown == page.select("replicas", "idle", "tok_s", "usd_hr", "power", "usd_per_m").rows()
 
@@ -153,7 +153,7 @@ def test_page_001_size_for_a_target(models, calculator_gpus, page001_prices):
     target, context, streams = (int(page[c][0]) for c in ("target_tok_s", "context_tokens", "streams"))
     estimates = estimator.estimate(models, calculator_gpus, page_001_grid(page["catalog_key"].to_list(), context, streams),
                                    CALCULATOR)
-    sized = estimator.size_for_target(estimates, target, page001_prices)
+    sized = estimator.size_for_target(estimates, target, page001_prices, calculator_gpus)
     assert [(r["gpu"], str(r["gpu_count"]), usd_label(r["usd_per_hr"])) for r in sized.iter_rows(named=True)] == (
         page.select("catalog_key", "gpus", "usd_hr").rows()
     )
