@@ -201,7 +201,9 @@ def faq(model: dict, setting: tuple[str, int, int], table: pl.DataFrame, one_str
                          f"({cheapest['provider']}, {day})."})
     elif now:
         out.append({"q": f"What does {name} cost per million tokens on an H100?",
-                    "a": f"No H100 listing could price {_part(now)} on {day}; the table shows every priced part."})
+                    "a": f"No H100 listing could price {_part(now)} on {day}"
+                         + (f" as one deployable replica: {now['not_deployable_reason']}" if now["not_deployable_reason"]
+                            else "") + "; the table shows every priced part."})
     out.append({"q": f"What precision does {name} ship in?",
                 "a": f"The published checkpoint is {_precision(model['native_precision'])}."})
     return out

@@ -166,3 +166,13 @@ def test_on_the_real_markets_every_answer_is_a_replica_someone_could_deploy(ware
     consumer = query(warehouse, monkeypatch, "select distinct c.gpu from cost_per_mtok c join gpus g on g.name = c.gpu "
                                              "where c.deployable and c.tp > 8 and g.form_factor like '%consumer%'")
     assert consumer.is_empty()  # a consumer card never spans hosts
+    monkeypatch.setenv("GPULEDGER_HOME", str(warehouse[0]))
+    table = CliRunner().invoke(app, ["table", "--model", "deepseek-r1", "--precision", "bf16", "--context", "4096",
+                                     "--date", str(SNAPSHOT), "-f", "json"])
+    assert table.exit_code == 0, table.output
+    shown = json.loads(table.output)
+    priced = [r for r in shown["table"] if r["usd_per_mtok"] is not None]
+    assert priced and {r["replica_pricing"] for r in priced} <= {"one_listing", "provider_cluster"}
+    deployable = query(warehouse, monkeypatch, "select distinct gpu, tp, provider from cost_per_mtok where deployable")
+    cards = {(c["gpu"], c["tp"], c["provider"]) for c in shown["Cards"] if c["usd_per_mtok"] is not None}
+    assert cards and cards <= set(deployable.rows())
