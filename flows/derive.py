@@ -101,14 +101,14 @@ def derive_date(
     grid = estimate_grid(cats, plan)
     if not estimates.stored_and_current(con, grid):  # estimates do not depend on the date
         estimates.replace_estimates(con, grid)
-    prices = costs.replica_prices(offers, grid["tp"].drop_nulls().unique().to_list())
+    prices = costs.replica_prices(offers, grid["tp"].drop_nulls().unique().to_list(), cats["gpus"])
     cost = costs.cost_per_mtok(grid, prices)
     hardware = hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), day)
-    own = costs.own_vs_rent(grid, hardware, cost, plan.ownership)
+    own = costs.own_vs_rent(grid, hardware, cost, plan.ownership, cats["gpus"])
     api = api_prices.cheapest_api(queries.api_prices_asof(con, day), plan.input_per_output)
     frames = {
         "daily_prices": aggregate.daily_prices(offers),
-        "rental_ranges": aggregate.rental_ranges(offers),
+        "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),
         "cost_per_mtok": cost,
         "own_vs_rent": own,
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),

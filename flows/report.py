@@ -182,7 +182,8 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
         entries[_key(setting)] = {
             "table": _column_lists(pages.table_rows(calc.table)),
             "cards": _column_lists(pages.card_rows(calc.cards, calc.replicas)),
-            "faq": pages.faq(card, setting, calc.table, calc.one_stream, calc.cards, bytes_per_param, data.day, METHOD),
+            "faq": pages.faq(card, setting, calc.table, calc.one_stream, calc.cards, bytes_per_param, data.day, METHOD,
+                             calc.note),
             "own": _column_lists(pages.own_rows(own_at)),
         }
     ceiling = views.estimate_cards(data, model, METHOD, [], None, presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREAMS)

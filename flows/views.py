@@ -8,7 +8,7 @@ import duckdb
 import polars as pl
 
 from flows.derive import hardware_usd, input_per_output, method_params
-from transforms import api_prices, costs, estimator, presets, tables
+from transforms import api_prices, costs, deployability, estimator, presets, tables
 from warehouse import queries
 
 
@@ -34,13 +34,15 @@ class Day:
 
 @dataclass
 class Calculator:
-    """One setting of the calculator view: its estimates (and at one stream), the replica prices, table and cards."""
+    """One setting of the calculator view: its estimates (and at one stream), the replica prices, table and cards,
+    and, when no part has a deployable replica, what is missing (`note`)."""
 
     estimates: pl.DataFrame
     one_stream: pl.DataFrame
     replicas: pl.DataFrame
     table: pl.DataFrame
     cards: pl.DataFrame
+    note: str | None
 
 
 def latest_published(con: duckdb.DuckDBPyConnection) -> date:
@@ -100,15 +102,17 @@ def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str
                      + [estimator.make_grid([model], names, precisions, [ONE_STREAM[0]], [ONE_STREAM[1]])]).unique(
         maintain_order=True)
     est = estimate(data, method, grid)
-    replicas = tables.cheapest_replicas(costs.replica_prices(data.offers, est["tp"].drop_nulls().unique().to_list()),
-                                        price_kind)
+    replicas = tables.cheapest_replicas(
+        costs.replica_prices(data.offers, est["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
+    capacity = deployability.capacity(data.offers, data.gpus)
     out = {}
     for precision, context, streams in settings:
         at = est.filter((pl.col("precision") == precision) & (pl.col("context_tokens") == context)
                         & (pl.col("streams") == streams))
         one = est.filter((pl.col("precision") == precision) & (pl.col("context_tokens") == ONE_STREAM[0])
                          & (pl.col("streams") == ONE_STREAM[1]))
-        table = tables.calculator_view(at, data.gpus, replicas)
+        table = tables.calculator_view(at, data.gpus, replicas, capacity)
         out[(precision, context, streams)] = Calculator(at, one, replicas, table,
-                                                        tables.calculator_cards(table, one, replicas))
+                                                        tables.calculator_cards(table, one, replicas),
+                                                        tables.deployment_note(table, at, replicas, capacity))
     return out

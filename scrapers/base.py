@@ -74,6 +74,11 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+# The tier of a listing the provider sells as one cluster: nodes joined by a scale-out fabric (InfiniBand/RoCE),
+# so one replica may span them (docs/deployability.md). Its max_gpu_count is the most GPUs one cluster takes.
+CLUSTER_TIER = "cluster"
+
+
 @dataclass(frozen=True)
 class Listing:
     """One priced listing and price kind as the provider quotes it; normalise turns it into an `offers` row."""

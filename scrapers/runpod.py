@@ -7,11 +7,17 @@ display names drop what tells variants apart (`RTX PRO 6000`). A cloud flagged a
 listing whatever its price says (the real feed puts 0 or a 0.5 placeholder there), and a price of 0 means
 "not offered" on any cloud (REST v2 writes 0.0 there); a null price on a cloud the type is offered in goes to
 quarantine. The `unknown` pseudo-type offers nothing, so it gives no listing. Savings-plan prices
-(`oneMonthPrice`, ...) are secure-cloud per-GPU-hour prices. GraphQL is announced to retire in early 2027:
+(`oneMonthPrice`, ...) are secure-cloud per-GPU-hour prices.
+
+A type that lists `nodeGroupDatacenters` (the datacenters hosting Instant Clusters: pods joined by dedicated
+high-bandwidth inter-node interfaces) at a `clusterPrice` above 0 is also sold as a cluster: one more listing,
+"<type id>:cluster", tier `cluster`, priced per GPU-hour, up to CLUSTER_PODS_MAX pods of `maxGpuCount` GPUs.
+Every other RunPod listing is one pod, one machine. The REST v2 catalogue of pods (`product=POD`) lists no cluster. GraphQL is announced to retire in early 2027:
 with RUNPOD_API_KEY set, the REST v2 catalogue is used (GPULEDGER_RUNPOD_API=graphql|rest overrides).
 """
 
 from scrapers.base import (
+    CLUSTER_TIER,
     Listing,
     ParseResult,
     RecordError,
@@ -36,7 +42,7 @@ QUERY = """query GpuTypes($lowestPriceInput: GpuLowestPriceInput) {
   gpuTypes {
     id displayName manufacturer memoryInGb maxGpuCount maxGpuCountSecureCloud maxGpuCountCommunityCloud
     secureCloud communityCloud securePrice communityPrice secureSpotPrice communitySpotPrice
-    oneWeekPrice oneMonthPrice threeMonthPrice sixMonthPrice
+    oneWeekPrice oneMonthPrice threeMonthPrice sixMonthPrice clusterPrice nodeGroupDatacenters { id }
     lowestPrice(input: $lowestPriceInput) { minimumBidPrice uninterruptablePrice minVcpu minMemory stockStatus compliance countryCode maxUnreservedGpuCount availableGpuCounts }
   }
 }"""
@@ -45,6 +51,8 @@ GRAPHQL_REQUIRED = ("id", "secureCloud", "communityCloud", "securePrice", "commu
 REST_REQUIRED = ("id", "price")
 SAVINGS = (("savings_1w", "oneWeekPrice"), ("savings_1m", "oneMonthPrice"), ("savings_3m", "threeMonthPrice"),
            ("savings_6m", "sixMonthPrice"))
+# Pods an Instant Cluster takes: the API does not say; 2 to 8 for every type (dstackai/gpuhunt, providers/runpod.py).
+CLUSTER_PODS_MAX = 8
 # (tier, offered flag, on-demand price, spot price, max GPUs) in the GraphQL schema
 CLOUDS = (
     ("secure", "secureCloud", "securePrice", "secureSpotPrice", "maxGpuCountSecureCloud"),
@@ -120,6 +128,22 @@ def _priced(offered: bool | None, price: float | None) -> bool:
     return offered is True or positive(price)
 
 
+def _cluster_listing(record: dict, raw: RawResponse, common: dict, extras: dict) -> list[Listing]:
+    """The type's Instant Cluster, when it has one: pods of maxGpuCount GPUs in its nodeGroupDatacenters."""
+    sites = record.get("nodeGroupDatacenters")
+    price = number(record.get("clusterPrice"), "clusterPrice")
+    if not isinstance(sites, list) or not sites or not positive(price):
+        return []
+    ids = [site.get("id") for site in sites if isinstance(site, dict) and isinstance(site.get("id"), str)]
+    pod = integer(record.get("maxGpuCountSecureCloud"), "maxGpuCountSecureCloud") or integer(
+        record.get("maxGpuCount"), "maxGpuCount")
+    if not ids or not pod:
+        raise RecordError("nodeGroupDatacenters", "a cluster without datacenter ids or pod size")
+    return [_listing(record, raw, CLUSTER_TIER, price_kind="on_demand", price_field="clusterPrice",
+                     native_per_hr=price, max_gpu_count=CLUSTER_PODS_MAX * pod, region=",".join(ids),
+                     extras=extras | {"nodeGroupDatacenters": ids, "pod_gpus": pod}, **common)]
+
+
 def _listing(record: dict, raw: RawResponse, tier: str, **fields) -> Listing:
     return Listing(
         offer_id=f"{record['id']}:{tier}",
@@ -165,7 +189,7 @@ def _graphql_listings(record, raw: RawResponse) -> list[Listing]:
             price = number(record.get(key), key)
             if _priced(offered, price) if kind == "on_demand" else offered is not False and positive(price):
                 out.append(_listing(record, raw, tier, price_kind=kind, price_field=key, native_per_hr=price, **fields))
-    return out
+    return out + _cluster_listing(record, raw, common, extras)
 
 
 def _rest_listings(record, raw: RawResponse) -> list[Listing]:

@@ -2,7 +2,9 @@
 
 import polars as pl
 
-NODE_GPUS = 8  # the largest single-host listing; bigger groups take several listings (multi-node)
+from transforms import deployability
+from transforms.deployability import CLUSTER_TIER, NODE_GPUS
+
 RENTAL_SIZES = (1, 2, 4, 8, 16, 32)
 
 
@@ -59,20 +61,26 @@ def _fixed_size_groups(offers: pl.DataFrame, sizes: tuple[int, ...]) -> pl.DataF
         pl.len().cast(pl.Int32).alias("listings"),
         pl.col("k").first().cast(pl.Int32).alias("listings_per_group"),
         pl.col("fetched_at").max().alias("observed_at"),
-    ).drop("gpu_count")
+    ).with_columns((pl.col("listings_per_group") == 1).alias("deployable")).drop("gpu_count")
 
 
 def _per_gpu_groups(offers: pl.DataFrame, sizes: tuple[int, ...]) -> pl.DataFrame:
-    """N GPUs from listings priced per GPU that scale to max_gpu_count per pod (RunPod)."""
+    """N GPUs from listings priced per GPU that scale to max_gpu_count per pod (RunPod): one pod, or whole pods
+    beyond one node; and from a provider cluster (tier `cluster`), N beyond one node up to its size."""
     keys = ["snapshot_date", "gpu", "provider", "price_kind"]
     scalable = offers.filter(pl.col("max_gpu_count").is_not_null() & (pl.col("max_gpu_count") > 0))
     targets = pl.DataFrame({"n_gpus": list(sizes)}, schema={"n_gpus": pl.Int32})
-    pods = (pl.col("n_gpus") + pl.col("max_gpu_count") - 1) // pl.col("max_gpu_count")
+    cluster = pl.col("tier") == CLUSTER_TIER
+    one_pod = ~cluster & (pl.col("n_gpus") <= pl.col("max_gpu_count"))
+    in_cluster = cluster & (pl.col("n_gpus") > NODE_GPUS) & (pl.col("n_gpus") <= pl.col("max_gpu_count"))
+    pods = pl.when(one_pod | in_cluster).then(1).otherwise(
+        (pl.col("n_gpus") + pl.col("max_gpu_count") - 1) // pl.col("max_gpu_count"))
     return (
         scalable.join(targets, how="cross")
-        .filter((pl.col("n_gpus") <= pl.col("max_gpu_count")) | _beyond_one_node(pl.col("n_gpus")))
-        .with_columns((pl.col("usd_per_gpu_hr") * pl.col("n_gpus")).alias("group_usd_per_hr"), pods.alias("k"))
-        .group_by(*keys, "n_gpus")
+        .filter(one_pod | in_cluster | (~cluster & _beyond_one_node(pl.col("n_gpus"))))
+        .with_columns((pl.col("usd_per_gpu_hr") * pl.col("n_gpus")).alias("group_usd_per_hr"), pods.alias("k"),
+                      cluster.alias("cluster"))
+        .group_by(*keys, "n_gpus", "cluster")
         .agg(
             pl.col("group_usd_per_hr").min().alias("min_usd_per_hr"),
             pl.col("group_usd_per_hr").max().alias("max_usd_per_hr"),
@@ -80,35 +88,53 @@ def _per_gpu_groups(offers: pl.DataFrame, sizes: tuple[int, ...]) -> pl.DataFram
             pl.col("k").min().cast(pl.Int32).alias("listings_per_group"),
             pl.col("fetched_at").max().alias("observed_at"),
         )
+        .with_columns((pl.col("listings_per_group") == 1).alias("deployable"))
     )
 
 
-def rental_ranges(offers: pl.DataFrame, sizes: tuple[int, ...] = RENTAL_SIZES) -> pl.DataFrame:
-    """Per date × gpu × N GPUs × provider × price_kind: the cheapest and dearest $/hr to rent N GPUs.
+def rental_ranges(offers: pl.DataFrame, sizes: tuple[int, ...] = RENTAL_SIZES,
+                  gpus: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per date × gpu × N GPUs × provider × price_kind: the cheapest and dearest $/hr to rent N GPUs, and the
+    range over the ways that make one deployable replica of N (`deployable_min_usd_per_hr`/`max`; NULL, with
+    `not_deployable_reason`, when N GPUs come only as separately rented hosts; docs/deployability.md).
 
     Fixed-size listings serve N GPUs only at exactly N GPUs on one host, or, beyond one node, as N/8
     distinct 8-GPU listings (the k cheapest or dearest summed); per-GPU listings serve N × their price up to
-    their pod size, or whole pods beyond one node. Besides `sizes`, every GPU count a host offers that day is
-    a size (vast.ai hosts rent ×3, ×6, ×10, ...).
+    their pod size, or whole pods beyond one node; a provider cluster serves N beyond one node up to its size
+    (deployable for parts that may span hosts, which `gpus`, the catalogue, names). Besides `sizes`, every GPU
+    count a host offers that day is a size (vast.ai hosts rent ×3, ×6, ×10, ...).
     """
     mapped = offers.filter(pl.col("gpu").is_not_null())
     offered = mapped.filter(pl.col("max_gpu_count").is_null())["gpu_count"].unique().to_list()
     sizes = tuple(sorted(set(sizes) | {int(n) for n in offered if n and n > 0}))
+    capacity = deployability.capacity(mapped, gpus)
     parts = [
         _fixed_size_groups(mapped, sizes).with_columns(pl.lit("fixed_listings").alias("composition")),
-        _per_gpu_groups(mapped, sizes).with_columns(pl.lit("per_gpu").alias("composition")),
+        _per_gpu_groups(mapped, sizes).join(capacity.select("gpu", "spans_hosts"), on="gpu", how="left").with_columns(
+            pl.col("deployable") & (~pl.col("cluster") | pl.col("spans_hosts").fill_null(False)),
+            pl.when(pl.col("cluster")).then(pl.lit("cluster")).otherwise(pl.lit("per_gpu")).alias("composition"),
+        ).drop("cluster", "spans_hosts"),
     ]
     keys = ["snapshot_date", "gpu", "n_gpus", "provider", "price_kind"]
-    return (
+    deployable = pl.col("deployable")
+    ranges = (
         pl.concat(parts, how="vertical_relaxed")
         .group_by(keys)
         .agg(
             pl.col("min_usd_per_hr").min(),
             pl.col("max_usd_per_hr").max(),
+            pl.col("min_usd_per_hr").filter(deployable).min().alias("deployable_min_usd_per_hr"),
+            pl.col("max_usd_per_hr").filter(deployable).max().alias("deployable_max_usd_per_hr"),
             pl.col("listings").sum(),
             pl.col("listings_per_group").min(),
+            pl.col("listings_per_group").filter(pl.col("composition") != "cluster").min().alias("_hosts"),
             pl.col("composition").unique().sort().str.join("+"),
             pl.col("observed_at").max(),
         )
-        .sort(keys)
     )
+    n = pl.col("n_gpus").cast(pl.Int64)
+    how = pl.when(pl.col("_hosts").is_null()).then(pl.format("{} GPUs only across the nodes of a cluster", n)).otherwise(
+        pl.format("{} GPUs only from {} separately rented hosts", n, pl.col("_hosts")))
+    return ranges.join(capacity, on="gpu", how="left").with_columns(
+        deployability.reason(pl.col("deployable_min_usd_per_hr").is_not_null(), how, n).alias("not_deployable_reason"),
+    ).drop("_hosts", "largest_host", "largest_cluster", "spans_hosts").sort(keys)

@@ -10,7 +10,7 @@ from dataclasses import fields
 import polars as pl
 
 from scrapers.base import ApiAlias, ApiPrice
-from transforms.costs import HOURS_PER_MONTH, SINGLE_GPU_LISTINGS, mtok_per_month
+from transforms.costs import HOURS_PER_MONTH, mtok_per_month
 from transforms.estimator import usd_per_mtok
 from transforms.presets import DEFAULT_COST_METHOD, DEFAULT_INPUT_PER_OUTPUT
 
@@ -107,6 +107,8 @@ def own_rent_api(
 ) -> pl.DataFrame:
     """Per model and setting: the cheapest rented replica, the cheapest owned configuration and the cheapest API.
 
+    Rented and owned replicas are deployable ones only (docs/deployability.md); where a side has none, its
+    `*_not_deployable_reason` gives the reason of the cheapest replica the listings or prices could only fake.
     Output-only $/M (as cost_per_mtok and own_vs_rent give them) and blended $/M over the tokens of the setting's
     requests (input_per_output: the measured requests' own prompt:answer mix, else the argument), the API's price
     blended at the same mix, and the monthly volume (M tokens at the blend) from which renting one replica for the
@@ -120,9 +122,9 @@ def own_rent_api(
     rates = estimates.select(*setting, ratio.alias("input_per_output"),
                              ((ratio + 1) / seconds).alias("_mix_tok_s"))  # tokens a second at the blend
     per_mix_tokens = pl.col("_mix_tok_s")
+    rentals = costs.filter((pl.col("method") == method) & (pl.col("price_kind") == RENT_PRICE_KIND))
     rent = (
-        costs.filter((pl.col("method") == method) & (pl.col("price_kind") == RENT_PRICE_KIND)
-                     & (pl.col("replica_pricing") != SINGLE_GPU_LISTINGS))
+        rentals.filter(pl.col("deployable"))
         .join(rates, on=setting, how="left")
         .sort("usd_per_mtok", "provider", "gpu")
         .group_by(keys, maintain_order=True)
@@ -136,8 +138,9 @@ def own_rent_api(
             mtok_per_month(per_mix_tokens).alias("rent_capacity_mtok_per_month"),
         )
     )
+    configurations = own.filter((pl.col("method") == method) & pl.col("own_usd_per_mtok").is_not_null())
     owned = (
-        own.filter((pl.col("method") == method) & pl.col("own_usd_per_mtok").is_not_null())
+        configurations.filter(pl.col("deployable"))
         .join(rates, on=setting, how="left")
         .sort("own_usd_per_mtok", "gpu", "price_kind")
         .group_by(keys, maintain_order=True)
@@ -160,6 +163,10 @@ def own_rent_api(
     )
     # a setting's requests are the same whichever GPU serves them, so rent and own share their mix
     both = rent.join(owned, on=[*keys, "input_per_output"], how="full", coalesce=True).join(
+        _fakes(rentals.join(rates, on=setting, how="left"), rent, keys, "usd_per_mtok", "rent"),
+        on=[*keys, "input_per_output"], how="full", coalesce=True).join(
+        _fakes(configurations.join(rates, on=setting, how="left"), owned, keys, "own_usd_per_mtok", "own"),
+        on=[*keys, "input_per_output"], how="full", coalesce=True).join(
         api_cols, on="model", how="left").with_columns(
         blended("api_usd_per_mtok_input", "api_usd_per_mtok_output", pl.col("input_per_output"))
         .alias("api_usd_per_mtok_blended"))
@@ -178,8 +185,20 @@ def own_rent_api(
         "own_gpu", "own_price_kind", "own_gpu_count", "own_usd_per_month", "utilisation", "own_usd_per_mtok",
         "own_usd_per_mtok_blended", "own_capacity_mtok_per_month", "api_provider", "api_model_id", "api_price_kind",
         "api_usd_per_mtok_input", "api_usd_per_mtok_output", "api_usd_per_mtok_blended", "api_fetched_at",
-        "api_run_id", "rent_beats_api_mtok_per_month", "own_beats_api_mtok_per_month",
+        "api_run_id", "rent_beats_api_mtok_per_month", "own_beats_api_mtok_per_month", "rent_not_deployable_reason",
+        "own_not_deployable_reason",
     ).sort(keys)
+
+
+def _fakes(rows: pl.DataFrame, chosen: pl.DataFrame, keys: list[str], cost: str, side: str) -> pl.DataFrame:
+    """Per setting with no deployable row on a side: the reason of its cheapest row, which could not be deployed."""
+    return (
+        rows.join(chosen.select(keys), on=keys, how="anti")
+        .sort(cost, "gpu")
+        .group_by(keys, maintain_order=True)
+        .first()
+        .select(*keys, "input_per_output", pl.col("not_deployable_reason").alias(f"{side}_not_deployable_reason"))
+    )
 
 
 def api_line(api: pl.DataFrame, model: str, *, rate: float = 1.0, symbol: str = "$") -> str | None:

@@ -4,17 +4,24 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from transforms.aggregate import NODE_GPUS
+from transforms import deployability
+from transforms.deployability import CLUSTER_TIER, NODE_GPUS
 from transforms.estimator import usd_per_mtok
 
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12
 PRICE_COLUMNS = ["offer_ids", "price_observed_at", "native_currency", "fx_rate", "fx_date", "fx_source"]
 
-# How a replica of TP GPUs is priced (the `replica_pricing` column):
-ONE_LISTING = "one_listing"  # one listing holds the whole group on one host (a multiple of TP GPUs, or a pod of TP)
-MULTI_LISTING = "multi_listing"  # TP beyond one host: TP/8 distinct 8-GPU listings (or pods), multi-node
-SINGLE_GPU_LISTINGS = "tp_single_gpu_listings"  # TP × the cheapest 1-GPU listing: page 001's way; optimistic,
-# since GPUs on separate hosts cannot form a tensor-parallel group
+# How a replica of TP GPUs is priced (the `replica_pricing` column); only the first two are deployable
+# (`deployable`, docs/deployability.md), the others stay queryable with their `not_deployable_reason`:
+ONE_LISTING = "one_listing"  # one host holds the group: a fixed listing of at least TP GPUs, or a pod of TP
+PROVIDER_CLUSTER = "provider_cluster"  # nodes of a cluster the provider sells with a scale-out fabric
+MULTI_LISTING = "multi_listing"  # TP across separately rented hosts: TP/8 distinct 8-GPU listings, or several pods
+SINGLE_GPU_LISTINGS = "tp_single_gpu_listings"  # TP × the cheapest 1-GPU listing: page 001's way
+HOW = {  # what a replica priced that way is, as its not_deployable_reason starts: "TP 16 across ..."
+    MULTI_LISTING: "across separately rented hosts, which form no tensor-parallel group",
+    SINGLE_GPU_LISTINGS: "from single-GPU listings on separate hosts, which form no tensor-parallel group",
+    PROVIDER_CLUSTER: "across the nodes of a cluster",
+}
 
 
 def mtok_per_month(tok_s: pl.Expr) -> pl.Expr:
@@ -29,41 +36,51 @@ def _with_price_provenance(offers: pl.DataFrame) -> pl.DataFrame:
     return offers.filter(pl.col("gpu").is_not_null()).with_columns(**extra)
 
 
-def replica_prices(offers: pl.DataFrame, tps: list[int]) -> pl.DataFrame:
-    """Per date × gpu × provider × price_kind × tp × replica_pricing: the cheapest $/hr for one replica."""
+def replica_prices(offers: pl.DataFrame, tps: list[int], gpus: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per date × gpu × provider × price_kind × tp × replica_pricing: the cheapest $/hr for one replica, whether
+    someone could deploy it, and if not why (`gpus`, the catalogue, says which parts may span hosts).
+
+    One host holds TP GPUs when a fixed listing has at least TP (it runs gpu_count // TP replicas, so one costs the
+    listing over that) or a pod takes TP; a provider cluster holds more than one node's worth, up to its size.
+    """
     priced = _with_price_provenance(offers)
     targets = pl.DataFrame({"tp": sorted(set(tps))}, schema={"tp": pl.Int64})
-    per_gpu = pl.col("max_gpu_count").is_not_null()
+    cluster = pl.col("tier") == CLUSTER_TIER
+    per_gpu = pl.col("max_gpu_count").is_not_null() & ~cluster
+    fixed = pl.col("max_gpu_count").is_null()
     candidates = priced.join(targets, how="cross")
-    one_listing = candidates.filter(
-        (pl.col("tp") <= NODE_GPUS)
-        & pl.when(per_gpu)
-        .then(pl.col("max_gpu_count") >= pl.col("tp"))
-        .otherwise((pl.col("gpu_count") >= pl.col("tp")) & (pl.col("gpu_count") % pl.col("tp") == 0))
-    ).with_columns(
-        pl.lit(ONE_LISTING).alias("replica_pricing"),
-        (pl.col("usd_per_gpu_hr") * pl.col("tp")).alias("replica_usd_per_hr"),
-        pl.col("offer_id").alias("offer_ids"),
-    )
-    scalable_multi = candidates.filter(per_gpu & (pl.col("tp") > NODE_GPUS)).with_columns(
-        pl.lit(MULTI_LISTING).alias("replica_pricing"),
-        (pl.col("usd_per_gpu_hr") * pl.col("tp")).alias("replica_usd_per_hr"),
-        pl.col("offer_id").alias("offer_ids"),
-    )
-    single = candidates.filter(~per_gpu & (pl.col("gpu_count") == 1) & (pl.col("tp") > 1)).with_columns(
-        pl.lit(SINGLE_GPU_LISTINGS).alias("replica_pricing"),
-        (pl.col("usd_per_hr") * pl.col("tp")).alias("replica_usd_per_hr"),
-        pl.col("offer_id").alias("offer_ids"),
-    )
+    by_gpu = pl.col("usd_per_gpu_hr") * pl.col("tp")
+    kinds = [
+        (ONE_LISTING, (per_gpu & (pl.col("max_gpu_count") >= pl.col("tp"))) | (fixed & (pl.col("gpu_count") >= pl.col("tp"))),
+         pl.when(per_gpu).then(by_gpu).otherwise(pl.col("usd_per_hr") / (pl.col("gpu_count") // pl.col("tp")))),
+        (PROVIDER_CLUSTER, cluster & (pl.col("tp") > NODE_GPUS) & (pl.col("tp") <= pl.col("max_gpu_count")), by_gpu),
+        (MULTI_LISTING, per_gpu & (pl.col("tp") > pl.col("max_gpu_count")), by_gpu),
+        (SINGLE_GPU_LISTINGS, fixed & (pl.col("gpu_count") == 1) & (pl.col("tp") > 1), pl.col("usd_per_hr") * pl.col("tp")),
+    ]
     keys = ["snapshot_date", "gpu", "provider", "price_kind", "tp", "replica_pricing"]
     columns = [*keys, "replica_usd_per_hr", *PRICE_COLUMNS]
-    singles = pl.concat([one_listing, scalable_multi, single], how="vertical_relaxed").select(
+    singles = pl.concat([
+        candidates.filter(where).with_columns(pl.lit(how).alias("replica_pricing"), price.alias("replica_usd_per_hr"),
+                                              pl.col("offer_id").alias("offer_ids"))
+        for how, where, price in kinds
+    ], how="vertical_relaxed").select(
         *keys, "replica_usd_per_hr", "offer_ids", pl.col("fetched_at").alias("price_observed_at"),
         "native_currency", "fx_rate", "fx_date", "fx_source",
     )
     cheapest = singles.sort("replica_usd_per_hr", "offer_ids").group_by(keys).first()
-    return pl.concat([cheapest.select(columns), _fixed_multi_listing(priced, targets).select(columns)],
-                     how="vertical_relaxed").sort(keys)
+    prices = pl.concat([cheapest.select(columns), _fixed_multi_listing(priced, targets).select(columns)],
+                       how="vertical_relaxed")
+    return _deployability(prices, deployability.capacity(offers, gpus)).sort(keys)
+
+
+def _deployability(prices: pl.DataFrame, capacity: pl.DataFrame) -> pl.DataFrame:
+    """Each replica price with `deployable` and `not_deployable_reason` (NULL when deployable)."""
+    pricing, tp = pl.col("replica_pricing"), pl.col("tp")
+    deployable = (pricing == ONE_LISTING) | ((pricing == PROVIDER_CLUSTER) & pl.col("spans_hosts").fill_null(False))
+    how = pl.format("TP {} {}", tp, pricing.replace_strict(HOW, default=""))
+    return prices.join(capacity, on="gpu", how="left").with_columns(
+        deployable.alias("deployable"), deployability.reason(deployable, how, tp).alias("not_deployable_reason"),
+    ).drop("largest_host", "largest_cluster", "spans_hosts")
 
 
 def _fixed_multi_listing(priced: pl.DataFrame, targets: pl.DataFrame) -> pl.DataFrame:
@@ -94,7 +111,8 @@ def _fixed_multi_listing(priced: pl.DataFrame, targets: pl.DataFrame) -> pl.Data
 def cost_per_mtok(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
     """Each estimate priced by every live replica price of its GPU and TP: $/M output tokens, with the band
     (usd_per_mtok_low/high) where the method has one (measured: its calibrated p10-p90; reference methods: NULL),
-    and the request it prices (measured: input_tokens in, output_tokens out, the prompt's prefill paid for)."""
+    the request it prices (measured: input_tokens in, output_tokens out, the prompt's prefill paid for), and
+    whether the replica could be deployed (a row that could not keeps its price and says why)."""
     joined = estimates.filter(pl.col("agg_tok_s") > 0).join(prices, on=["gpu", "tp"], how="inner")
     return joined.with_columns(
         usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok"),
@@ -104,7 +122,8 @@ def cost_per_mtok(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame
     ).select(
         "snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider", "price_kind",
         "replica_pricing", "method", "estimator_version", "tp", "agg_tok_s", "replica_usd_per_hr", "usd_per_mtok",
-        "usd_per_mtok_low", "usd_per_mtok_high", "input_tokens", "output_tokens", *PRICE_COLUMNS,
+        "usd_per_mtok_low", "usd_per_mtok_high", "input_tokens", "output_tokens", *PRICE_COLUMNS, "deployable",
+        "not_deployable_reason",
     ).sort("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider", "price_kind",
            "replica_pricing")
 
@@ -120,18 +139,21 @@ class OwnershipParams:
 
 
 def own_vs_rent(
-    estimates: pl.DataFrame, hardware_usd: pl.DataFrame, costs: pl.DataFrame, params: OwnershipParams
+    estimates: pl.DataFrame, hardware_usd: pl.DataFrame, costs: pl.DataFrame, params: OwnershipParams,
+    gpus: pl.DataFrame,
 ) -> pl.DataFrame:
     """Owning a priced configuration against renting: $/hr, $/M tokens at a utilisation, break-even volume.
 
     `hardware_usd` has gpu, price_kind, gpu_count, usd_low, usd_high, quoted_on, fx_rate, fx_date, fx_source
-    and the snapshot_date it is converted for; the configuration runs gpu_count // tp replicas of the
-    estimate. Power is charged at TDP around the clock, maintenance per month; the rental side is the
-    cheapest $/M of the same estimate on that date.
+    and the snapshot_date it is converted for. As many configurations are bought as one replica needs (gpu_count
+    becomes their GPUs): servers of NODE_GPUS running gpu_count // tp replicas of the estimate, deployable when a
+    replica fits one server (no hardware price includes the switch and NICs a replica across servers needs;
+    `gpus`, the catalogue, names the parts that could span them at all). Power is charged at TDP around the
+    clock, maintenance per month; the rental side is the cheapest deployable $/M of the same estimate that date.
     """
     keys = ["model", "gpu", "precision", "context_tokens", "streams", "method"]
     cheapest = (
-        costs.sort("usd_per_mtok")
+        costs.filter(pl.col("deployable")).sort("usd_per_mtok")
         .group_by(*keys, "snapshot_date")
         .agg(
             pl.col("usd_per_mtok").first().alias("rent_usd_per_mtok"),
@@ -140,14 +162,17 @@ def own_vs_rent(
             pl.col("replica_pricing").first().alias("rent_replica_pricing"),
         )
     )
+    configurations = ((pl.col("tp") + pl.col("gpu_count") - 1) // pl.col("gpu_count")).clip(lower_bound=1)
     replicas = pl.col("gpu_count") // pl.col("tp")
-    price_usd = (pl.col("usd_low") + pl.col("usd_high")) / 2
+    deployable, why = deployability.server_replica(pl.col("tp"), fabric=False)
+    price_usd = pl.col("configurations") * (pl.col("usd_low") + pl.col("usd_high")) / 2
     amortised = price_usd / (params.years * 12 * HOURS_PER_MONTH)
     power = pl.col("power_kw") / pl.col("tp") * pl.col("gpu_count") * params.usd_per_kwh
     maintenance = params.maintenance_usd_per_month / HOURS_PER_MONTH
     own = (
         estimates.join(hardware_usd, on="gpu", how="inner")
-        .filter(replicas >= 1)
+        .with_columns(configurations.alias("configurations"))
+        .with_columns(pl.col("gpu_count") * pl.col("configurations"))
         .with_columns(
             replicas.alias("replicas"),
             price_usd.alias("hardware_usd"),
@@ -159,6 +184,8 @@ def own_vs_rent(
             .alias("own_usd_per_mtok"),
             pl.col("power_kw").is_null().alias("power_unknown"),
         )
+        .join(deployability.part_classes(gpus), on="gpu", how="left")
+        .with_columns(deployable.alias("deployable"), why.alias("not_deployable_reason"))
         .join(cheapest, on=[*keys, "snapshot_date"], how="left")
     )
     breakeven = pl.col("own_usd_per_hr") * HOURS_PER_MONTH / pl.col("rent_usd_per_mtok")
@@ -173,5 +200,5 @@ def own_vs_rent(
         "fx_date", "fx_source", "years", "usd_per_kwh", "maintenance_usd_per_month", "utilisation",
         "own_usd_per_hr", "own_usd_per_mtok", "capacity_mtok_per_month", "power_unknown", "rent_usd_per_mtok",
         "rent_provider", "rent_price_kind", "rent_replica_pricing", "breakeven_mtok_per_month",
-        "estimator_version",
+        "estimator_version", "deployable", "not_deployable_reason",
     ).sort("snapshot_date", *keys, "price_kind")

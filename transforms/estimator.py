@@ -7,6 +7,7 @@ README section on the estimator.
 
 import polars as pl
 
+from transforms import deployability
 from transforms.presets import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_STREAMS,
@@ -21,7 +22,8 @@ from transforms.presets import (
 # engine's batch limit, the host's work per request, the routed experts' share at the grouped matmuls' efficiency.
 # 1.4: windowed layers hold and read min(context, window) tokens of KV (not the full window); the attention kind and
 # KV heads come from the catalogue, and a GQA cache on a tensor-parallel rank wider than its KV heads is replicated.
-ESTIMATOR_VERSION = "1.4.0"
+# 1.5: a measured replica wider than one node (a provider cluster with a fabric) pays its pipeline stages' network.
+ESTIMATOR_VERSION = "1.5.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 FLOPS_PER_PARAM = 2.0  # one multiply-add per parameter per token, used by prefill
@@ -600,6 +602,18 @@ def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params,
         + params.tp_comm_s * log2_tp
 
 
+def pipeline_seconds(tp, streams, params: Params):
+    """Seconds a decode step of `streams` streams spends between nodes (numbers, polars Series or Exprs alike).
+
+    A replica wider than one node (node_gpus) runs only where a provider's cluster joins the nodes with a
+    scale-out fabric (transforms/deployability.py): tensor parallelism inside each node, pipeline stages across
+    them. Each of the tp / node_gpus - 1 stage boundaries sends the step's activations over the fabric: pp_hop_s,
+    plus pp_hop_s_per_stream per stream. Prefill's larger sends overlap its chunks' compute and are not charged.
+    """
+    boundaries = _larger(tp / params.node_gpus - 1, 0)
+    return boundaries * (params.pp_hop_s + streams * params.pp_hop_s_per_stream)
+
+
 def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params, x_prefill=0.0):
     """Output tokens per second of one replica serving `streams` requests at a time, each a prefill of its prompt
     (its routed experts' share x_prefill slower by the grouped expert matmuls' efficiency) then `output_tokens`
@@ -614,10 +628,13 @@ def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     df = _serving_terms(df, params)
     compute_eff, vendor_eff = efficiencies(pl.col("precision"), pl.col("_vendor"), params)
     log2_tp = pl.col("_log2_tp")
-    step = step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params,
-                        pl.col("_requests_per_rank"), pl.col("_x_mem"), pl.col("_x_cmp"))
-    step1 = step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params, 1.0,
-                         pl.col("_x_mem1"), pl.col("_x_cmp1"))
+    tp, streams = pl.col("tp"), pl.col("streams")
+    step = (step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params,
+                         pl.col("_requests_per_rank"), pl.col("_x_mem"), pl.col("_x_cmp"))
+            + pipeline_seconds(tp, streams, params))
+    step1 = (step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params, 1.0,
+                          pl.col("_x_mem1"), pl.col("_x_cmp1"))
+             + pipeline_seconds(tp, 1, params))
     scale = group_scale(log2_tp, vendor_eff, params)
     return df.with_columns(
         single_stream_tok_s=1 / step1,
@@ -684,30 +701,38 @@ def bare_minimum(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
     return priced.filter(pl.col("tp") == pl.col("tp").min()).sort("agg_tok_s", descending=True).head(1)
 
 
-def _fleet(df: pl.DataFrame, replicas: pl.Expr) -> pl.DataFrame:
-    """Replicas of each row's estimate: tokens/s, $/hr and $/M of the whole fleet."""
-    return df.with_columns(replicas=replicas.cast(pl.Int64)).with_columns(
+def _fleet(df: pl.DataFrame, replicas: pl.Expr, gpus: pl.DataFrame) -> pl.DataFrame:
+    """Replicas of each row's estimate on servers of a part (deployability.server_replica: a replica wider than a
+    server needs a part that spans hosts and a scale-out fabric, which a provider cluster's per-GPU price includes;
+    a consumer or workstation card gets none, and the reason): tokens/s, $/hr and $/M of the whole fleet."""
+    deployable, why = deployability.server_replica(pl.col("tp"), fabric=True)
+    return df.join(deployability.part_classes(gpus), on="gpu", how="left", maintain_order="left").with_columns(
+        replicas=pl.when(deployable).then(replicas).otherwise(0).cast(pl.Int64), not_deployable_reason=why,
+    ).with_columns(
         agg_tok_s=pl.col("replicas") * pl.col("agg_tok_s"),
         usd_per_hr=pl.col("replicas") * pl.col("tp") * pl.col("usd_per_gpu_hr"),
-    ).with_columns(usd_per_mtok=usd_per_mtok(pl.col("usd_per_hr"), pl.col("agg_tok_s")))
+    ).with_columns(usd_per_mtok=pl.when(pl.col("replicas") > 0).then(usd_per_mtok(pl.col("usd_per_hr"), pl.col("agg_tok_s"))))
 
 
-def fleet_whatif(estimates: pl.DataFrame, fleets: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
+def fleet_whatif(estimates: pl.DataFrame, fleets: pl.DataFrame, prices: pl.DataFrame, gpus: pl.DataFrame) -> pl.DataFrame:
     """Page 001's fleet what-if for fleets (gpu, gpu_count): replicas of the estimate's TP, idle GPUs, tokens/s,
-    $/hr (replicas priced), power (every GPU at TDP) and $/M."""
+    $/hr (replicas priced), power (every GPU at TDP) and $/M; `gpus` is the catalogue (which parts span hosts)."""
     df = fleets.select("gpu", "gpu_count").join(
         with_costs(estimates, prices).select("gpu", "tp", "agg_tok_s", "power_kw", "usd_per_gpu_hr"),
         on="gpu", how="left", maintain_order="left",
     )
-    return _fleet(df, pl.col("gpu_count") // pl.col("tp")).with_columns(
-        idle_gpus=pl.col("gpu_count") % pl.col("tp"),
+    return _fleet(df, pl.col("gpu_count") // pl.col("tp"), gpus).with_columns(
+        idle_gpus=pl.col("gpu_count") - pl.col("replicas") * pl.col("tp"),
         power_kw=pl.col("gpu_count") * pl.col("power_kw") / pl.col("tp"),
-    ).select("gpu", "gpu_count", "tp", "replicas", "idle_gpus", "agg_tok_s", "usd_per_hr", "power_kw", "usd_per_mtok")
+    ).select("gpu", "gpu_count", "tp", "replicas", "idle_gpus", "agg_tok_s", "usd_per_hr", "power_kw", "usd_per_mtok",
+             "not_deployable_reason")
 
 
-def size_for_target(estimates: pl.DataFrame, target_tok_s: float, prices: pl.DataFrame) -> pl.DataFrame:
-    """Page 001's "size for a tokens/s target": per GPU, replicas = ceil(target / aggregate), their GPUs and price."""
+def size_for_target(estimates: pl.DataFrame, target_tok_s: float, prices: pl.DataFrame,
+                    gpus: pl.DataFrame) -> pl.DataFrame:
+    """Page 001's "size for a tokens/s target": per GPU, replicas = ceil(target / aggregate), their GPUs and price;
+    none of a replica no servers of the part could hold (`gpus`, the catalogue: see fleet_whatif)."""
     df = with_costs(estimates, prices).select("gpu", "tp", "agg_tok_s", "usd_per_gpu_hr")
-    return _fleet(df, (target_tok_s / pl.col("agg_tok_s")).ceil()).with_columns(
+    return _fleet(df, (target_tok_s / pl.col("agg_tok_s")).ceil(), gpus).with_columns(
         gpu_count=pl.col("replicas") * pl.col("tp")
-    ).select("gpu", "tp", "replicas", "gpu_count", "agg_tok_s", "usd_per_hr", "usd_per_mtok")
+    ).select("gpu", "tp", "replicas", "gpu_count", "agg_tok_s", "usd_per_hr", "usd_per_mtok", "not_deployable_reason")

@@ -113,6 +113,10 @@ class Params:
                                      "bookkeeping, sampling, stop checks), overlapped with the GPUs' step: it bounds "
                                      "a step when the model's own work per token is small (serving model)", "[0, 10]")
     tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group", "[0, 10]")
+    pp_hop_s: float = _doc("seconds a decode step waits at each pipeline-stage boundary of a replica wider than one "
+                           "node (node_gpus): a send over the cluster's scale-out fabric (0: no network cost)", "[0, 10]")
+    pp_hop_s_per_stream: float = _doc("seconds per stream each pipeline-stage boundary adds to a decode step: the "
+                                      "stream's activations over the scale-out fabric", "[0, 10]")
     kv_fp8_when_quantized: bool = _doc("the KV cache is stored in FP8 when weights are FP8 or narrower")
     input_per_output: float = _doc("prompt tokens per answer token of a request given only its context (serving "
                                    "model): the request fills the context at this mix", "[0, 10000]")
@@ -164,7 +168,8 @@ class Params:
 STEADY_DECODE = {
     "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
     "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0,
-    "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
+    "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "pp_hop_s": 0.0, "pp_hop_s_per_stream": 0.0,
+    "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
     "band_ratio_high": 0.0, "input_per_output": 0.0, "kv_replicated": False, "dp_attention_at_max_load": False,
     "max_running_requests": 0,
 }
@@ -269,6 +274,11 @@ MEASURED_BASE = replace(
     kv_replicated=True,
     dp_attention_at_max_load=True,
     max_running_requests=2048,  # trtllm-serve's and the LLM API's max_batch_size, SGLang's request-pool floor
+    # Not fitted (the benchmarks' replicas are nearly all one node): a point-to-point send between nodes takes a
+    # few microseconds on InfiniBand/RoCE and some 20 us through NCCL's send/recv; a stream's activations at a
+    # stage boundary are at most 16,384 values x 2 bytes = 32 KB, 0.66 us at 400 Gb/s (50 GB/s) per node.
+    pp_hop_s=25e-6,
+    pp_hop_s_per_stream=32_768 / 50e9,
 )
 FITTED = ("bandwidth_efficiency", "compute_efficiency", "compute_efficiency_fp8", "compute_efficiency_int4",
           "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate",

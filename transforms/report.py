@@ -10,16 +10,18 @@ from datetime import date
 import polars as pl
 
 from transforms import display
-from transforms.costs import MULTI_LISTING, ONE_LISTING, SINGLE_GPU_LISTINGS
+from transforms.costs import MULTI_LISTING, ONE_LISTING, PROVIDER_CLUSTER, SINGLE_GPU_LISTINGS
 
 # The parts readers look for first; every other part is one click away in the chart's legend.
 FEATURED = re.compile(r"\b(H100|H200|B200|RTX 4090)\b")
 PRICE_KIND_ORDER = ("on_demand", "interruptible", "reserved", "dynamic")
-PRICING_LABEL = {ONE_LISTING: "one host", MULTI_LISTING: "several nodes", SINGLE_GPU_LISTINGS: "TP single GPUs"}
-PRICING_TEXT = {
+PRICING_LABEL = {ONE_LISTING: "one host", PROVIDER_CLUSTER: "provider cluster", MULTI_LISTING: "separate hosts",
+                 SINGLE_GPU_LISTINGS: "TP single GPUs"}
+PRICING_TEXT = {  # the page prices only the first two: replicas someone could deploy (docs/deployability.md)
     ONE_LISTING: "one listing holds the whole replica on one host",
-    MULTI_LISTING: "several whole-node listings, multi-node",
-    SINGLE_GPU_LISTINGS: "TP single-GPU listings on separate hosts (optimistic: they cannot form one TP group)",
+    PROVIDER_CLUSTER: "the nodes of a cluster the provider sells with a scale-out fabric",
+    MULTI_LISTING: "separately rented hosts: no tensor-parallel group, not deployable",
+    SINGLE_GPU_LISTINGS: "TP single-GPU listings on separate hosts: no tensor-parallel group, not deployable",
 }
 # The page's table, in order: (column, header). Extra columns (e.g. another estimator method's $/M) go here,
 # with their values added to the frame `table_rows` receives.
@@ -27,6 +29,7 @@ TABLE_COLUMNS = [
     ("rank", "#"), ("gpu", "GPU"), ("tp", "TP"), ("memory_used_pct", "memory"), ("agg_tok_s", "tok/s"),
     ("per_stream_tok_s", "per stream tok/s"), ("replica_usd_per_hr", "$/hr"), ("usd_per_mtok", "$/M tokens"),
     ("usd_per_mtok_high", "$/M range (p10-p90)"), ("power_kw", "power"), ("provider", "provider"), ("replica_pricing", "replica priced as"),
+    ("not_deployable_reason", "not deployable because"),
 ]
 
 
@@ -127,8 +130,9 @@ def card_rows(cards: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
 
 
 def own_rows(own_vs_rent: pl.DataFrame) -> pl.DataFrame:
-    """Owning against renting at one setting: per part and hardware price, cheapest own $/M first."""
-    return compact(own_vs_rent).sort(pl.col("rent_usd_per_mtok").is_null(), "own_usd_per_mtok").select(
+    """Owning against renting at one setting: per part and hardware price whose replica fits one server (the
+    deployable configurations), cheapest own $/M first."""
+    return compact(own_vs_rent.filter(pl.col("deployable"))).sort(pl.col("rent_usd_per_mtok").is_null(), "own_usd_per_mtok").select(
         "gpu", "price_kind", "gpu_count", "tp", "replicas", "hardware_usd", "quoted_on", "own_usd_per_hr",
         "own_usd_per_mtok", "capacity_mtok_per_month", "rent_usd_per_mtok", "rent_provider",
         "breakeven_mtok_per_month",
@@ -158,12 +162,17 @@ def _h100(frame: pl.DataFrame) -> dict | None:
 
 
 def faq(model: dict, setting: tuple[str, int, int], table: pl.DataFrame, one_stream: pl.DataFrame,
-        cards: pl.DataFrame, bytes_per_param: dict[str, float], day: date, method: str) -> list[dict]:
-    """The questions everyone asks, answered from the setting's table: each answer says its date and method."""
+        cards: pl.DataFrame, bytes_per_param: dict[str, float], day: date, method: str,
+        missing: str | None = None) -> list[dict]:
+    """The questions everyone asks, answered from the setting's table: each answer says its date and method; when
+    no part has a deployable replica, the first answer says so and what is missing (views.Calculator.note)."""
     precision, context, streams = setting
     name, shown = model["name"], _precision(precision)
     at = f"at {shown}, {context:,} tokens of context and {streams} streams"
     out = []
+    if missing:
+        out.append({"q": f"Can {name} be served from rented GPUs {at}?",
+                    "a": f"On the live listings of {day}, {missing}."})
     weights = ", ".join(f"{model['total_params_b'] * bytes_per_param[p]:,.0f} GB at {_precision(p)}"
                         for p in ("bf16", "fp8", "int4") if p in bytes_per_param)
     kv = model.get("kv_bytes_per_token")
@@ -192,7 +201,9 @@ def faq(model: dict, setting: tuple[str, int, int], table: pl.DataFrame, one_str
                          f"({cheapest['provider']}, {day})."})
     elif now:
         out.append({"q": f"What does {name} cost per million tokens on an H100?",
-                    "a": f"No H100 listing could price {_part(now)} on {day}; the table shows every priced part."})
+                    "a": f"No H100 listing could price {_part(now)} on {day}"
+                         + (f" as one deployable replica: {now['not_deployable_reason']}" if now["not_deployable_reason"]
+                            else "") + "; the table shows every priced part."})
     out.append({"q": f"What precision does {name} ship in?",
                 "a": f"The published checkpoint is {_precision(model['native_precision'])}."})
     return out

@@ -1,35 +1,44 @@
-"""The published views: page 000's estimate cards and page 001's calculator, as frames with live prices."""
+"""The published views: page 000's estimate cards and page 001's calculator, as frames with live prices.
+
+Every price here is a replica someone could deploy (docs/deployability.md); a part without one says why."""
 
 import polars as pl
 
-from transforms import estimator
-from transforms.costs import MULTI_LISTING, ONE_LISTING, SINGLE_GPU_LISTINGS
+from transforms import deployability, estimator
 
-# A replica priced on one host (or whole nodes) is real; TP single-GPU listings only stand in when nothing else is.
-PRICING_PREFERENCE = {ONE_LISTING: 0, MULTI_LISTING: 0, SINGLE_GPU_LISTINGS: 1}
+REPLICA_COLUMNS = ["usd_per_gpu_hr", "replica_usd_per_hr", "provider", "price_kind", "replica_pricing", "offer_ids",
+                   "price_observed_at"]
 
 
 def cheapest_replicas(prices: pl.DataFrame, price_kind: str = "on_demand") -> pl.DataFrame:
-    """Per gpu and tp: the cheapest replica price of the kind, preferring replicas on one host."""
+    """Per gpu and tp: the cheapest deployable replica price of the kind, else the cheapest of the rest, which
+    says why it is not deployable (`not_deployable_reason`)."""
     return (
         prices.filter(pl.col("price_kind") == price_kind)
-        .with_columns(pl.col("replica_pricing").replace_strict(PRICING_PREFERENCE, return_dtype=pl.Int8).alias("_pref"))
-        .sort("_pref", "replica_usd_per_hr", "provider")
+        .sort(pl.col("deployable").not_(), "replica_usd_per_hr", "provider")
         .group_by("gpu", "tp")
         .first()
         .with_columns((pl.col("replica_usd_per_hr") / pl.col("tp")).alias("usd_per_gpu_hr"))
-        .drop("_pref")
     )
 
 
-def priced(estimates: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
-    """Estimates with the cheapest replica of their own GPU and TP: $/hr, $/M, provider and listings."""
-    joined = estimates.join(
-        replicas.select("gpu", "tp", "usd_per_gpu_hr", "replica_usd_per_hr", "provider", "price_kind",
-                        "replica_pricing", "offer_ids", "price_observed_at"),
-        on=["gpu", "tp"], how="left", maintain_order="left",
-    )
+def priced(estimates: pl.DataFrame, replicas: pl.DataFrame, capacity: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Estimates with the cheapest deployable replica of their own GPU and TP: $/hr, $/M, provider and listings.
+
+    Where no deployable replica exists the price columns stay empty and `not_deployable_reason` says why: the
+    replica the listings could only fake, or, given the day's `capacity` (deployability.capacity), what no host
+    offers.
+    """
+    offered = replicas.select("gpu", "tp", "deployable", "not_deployable_reason", *REPLICA_COLUMNS).with_columns(
+        pl.when(pl.col("deployable")).then(pl.col(REPLICA_COLUMNS)))
+    joined = estimates.join(offered, on=["gpu", "tp"], how="left", maintain_order="left")
+    if capacity is not None:
+        listed = joined.join(capacity, on="gpu", how="left", maintain_order="left")
+        missing = pl.when(pl.col("gpu").is_in(capacity["gpu"].implode())).then(deployability.shortfall(pl.col("tp")))
+        joined = listed.with_columns(pl.coalesce("not_deployable_reason", missing).alias("not_deployable_reason")).drop(
+            "largest_host", "largest_cluster", "spans_hosts")
     return joined.with_columns(
+        pl.col("deployable").fill_null(False),
         estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok"),
         estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_high")).alias("usd_per_mtok_low"),
         estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_low")).alias("usd_per_mtok_high"),
@@ -37,16 +46,21 @@ def priced(estimates: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
 
 
 def rental_for_n(ranges: pl.DataFrame, price_kind: str = "on_demand") -> pl.DataFrame:
-    """Per gpu and N GPUs, over providers: the cheapest and dearest $/hr, the providers and the listings."""
+    """Per gpu and N GPUs, over providers: the cheapest and dearest $/hr, the cheapest that makes one deployable
+    replica (else why none does), the providers and the listings."""
+    deployable = pl.col("deployable_min_usd_per_hr").is_not_null()
     return (
         ranges.filter(pl.col("price_kind") == price_kind)
         .group_by("gpu", "n_gpus", "snapshot_date")
         .agg(
             pl.col("min_usd_per_hr").min().alias("rental_min_usd_per_hr"),
             pl.col("max_usd_per_hr").max().alias("rental_max_usd_per_hr"),
+            pl.col("deployable_min_usd_per_hr").min().alias("rental_deployable_min_usd_per_hr"),
+            pl.col("not_deployable_reason").filter(~deployable).first(),
             pl.col("provider").unique().sort().str.join(",").alias("rental_providers"),
             pl.col("listings").sum().alias("rental_listings"),
         )
+        .with_columns(pl.when(pl.col("rental_deployable_min_usd_per_hr").is_null()).then("not_deployable_reason"))
         .rename({"n_gpus": "tp", "snapshot_date": "rental_date"})
     )
 
@@ -70,8 +84,8 @@ def estimate_view(
                        on="gpu", how="left")
         .join(rental, on=["gpu", "tp"], how="left")
         .join(_hardware_columns(hardware), on="gpu", how="left")
-        .with_columns(
-            estimator.usd_per_mtok(pl.col("rental_min_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok")
+        .with_columns(  # a price only for what someone could deploy: one host, or a provider's cluster
+            estimator.usd_per_mtok(pl.col("rental_deployable_min_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok")
         )
     )
     return view.select(
@@ -80,20 +94,26 @@ def estimate_view(
         pl.col("agg_tok_s").alias("batched_out_tok_s"), pl.col("prefill_tok_s").alias("batched_in_tok_s"),
         "list_usd_low", "list_usd_high", "market_usd_low", "market_usd_high",
         "rental_min_usd_per_hr", "rental_max_usd_per_hr", "rental_providers", "rental_listings", "rental_date",
-        "usd_per_mtok", "uncertain", "method", "estimator_version",
-    ).sort(pl.col("rental_min_usd_per_hr").is_null(), "usd_per_mtok", pl.col("batched_out_tok_s"), descending=[False, False, True])
+        "rental_deployable_min_usd_per_hr", "usd_per_mtok", "not_deployable_reason", "uncertain", "method",
+        "estimator_version",
+    ).sort(pl.col("rental_min_usd_per_hr").is_null(), "usd_per_mtok", pl.col("batched_out_tok_s"),
+           descending=[False, False, True], nulls_last=True)
 
 
-def calculator_view(estimates: pl.DataFrame, gpus: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
-    """Page 001's table: every part the model fits on (one node), priced parts first by $/M, then by tokens/s."""
+def calculator_view(estimates: pl.DataFrame, gpus: pl.DataFrame, replicas: pl.DataFrame,
+                    capacity: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Page 001's table: every part the model fits on (one node), priced parts first by $/M, then by tokens/s; a
+    part with listings but no deployable replica says why (`priced`)."""
     fits = estimates.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node"))
-    table = priced(fits, replicas).join(gpus.select(pl.col("name").alias("gpu"), "vendor"), on="gpu", how="left")
+    table = priced(fits, replicas, capacity).join(gpus.select(pl.col("name").alias("gpu"), "vendor"), on="gpu",
+                                                  how="left")
     ordered = table.sort(pl.col("usd_per_mtok").is_null(), "usd_per_mtok", pl.col("agg_tok_s"),
                          descending=[False, False, True], nulls_last=True)
     return ordered.with_row_index("rank", offset=1).select(
         "rank", "gpu", "vendor", "tp", "memory_used_pct", "agg_tok_s", "per_stream_tok_s", "max_streams",
         "replica_usd_per_hr", "usd_per_mtok", "usd_per_mtok_low", "usd_per_mtok_high", "power_kw", "provider",
-        "price_kind", "replica_pricing", "offer_ids", "price_observed_at", "fp4_estimated", "uncertain", "method",
+        "price_kind", "replica_pricing", "offer_ids", "price_observed_at", "not_deployable_reason", "fp4_estimated",
+        "uncertain", "method",
     )
 
 
@@ -117,3 +137,23 @@ def calculator_cards(table: pl.DataFrame, one_stream: pl.DataFrame, replicas: pl
     if not frames:
         return pl.DataFrame(schema={"card": pl.String, **{c: table.schema.get(c, pl.String) for c in columns}})
     return pl.concat(frames, how="vertical_relaxed").select("card", *columns)
+
+
+def deployment_note(table: pl.DataFrame, estimates: pl.DataFrame, replicas: pl.DataFrame,
+                    capacity: pl.DataFrame) -> str | None:
+    """None when the calculator table (one node) prices a part; else the cheapest replica wider than a node that a
+    provider cluster holds, or, when none does, what the day's listings lack for the replica with the fewest GPUs
+    that some listing of its part could make."""
+    if table.filter(pl.col("usd_per_mtok").is_not_null()).height:
+        return None
+    rows = priced(estimates.filter(pl.col("tp").is_not_null()), replicas, capacity)
+    known = rows.filter(pl.col("usd_per_mtok").is_not_null() | pl.col("not_deployable_reason").is_not_null())
+    if known.is_empty():
+        return "no part with a live listing that day holds a replica at this setting"
+    best = known.sort(pl.col("usd_per_mtok").is_null(), "usd_per_mtok", "tp", pl.col("agg_tok_s"),
+                      descending=[False, False, False, True], nulls_last=True).row(0, named=True)
+    part = f"{best['tp']} x {best['gpu']}"
+    if best["usd_per_mtok"] is not None:
+        return (f"no part holds a replica within one node at this setting; {part} on a {best['provider']} cluster "
+                f"does, at ${best['usd_per_mtok']:,.2f}/M tokens")
+    return f"no deployable replica at this setting: {part}: {best['not_deployable_reason']}"

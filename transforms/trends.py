@@ -5,7 +5,6 @@ from datetime import date, timedelta
 import polars as pl
 
 from transforms.display import sparkline
-from transforms.tables import PRICING_PREFERENCE
 
 ALL_PROVIDERS = "all"  # the provider of the row over every provider
 SERIES_KEYS = ["gpu", "provider", "price_kind"]
@@ -118,18 +117,13 @@ def listing_moves(today: pl.DataFrame, before: pl.DataFrame, threshold: float) -
 
 
 def cheapest_per_day(cost: pl.DataFrame, per_gpu: bool) -> pl.DataFrame:
-    """The cheapest $/M per day (per GPU when asked) from cost_per_mtok rows of one model and setting.
-
-    A GPU's replica priced on one host (or whole nodes) stands before TP single-GPU listings, as in the
-    calculator table; then the cheapest GPU of the day wins.
-    """
+    """The cheapest $/M per day (per GPU when asked) from cost_per_mtok rows of one model and setting: deployable
+    replicas only, as in the calculator table; then the cheapest GPU of the day wins."""
     per_gpu_rows = (
-        cost.with_columns(pl.col("replica_pricing").replace_strict(PRICING_PREFERENCE, return_dtype=pl.Int8)
-                          .alias("_pref"))
-        .sort("_pref", "usd_per_mtok", "provider")
+        cost.filter(pl.col("deployable"))
+        .sort("usd_per_mtok", "provider")
         .group_by("snapshot_date", "gpu")
         .first()
-        .drop("_pref")
     )
     keys = ["snapshot_date", "gpu"] if per_gpu else ["snapshot_date"]
     return per_gpu_rows.sort("usd_per_mtok", "gpu").group_by(keys).first().sort(keys)

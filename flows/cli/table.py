@@ -30,11 +30,12 @@ HEADERS = {
     "usd_per_mtok": "per M tokens", "usd_per_hr": "per hour", "power_kw": "power", "price_kind": "price",
     "replica_pricing": "replica priced as", "gpu_count": "GPUs", "idle_gpus": "idle", "usd_per_gpu_hr": "per GPU-hour",
     "usd_per_mtok_output": "per M out", "usd_per_mtok_input": "per M in", "usd_per_mtok_cache_read": "per M cached in",
+    "not_deployable_reason": "not deployable because",
 }
 FLEET_GPUS_MAX = 10_000_000
-PRICING_NOTE = ("tp_single_gpu_listings: TP single-GPU listings on separate hosts (as the per-step calculator "
-                "prices them; optimistic, they cannot form one tensor-parallel group), shown only where no host "
-                "holds TP GPUs")
+PRICING_NOTE = ("priced: replicas someone could deploy, on one host (one_listing) or across a provider's cluster "
+                "with a scale-out fabric (provider_cluster); a part whose listings hold no replica says why "
+                "(docs/deployability.md)")
 
 
 class Style(StrEnum):
@@ -117,6 +118,7 @@ def _estimate_style(data: views.Day, model: str, method: str, wanted: list[str],
         pl.col("list_price").alias("list price"), pl.col("market_price").alias("market price"),
         pl.col("cloud_rental_live").alias("cloud rental (live)"), pl.col("rental_providers").alias("rented from"),
         pl.col("per_mtok").alias("per M tokens"),
+        pl.col("not_deployable_reason").fill_null("").alias("not deployable because"),
         pl.when(pl.col("uncertain")).then(pl.lit("yes")).otherwise(pl.lit("")).alias("uncertain spec"),
     )
     return view, labelled
@@ -141,17 +143,17 @@ def _calculator_style(data: views.Day, model: str, method: str, wanted, precisio
     extras = {}
     if fleets:
         fleet_frame = pl.DataFrame(fleets, schema={"gpu": pl.String, "gpu_count": pl.Int64}, orient="row")
-        extras["Fleet what-if"] = estimator.fleet_whatif(est, fleet_frame, per_gpu)
+        extras["Fleet what-if"] = estimator.fleet_whatif(est, fleet_frame, per_gpu, data.gpus)
     if target_tok_s:
         fits = est.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node"))
-        sized = estimator.size_for_target(fits, target_tok_s, per_gpu)
+        sized = estimator.size_for_target(fits, target_tok_s, per_gpu, data.gpus)
         extras[f"Size for {target_tok_s:,.0f} tok/s"] = sized.sort(pl.col("usd_per_hr").is_null(), "usd_per_hr")
     api = data.api.filter(pl.col("model") == model).select(
         "api_provider", "api_model_id", "price_kind", "usd_per_mtok_output", "usd_per_mtok_input",
         "usd_per_mtok_cache_read", "context_length", "fetched_at")
     frames = {name: _convert(frame, rate, code) for name, frame in
               {"table": table, "Cards": cards, **({"API": api} if api.height else {}), **extras}.items()}
-    return frames, views.request(est)
+    return frames, views.request(est), view.note
 
 
 def _labelled_calculator(frames: dict[str, pl.DataFrame], code: str) -> dict[str, pl.DataFrame]:
@@ -228,12 +230,14 @@ def table(
                              _method_note(method)) if n]
         _emit({"table": raw}, {"table": labelled}, fmt, header, notes)
         return
-    frames, asked = _calculator_style(data, model_id, method, wanted, precision or "int4", context, streams, price_kind,
-                                      currency, rate, [_parse_fleet(f, names) for f in fleet or []], target_tok_s)
+    frames, asked, missing = _calculator_style(data, model_id, method, wanted, precision or "int4", context, streams,
+                                               price_kind, currency, rate, [_parse_fleet(f, names) for f in fleet or []],
+                                               target_tok_s)
     requests = (f" (requests of {asked['input_tokens']:,} in + {asked['output_tokens']:,} out, prefill included)"
                 if asked else "")
     settings = f"{(precision or 'int4').upper()}, {context:,} tokens{requests}, {streams} streams, {price_kind} prices"
-    notes = [n for n in (api_note, fx_note, PRICING_NOTE, _method_note(method)) if n]
+    notes = [n for n in (missing and f"{missing} ({data.day})", api_note, fx_note, PRICING_NOTE, _method_note(method))
+             if n]
     _emit(frames, _labelled_calculator(frames, currency), fmt, f"{header}; {settings}", notes)
 
 

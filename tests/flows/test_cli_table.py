@@ -169,3 +169,71 @@ def test_own_rent_api_answers_in_sql():
                f"and method = '{presets.DEFAULT_COST_METHOD}' and replica_pricing != 'tp_single_gpu_listings'", "-f", "json"))
     assert row["rent_usd_per_mtok"] == pytest.approx(cheapest[0]["usd"])  # the cheapest replica on whole hosts
     assert row["api_usd_per_mtok_output"] == 0.1596 and row["rent_beats_api_mtok_per_month"] is None
+
+
+def rows(query: str) -> list[dict]:
+    return json.loads(gpuledger("sql", query, "-f", "json"))
+
+
+ANSWERED = """select a.model, a.precision, a.rent_gpu, a.rent_tp, c.deployable, c.replica_pricing
+    from own_rent_api a left join cost_per_mtok c using (snapshot_date, model, precision, context_tokens, streams, method)
+    where c.gpu = a.rent_gpu and c.tp = a.rent_tp and c.provider = a.rent_provider and c.price_kind = a.rent_price_kind
+      and c.replica_pricing = a.rent_replica_pricing"""
+
+
+@pytest.mark.usefixtures("published")
+def test_no_rented_or_owned_answer_of_the_demo_day_rests_on_a_replica_no_one_could_deploy():
+    answered = rows(ANSWERED)
+    assert len(answered) == rows("select count(*) as n from own_rent_api where rent_gpu is not null")[0]["n"]
+    assert answered and all(r["deployable"] for r in answered)
+    owned = rows("""select o.deployable from own_rent_api a join own_vs_rent o using (snapshot_date, model, precision,
+                    context_tokens, streams, method) where o.gpu = a.own_gpu and o.price_kind = a.own_price_kind""")
+    assert owned and all(r["deployable"] for r in owned)
+    # the replicas the listings could only fake stay queryable, each with its reason
+    fakes = rows("select replica_pricing, count(*) as n, count(not_deployable_reason) as said from cost_per_mtok "
+                 "where not deployable group by all order by 1")
+    assert {r["replica_pricing"] for r in fakes} == {"multi_listing", "tp_single_gpu_listings"}
+    assert all(r["n"] == r["said"] for r in fakes)
+    r1 = rows("select not_deployable_reason from cost_per_mtok where model = 'deepseek-r1' and precision = 'bf16' "
+              "and gpu = 'GeForce RTX 3090 24GB' and replica_pricing = 'multi_listing' limit 1")[0]
+    assert r1["not_deployable_reason"].endswith(
+        "the largest GeForce RTX 3090 24GB host that day offers 8 (a consumer or workstation card: never across hosts)")
+
+
+@pytest.mark.usefixtures("published")
+def test_the_table_prices_deployable_replicas_and_says_why_a_part_has_none():
+    data = json.loads(gpuledger("table", "--model", "gpt-oss-120b", "--precision", "bf16", "--fleet",
+                                "64xGeForce RTX 5090 D V2 24GB", "-f", "json"))
+    priced = [r for r in data["table"] if r["usd_per_mtok"] is not None]
+    assert priced and {r["replica_pricing"] for r in priced} == {"one_listing"}
+    assert all(r["not_deployable_reason"] is None for r in priced)
+    assert {c["gpu"] for c in data["Cards"] if c["usd_per_mtok"] is not None} <= {r["gpu"] for r in priced}
+    unpriced = [r for r in data["table"] if r["usd_per_mtok"] is None and r["not_deployable_reason"]]
+    assert unpriced and all("needs" in r["not_deployable_reason"] or "single-GPU" in r["not_deployable_reason"]
+                            for r in unpriced)
+    (fleet,) = data["Fleet what-if"]  # TP 16 of a consumer card: no replica on servers of 8
+    assert (fleet["tp"], fleet["replicas"], fleet["usd_per_hr"]) == (16, 0, None)
+    assert fleet["not_deployable_reason"].endswith("a consumer or workstation card never spans hosts")
+
+
+@pytest.mark.usefixtures("published")
+def test_a_setting_with_no_deployable_replica_says_what_is_missing():
+    data = json.loads(gpuledger("table", "--model", "qwen3.8-2.4t-a95b", "--precision", "bf16", "-f", "json"))
+    assert not [r for r in data["table"] if r["usd_per_mtok"] is not None]
+    (note,) = [n for n in data["notes"] if n.startswith("no deployable replica at this setting")]
+    assert "needs 32 GPUs on one host; the largest" in note and note.endswith("(2026-11-27)")
+    missing = rows("select rent_gpu, rent_not_deployable_reason from own_rent_api where model = 'qwen3.8-2.4t-a95b' "
+                   "and precision = 'bf16'")
+    assert missing and all(r["rent_gpu"] is None and "needs 128 GPUs on one host" in r["rent_not_deployable_reason"]
+                           for r in missing)
+
+
+@pytest.mark.usefixtures("published")
+def test_the_estimate_view_prices_only_a_deployable_rental_of_its_gpus():
+    rows_ = pl.read_csv(gpuledger("table", "--model", "deepseek-v4.1-flash", "--style", "estimate", "--method",
+                                  "ceiling", "-f", "csv").encode())
+    l40s = rows_.filter(pl.col("gpu") == "L40S 48GB").row(0, named=True)
+    # page 000's ×16 range of two 8-GPU listings stays; it is no replica, so no $/M
+    assert (l40s["gpus"], l40s["multi_node"], l40s["usd_per_mtok"]) == (16, True, None)
+    assert l40s["rental_min_usd_per_hr"] is not None and l40s["rental_deployable_min_usd_per_hr"] is None
+    assert l40s["not_deployable_reason"].startswith("16 GPUs only from 2 separately rented hosts")

@@ -97,6 +97,8 @@ def test_runpod_lists_only_what_each_cloud_offers_at_a_price(warehouse, monkeypa
     offered = {f"{t['id']}:{tier}" for t in RUNPOD for tier, flag, price in (
         ("secure", "secureCloud", "securePrice"), ("community", "communityCloud", "communityPrice"))
         if t[flag] and t[price]}
+    # and an Instant Cluster where the type names the datacenters that host one
+    offered |= {f"{t['id']}:cluster" for t in RUNPOD if t["nodeGroupDatacenters"] and t["clusterPrice"]}
     listed = query(warehouse, monkeypatch, "select offer_id, usd_per_gpu_hr from offers where provider = 'runpod' "
                                            "and price_kind = 'on_demand'")
     assert set(listed["offer_id"]) == offered
@@ -144,3 +146,37 @@ def test_a_card_the_catalogue_lacks_flags_the_day_and_lands_in_unmapped_gpus(mon
         reasons = con.execute("select quality_reasons from runs").fetchall()[0][0]
     assert unmapped == [("vastai", "RTX 6090", 49140 / 1024, 3)]
     assert "vastai: " in reasons and "have an unknown GPU name: RTX 6090 (" in reasons
+
+
+@pytest.mark.slow
+def test_on_the_real_markets_every_answer_is_a_replica_someone_could_deploy(warehouse, monkeypatch):
+    answered = query(warehouse, monkeypatch, """
+        select a.model, a.precision, a.rent_replica_pricing, c.deployable from own_rent_api a join cost_per_mtok c
+        using (snapshot_date, model, precision, context_tokens, streams, method)
+        where c.gpu = a.rent_gpu and c.tp = a.rent_tp and c.provider = a.rent_provider
+          and c.price_kind = a.rent_price_kind and c.replica_pricing = a.rent_replica_pricing""")
+    assert answered.height == query(warehouse, monkeypatch,
+                                    "select * from own_rent_api where rent_gpu is not null").height
+    assert answered["deployable"].all()
+    # RunPod's Instant Clusters hold what no host can: Qwen3.8's 2.4T parameters at BF16 on 64 H200
+    cluster = answered.filter(pl.col("rent_replica_pricing") == "provider_cluster")
+    assert set(cluster["model"]) == {"qwen3.8-2.4t-a95b"}
+    clusters = query(warehouse, monkeypatch, "select distinct gpu, deployable from cost_per_mtok "
+                                             "where replica_pricing = 'provider_cluster'")
+    assert set(clusters["gpu"]) == {"A100 SXM4 80GB", "H100 SXM5 80GB", "H200 SXM"} and clusters["deployable"].all()
+    unsaid = query(warehouse, monkeypatch, "select count(*) as n from cost_per_mtok "
+                                           "where not deployable and not_deployable_reason is null")
+    assert unsaid["n"][0] == 0
+    consumer = query(warehouse, monkeypatch, "select distinct c.gpu from cost_per_mtok c join gpus g on g.name = c.gpu "
+                                             "where c.deployable and c.tp > 8 and g.form_factor like '%consumer%'")
+    assert consumer.is_empty()  # a consumer card never spans hosts
+    monkeypatch.setenv("GPULEDGER_HOME", str(warehouse[0]))
+    table = CliRunner().invoke(app, ["table", "--model", "deepseek-r1", "--precision", "bf16", "--context", "4096",
+                                     "--date", str(SNAPSHOT), "-f", "json"])
+    assert table.exit_code == 0, table.output
+    shown = json.loads(table.output)
+    priced = [r for r in shown["table"] if r["usd_per_mtok"] is not None]
+    assert priced and {r["replica_pricing"] for r in priced} <= {"one_listing", "provider_cluster"}
+    deployable = query(warehouse, monkeypatch, "select distinct gpu, tp, provider from cost_per_mtok where deployable")
+    cards = {(c["gpu"], c["tp"], c["provider"]) for c in shown["Cards"] if c["usd_per_mtok"] is not None}
+    assert cards and cards <= set(deployable.rows())

@@ -143,3 +143,14 @@ def test_a_model_page_shows_the_api_price_beside_self_hosting(published):
     page = (published.sites[SNAPSHOT].index.parent / "deepseek-v4-flash.html").read_text()
     assert re.search(r"<strong>API:</strong> \$[\d.]+/M out, \$[\d.]+/M in <span class=\"note\">\(openrouter "
                      r"deepseek/deepseek-v4-flash, fetched \d{4}-\d\d-\d\d\)", page)
+
+
+def test_a_setting_with_no_deployable_replica_is_answered_on_the_model_page(home, tmp_path):
+    with db.connect(read_only=True) as con:
+        site = report.write_site(con, tmp_path / "site", SNAPSHOT, ["qwen3.8-2.4t-a95b"])
+    data = page_data(site.index.parent / "qwen3.8-2.4t-a95b.html")
+    first = data["views"]["bf16/32768/32"]["faq"][0]
+    assert first["q"].startswith("Can Qwen3.8") and "served from rented GPUs" in first["q"]
+    assert "no deployable replica at this setting" in first["a"] and "needs 32 GPUs on one host" in first["a"]
+    assert not [v for v in data["views"]["bf16/32768/32"]["table"]["usd_per_mtok"] if v is not None]
+    assert "no deployable replica" not in json.dumps(data["views"]["int4/32768/32"]["faq"])

@@ -4,8 +4,8 @@ import httpx
 import pytest
 
 from scrapers import runpod
-from scrapers.base import SchemaError, SourceError
-from tests.sources_support import fast_settings, fetch_with, fixture, fixture_json, raw
+from scrapers.base import CLUSTER_TIER, SchemaError, SourceError
+from tests.sources_support import FIXTURES, fast_settings, fetch_with, fixture, fixture_json, raw
 
 TYPES = fixture_json("runpod_gputypes.json")["data"]["gpuTypes"]
 
@@ -133,3 +133,29 @@ def test_graphql_can_be_forced_with_a_key_and_rest_refuses_to_run_without_one():
     assert seen[0].url.path == "/graphql" and seen[0].headers["authorization"].startswith("Bearer ")
     with pytest.raises(SourceError, match="REST v2 catalogue needs RUNPOD_API_KEY"):
         run_fetch(runpod_api="rest")
+
+
+def test_a_type_with_cluster_datacenters_is_also_sold_as_an_instant_cluster():
+    real = runpod.parse([raw("runpod", "POST", "/graphql",
+                             (FIXTURES.parent / "real" / "runpod_gputypes_2025-06-21.json").read_bytes())])
+    clusters = {i.offer_id: i for i in real.listings if i.tier == CLUSTER_TIER}
+    # the real feed of 2025-06-21 names cluster datacenters for three types; every other price is one pod
+    assert set(clusters) == {"NVIDIA A100-SXM4-80GB:cluster", "NVIDIA H100 80GB HBM3:cluster", "NVIDIA H200:cluster"}
+    h100 = clusters["NVIDIA H100 80GB HBM3:cluster"]
+    assert (h100.native_per_hr, h100.price_kind, h100.gpu_count, h100.max_gpu_count, h100.region) == (
+        3.588, "on_demand", 1, 64, "CA-MTL-1,EUR-IS-3")
+    assert h100.extras["pod_gpus"] == 8
+    assert not [i for i in graphql().listings if i.tier == CLUSTER_TIER]  # the demo recording has no cluster fields
+
+
+def test_no_cluster_without_datacenters_or_price():
+    base = dict(TYPES[2], clusterPrice=3.0, nodeGroupDatacenters=[{"id": "CA-MTL-1"}])
+    sold = listings_of(graphql(json.dumps({"data": {"gpuTypes": [base]}})), TYPES[2]["id"])
+    assert sold[CLUSTER_TIER, "on_demand"].max_gpu_count == runpod.CLUSTER_PODS_MAX * 8
+    for changed in (dict(nodeGroupDatacenters=[]), dict(clusterPrice=0), dict(nodeGroupDatacenters=None)):
+        body = json.dumps({"data": {"gpuTypes": [base | changed]}})
+        assert (CLUSTER_TIER, "on_demand") not in listings_of(graphql(body), TYPES[2]["id"])
+
+
+def test_the_query_asks_for_the_cluster_fields():
+    assert "clusterPrice" in runpod.QUERY and "nodeGroupDatacenters { id }" in runpod.QUERY

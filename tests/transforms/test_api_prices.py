@@ -11,6 +11,7 @@ from transforms.costs import HOURS_PER_MONTH, OwnershipParams, cost_per_mtok, ow
 from transforms.presets import DEFAULT_COST_METHOD
 
 FETCHED = datetime(2026, 8, 19, 6, 0)
+PARTS = pl.DataFrame({"name": ["H200 SXM", "SM100"], "form_factor": ["SXM5", "SXM"]})  # what own_vs_rent reads
 MODELS = pl.DataFrame({
     "model_id": ["deepseek-v4-flash", "llama-3.1-8b", "deepseek-v4.1-flash"],
     "hf_repo": ["deepseek-ai/DeepSeek-V4-Flash", "meta-llama/Llama-3.1-8B-Instruct", None],
@@ -99,7 +100,7 @@ def hardware(gpu: str, gpu_count: int, usd: float) -> pl.DataFrame:
 def test_rent_own_and_api_side_by_side_with_the_volumes_where_each_wins():
     estimates = grid()
     cost = cost_per_mtok(estimates, replica_prices(offers(dict(gpu_count=2, usd_per_gpu_hr=1.8)), tps=[2]))
-    own = own_vs_rent(estimates, hardware("H200 SXM", 8, 262_800.0), cost, OwnershipParams())
+    own = own_vs_rent(estimates, hardware("H200 SXM", 8, 262_800.0), cost, OwnershipParams(), PARTS)
     api = api_prices.cheapest_api(frame(listing("x/m", 2.0, 0.4, model="m")))
     (row,) = api_prices.own_rent_api(cost, own, estimates, api).to_dicts()
     # renting: $3.60/hr for 1,000 out tok/s; at 3:1 a replica spends 1/1000 + 3/9000 s per output token and its inputs
@@ -123,7 +124,7 @@ def test_a_measured_request_is_blended_at_its_own_mix_with_its_prefill_counted_o
     4,000 tokens a second, and the API is blended at the same 3:1 whatever the argument says."""
     estimates = grid(input_tokens=3000, output_tokens=1000)
     cost = cost_per_mtok(estimates, replica_prices(offers(dict(gpu_count=2, usd_per_gpu_hr=1.8)), tps=[2]))
-    own = own_vs_rent(estimates, hardware("H200 SXM", 8, 262_800.0), cost, OwnershipParams())
+    own = own_vs_rent(estimates, hardware("H200 SXM", 8, 262_800.0), cost, OwnershipParams(), PARTS)
     api = api_prices.cheapest_api(frame(listing("x/m", 2.0, 0.4, model="m")))
     (row,) = api_prices.own_rent_api(cost, own, estimates, api, input_per_output=1.0).to_dicts()
     assert (cost["input_tokens"][0], cost["output_tokens"][0]) == (3000, 1000)
@@ -136,7 +137,7 @@ def test_a_measured_request_is_blended_at_its_own_mix_with_its_prefill_counted_o
 def test_never_is_null_and_the_blend_is_settable():
     estimates = grid()
     cost = cost_per_mtok(estimates, replica_prices(offers(dict(gpu_count=2, usd_per_gpu_hr=1.8)), tps=[2]))
-    own = own_vs_rent(estimates, hardware("H200 SXM", 8, 262_800.0), cost, OwnershipParams())
+    own = own_vs_rent(estimates, hardware("H200 SXM", 8, 262_800.0), cost, OwnershipParams(), PARTS)
     api = api_prices.cheapest_api(frame(listing("x/m", 0.2, 0.05, model="m")), input_per_output=1.0)
     (row,) = api_prices.own_rent_api(cost, own, estimates, api, input_per_output=1.0).to_dicts()
     assert row["api_usd_per_mtok_blended"] == pytest.approx(0.125)
@@ -149,7 +150,7 @@ def test_page_002_comparison_recomputed_from_our_tables_with_its_inputs():
     estimates = grid(model="deepseek-v4.1-flash", gpu="SM100", tp=4, agg_tok_s=1000.0, prefill_tok_s=1000.0,
                      power_kw=3.0)
     no_rentals = cost_per_mtok(estimates, replica_prices(offers(dict(gpu="H100 SXM5 80GB", usd_per_gpu_hr=2.0)), tps=[4]))
-    own = own_vs_rent(estimates, hardware("SM100", 4, 150_000.0), no_rentals, OwnershipParams())
+    own = own_vs_rent(estimates, hardware("SM100", 4, 150_000.0), no_rentals, OwnershipParams(), PARTS)
     deepseek = [
         dict(listing("deepseek-flash", 1.20, 0.30, model="deepseek-v4.1-flash"), api_provider="deepseek"),
         dict(listing("deepseek-flash", 0.60, 0.15, tier="utc 1000-0100", utc_start=1000, utc_end=100,

@@ -12,6 +12,8 @@ from transforms.costs import (
     replica_prices,
 )
 
+PARTS = pl.DataFrame({"name": ["H200 SXM"], "form_factor": ["SXM5"]})
+
 
 def by_pricing(prices: pl.DataFrame, tp: int) -> dict[str, float]:
     rows = prices.filter(pl.col("tp") == tp)
@@ -39,10 +41,11 @@ def test_multi_node_replicas_sum_the_cheapest_distinct_nodes():
     assert prices.filter(pl.col("tp") == 32).height == 0
 
 
-def test_per_gpu_listings_price_any_group_their_pods_hold():
+def test_per_gpu_listings_price_any_group_their_pods_hold_and_flag_groups_across_pods():
     prices = replica_prices(offers(dict(provider="runpod", max_gpu_count=2, usd_per_gpu_hr=3.0)), tps=[2, 4])
     assert by_pricing(prices, 2) == {ONE_LISTING: 6.0}
-    assert prices.filter(pl.col("tp") == 4).height == 0
+    four = prices.filter(pl.col("tp") == 4).row(0, named=True)
+    assert (four["replica_pricing"], four["deployable"]) == (MULTI_LISTING, False)
 
 
 def estimates(**overrides) -> pl.DataFrame:
@@ -79,7 +82,7 @@ def test_owning_breaks_even_against_the_cheapest_rental():
                                   usd_high=240_000.0, quoted_on=DAY, fx_rate=6.66, fx_date=DAY, fx_source="ecb",
                                   snapshot_date=DAY)])
     params = OwnershipParams(years=3, usd_per_kwh=0.1, maintenance_usd_per_month=500, utilisation=0.5)
-    row = own_vs_rent(estimates(tp=8, power_kw=5.6), hardware, costs, params).row(0, named=True)
+    row = own_vs_rent(estimates(tp=8, power_kw=5.6), hardware, costs, params, PARTS).row(0, named=True)
     own_per_hr = 220_000 / (3 * 12 * 730) + 5.6 * 0.1 + 500 / 730
     assert row["own_usd_per_hr"] == pytest.approx(own_per_hr)
     assert row["own_usd_per_mtok"] == pytest.approx(own_per_hr * 1e6 / (1000 * 0.5 * 3600))

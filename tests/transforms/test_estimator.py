@@ -1,3 +1,5 @@
+import dataclasses
+
 import polars as pl
 import pytest
 
@@ -141,7 +143,7 @@ def test_page_001_fleet_what_if_rows(models, calculator_gpus, page001_prices):
     shown = [
         (f"{r['replicas']} x TP{r['tp']}", str(r["idle_gpus"]), f"{compact_label(r['agg_tok_s'])} tok/s",
          usd_label(r["usd_per_hr"]), kw_label(r["power_kw"]), usd_label(r["usd_per_mtok"]))
-        for r in estimator.fleet_whatif(estimates, fleets, page001_prices).iter_rows(named=True)
+        for r in estimator.fleet_whatif(estimates, fleets, page001_prices, calculator_gpus).iter_rows(named=True)
     ]
     assert shown == page.select("replicas", "idle", "tok_s", "usd_hr", "power", "usd_per_m").rows()
 
@@ -151,7 +153,7 @@ def test_page_001_size_for_a_target(models, calculator_gpus, page001_prices):
     target, context, streams = (int(page[c][0]) for c in ("target_tok_s", "context_tokens", "streams"))
     estimates = estimator.estimate(models, calculator_gpus, page_001_grid(page["catalog_key"].to_list(), context, streams),
                                    CALCULATOR)
-    sized = estimator.size_for_target(estimates, target, page001_prices)
+    sized = estimator.size_for_target(estimates, target, page001_prices, calculator_gpus)
     assert [(r["gpu"], str(r["gpu_count"]), usd_label(r["usd_per_hr"])) for r in sized.iter_rows(named=True)] == (
         page.select("catalog_key", "gpus", "usd_hr").rows()
     )
@@ -306,3 +308,17 @@ def test_estimate_keeps_the_grid_order(models, calculator_gpus):
     assert out.select(keys).equals(grid.select(keys).with_columns(pl.col("model", "gpu").cast(pl.String)))
     as_text = grid.with_columns(pl.col("model", "gpu", "precision").cast(pl.String))  # a grid built by hand
     assert estimator.estimate(models, calculator_gpus, as_text, CALCULATOR).equals(out)
+
+
+def test_a_measured_replica_wider_than_one_node_pays_its_pipeline_boundaries(frames):
+    gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], "measured")
+    grid = make_grid(["deepseek-r1"], ["H100 SXM5 80GB"], ["bf16"], [4096], [32]).join(
+        pl.DataFrame({"tp_": [8, 16, 32]}), how="cross").with_columns(tp=pl.col("tp_")).drop("tp_")
+    paid = estimator.estimate(frames["models"], gpus, grid, presets.MEASURED)
+    free = estimator.estimate(frames["models"], gpus, grid, dataclasses.replace(
+        presets.MEASURED, pp_hop_s=0.0, pp_hop_s_per_stream=0.0))
+    extra = (1 / paid["per_stream_tok_s"] - 1 / free["per_stream_tok_s"]).to_list()
+    hop = presets.MEASURED.pp_hop_s + 32 * presets.MEASURED.pp_hop_s_per_stream
+    # one node: no boundary; 16 GPUs: two nodes, one boundary; 32: four nodes, three boundaries
+    assert extra == pytest.approx([0.0, hop, 3 * hop], abs=1e-12)
+    assert (CEILING.pp_hop_s, CALCULATOR.pp_hop_s, CALCULATOR.pp_hop_s_per_stream) == (0.0, 0.0, 0.0)

@@ -118,6 +118,27 @@ def test_the_faq_answers_from_the_settings_table_with_date_and_method(calculator
     assert answers["How much GPU memory does Model M need?"].startswith("The weights take 200 GB at FP16, 100 GB at FP8")
 
 
+def test_a_setting_without_a_deployable_replica_is_answered_first_with_what_is_missing(calculator):
+    table, _, cards = calculator
+    model = dict(name="Model M", total_params_b=100.0, kv_bytes_per_token=None, native_precision="fp4")
+    missing = "no deployable replica at this setting: 16 x GeForce RTX 3090 24GB: needs 16 GPUs on one host"
+    one = estimates(dict(gpu="B200 SXM", tp=1, agg_tok_s=90.0))
+    first = report.faq(model, ("bf16", 4096, 32), table, one, cards, {"bf16": 2.0}, DAY, "measured", missing)[0]
+    assert first == {"q": "Can Model M be served from rented GPUs at FP16, 4,096 tokens of context and 32 streams?",
+                     "a": f"On the live listings of {DAY}, {missing}."}
+    assert "served from rented GPUs" not in report.faq(model, ("bf16", 4096, 32), table, one, cards, {"bf16": 2.0},
+                                                       DAY, "measured")[0]["q"]
+
+
+def test_owning_shows_only_configurations_whose_replica_fits_one_server():
+    own = pl.DataFrame([dict(gpu=g, price_kind="market", gpu_count=n, tp=tp, replicas=n // tp, hardware_usd=1.0,
+                             quoted_on=DAY, own_usd_per_hr=1.0, own_usd_per_mtok=1.0, capacity_mtok_per_month=1.0,
+                             rent_usd_per_mtok=None, rent_provider=None, breakeven_mtok_per_month=None,
+                             deployable=tp <= 8)
+                        for g, n, tp in (("H200 SXM", 8, 8), ("GeForce RTX 5090 D V2 24GB", 32, 32))])
+    assert report.own_rows(own)["gpu"].to_list() == ["H200 SXM"]
+
+
 def test_ownership_terms_are_shared_by_every_row_or_none():
     own = pl.DataFrame({"years": [3.0, 3.0], "usd_per_kwh": [0.1, 0.1], "maintenance_usd_per_month": [500.0, 500.0],
                         "utilisation": [0.5, 0.5]})

@@ -39,7 +39,8 @@ def test_the_calculator_view_ranks_priced_parts_by_cost_then_the_rest_by_speed()
 def test_the_estimate_view_joins_rentals_of_its_own_group_size_and_converted_hardware():
     est = estimates(dict(gpu="H200 SXM", tp=8, agg_tok_s=4080.0))
     ranges = pl.DataFrame([dict(snapshot_date=DAY, gpu="H200 SXM", n_gpus=n, provider=p, price_kind="on_demand",
-                                min_usd_per_hr=lo, max_usd_per_hr=hi, listings=1)
+                                min_usd_per_hr=lo, max_usd_per_hr=hi, listings=1, deployable_min_usd_per_hr=lo,
+                                deployable_max_usd_per_hr=hi, not_deployable_reason=None)
                            for n, p, lo, hi in ((8, "vastai", 17.52, 21.52), (8, "verda", 27.12, 27.12),
                                                 (1, "vastai", 2.0, 2.0))])
     hardware = pl.DataFrame([dict(gpu="H200 SXM", price_kind="market", gpu_count=8, usd_low=225_000.0,

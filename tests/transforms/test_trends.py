@@ -116,19 +116,25 @@ def test_listing_moves_name_sources_that_jumped_fell_or_vanished():
     assert trends.listing_moves(on[2], on[1], threshold=0.6).height == 0
 
 
-def test_cheapest_per_day_prefers_replicas_on_one_host_then_the_cheapest_gpu():
+def test_cheapest_per_day_takes_deployable_replicas_only_then_the_cheapest_gpu():
     cost = pl.DataFrame([
         dict(snapshot_date=NOV[1], gpu=H100, provider="vastai", replica_pricing="tp_single_gpu_listings",
-             usd_per_mtok=0.5),
-        dict(snapshot_date=NOV[1], gpu=H100, provider="runpod", replica_pricing="one_listing", usd_per_mtok=0.9),
-        dict(snapshot_date=NOV[1], gpu=B200, provider="vastai", replica_pricing="one_listing", usd_per_mtok=0.7),
-        dict(snapshot_date=NOV[2], gpu=H100, provider="vastai", replica_pricing="one_listing", usd_per_mtok=0.6),
+             usd_per_mtok=0.5, deployable=False),
+        dict(snapshot_date=NOV[1], gpu=H100, provider="runpod", replica_pricing="one_listing", usd_per_mtok=0.9,
+             deployable=True),
+        dict(snapshot_date=NOV[1], gpu=B200, provider="vastai", replica_pricing="one_listing", usd_per_mtok=0.7,
+             deployable=True),
+        dict(snapshot_date=NOV[2], gpu=H100, provider="vastai", replica_pricing="one_listing", usd_per_mtok=0.6,
+             deployable=True),
+        dict(snapshot_date=NOV[2], gpu=B200, provider="vastai", replica_pricing="multi_listing", usd_per_mtok=0.1,
+             deployable=False),
     ])
     overall = trends.cheapest_per_day(cost, per_gpu=False)
     assert overall.select("snapshot_date", "gpu", "usd_per_mtok").rows() == [(NOV[1], B200, 0.7),
                                                                              (NOV[2], H100, 0.6)]
     by_gpu = trends.cheapest_per_day(cost, per_gpu=True)
     assert by_gpu.filter(pl.col("gpu") == H100)["usd_per_mtok"].to_list() == [0.9, 0.6]
+    assert by_gpu.filter(pl.col("gpu") == B200)["snapshot_date"].to_list() == [NOV[1]]  # no deployable B200 on NOV 2
 
 
 def test_sparkline_scales_between_low_and_high_and_leaves_gaps():
