@@ -30,9 +30,10 @@ MIN_SECRET_LEN = 8  # shorter values would match ordinary text; no real key or s
 SECRET_PARAMS = {"api_key", "apikey", "key", "token", "access_token", "refresh_token", "client_secret", "secret",
                  "password", "signature"}
 # Only these response headers are kept: cookies and anything else a server might echo stay out of the archive
-# (and the wire length/encoding, which do not describe the decoded, possibly redacted, stored body).
+# (and the wire length/encoding, which do not describe the decoded, possibly redacted, stored body). ETag and
+# X-Repo-Commit say which version of a Hugging Face file was received (the ETag is sent back as If-None-Match).
 KEPT_HEADERS = ("content-type", "date", "retry-after", "ratelimit",
-                "ratelimit-policy", "x-ratelimit-remaining", "x-ratelimit-reset")
+                "ratelimit-policy", "x-ratelimit-remaining", "x-ratelimit-reset", "etag", "x-repo-commit")
 
 
 def user_agent() -> str:

@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from flows.cli import catalog as catalog_commands
+from flows.cli import models as models_commands
 from flows.cli import pipeline as pipeline_commands
 from flows.cli import sql as sql_commands
 
@@ -66,7 +67,7 @@ app = typer.Typer(
 app.command()(catalog_commands.init)
 app.command()(sql_commands.sql)
 app.command()(catalog_commands.gpus)
-app.command()(catalog_commands.models)
+app.add_typer(models_commands.app, name="models")
 lazy_command("estimate", "flows.cli.estimate:estimate", "Roofline throughput of one model per GPU: sizing, memory, "
              "decode, prefill and power.")
 lazy_command("table", "flows.cli.table:table", "A dated cost table for one model: page 000's estimate cards or "
