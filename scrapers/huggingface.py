@@ -70,10 +70,11 @@ async def fetch_repos(client, settings, repos: list[Tracked]) -> list[RawRespons
         headers = {"If-None-Match": item.etag} if item.etag else {}
         if settings.hf_token:
             headers["Authorization"] = f"Bearer {settings.hf_token}"
+        answered = len(client.responses)
         try:
             await client.request("GET", base_url + CONFIG_PATH.format(repo=item.repo), headers=headers)
-        except SourceError:
-            if client.last_status not in REPO_ANSWERS:
+        except SourceError:  # the repository's own answer was recorded; anything else (no answer) fails the source
+            if len(client.responses) == answered or client.responses[-1].status not in REPO_ANSWERS:
                 raise
     return client.responses
 

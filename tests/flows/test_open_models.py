@@ -93,6 +93,9 @@ def test_every_other_listed_repository_is_unmapped_with_its_reason(nights):
         else:
             assert reason == "HTTP 404: no such repository, or no config.json in it"
     assert reasons["MiniMaxAI/Minimax-M3"].startswith("HTTP 404")  # the listing's spelling, as listed
+    # a gated repository without HF_TOKEN: its reason is kept, and the curated row still serves its listing
+    assert query(home, "select http_status, reason from model_configs where repo = 'meta-llama/Llama-3.3-70B-Instruct'") \
+        == [(401, "HTTP 401: gated or private: set HF_TOKEN to a token with access to it")]
 
 
 def test_the_next_night_asks_with_the_etags_held_and_downloads_no_config_again(nights):

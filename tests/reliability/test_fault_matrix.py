@@ -18,24 +18,32 @@ import pytest
 from flows import fetch, pipeline
 from flows.replay.faults import parse_faults
 from flows.replay.server import ReplayServer
-from scrapers import fx, openrouter, runpod, vastai, verda
+from scrapers import fx, huggingface, openrouter, runpod, vastai, verda
 from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures
 from warehouse import config, db
 
 EARLIER = date(2026, 11, 26)
 CAP = 2**20  # the size cap in these tests: above every fixture, far below the 'huge' fault
-HANG_S = 2.0  # how long a 'timeout' fault holds a request and a 'trickle' takes: past the bounds below
+HANG_S = 3.0  # how long a 'timeout' fault holds a request and a 'trickle' takes: past the bounds below
+HF_WAVE_S = 1.0  # Hugging Face's ~110 config.json requests, asked once the others are loaded
 ENV = FAST_ENV | {"GPULEDGER_HTTP_TIMEOUT_S": "0.5", "GPULEDGER_HTTP_DEADLINE_S": "0.5",
                   "GPULEDGER_HTTP_MAX_BYTES": str(CAP), "VERDA_CLIENT_ID": "matrix-client-id",
                   "VERDA_CLIENT_SECRET": "matrix-client-secret"}
-SOURCES = ("fx", "vastai", "runpod", "verda", "openrouter")
-# Where each source's fault goes: FX's primary (ECB), and the path that carries each provider's prices.
+SOURCES = ("fx", "vastai", "runpod", "verda", "openrouter", "huggingface")
+# Where each source's fault goes: FX's primary (ECB), the path that carries each provider's prices, and one curated
+# repository's config.json (asked once a run with the ETag held: a clean answer is a 304 without a body).
 TARGET = {"fx": fx.ECB_PATH, "vastai": vastai.PATH, "runpod": runpod.GRAPHQL_PATH, "verda": verda.TYPES_PATH,
-          "openrouter": openrouter.PATH}
-# A refused connection replaces a base URL by a closed port: the source's first request there is refused.
+          "openrouter": openrouter.PATH, "huggingface": huggingface.CONFIG_PATH.format(repo="Qwen/Qwen3-8B")}
+# A refused connection replaces a base URL by a closed port: the source's first request there is refused
+# (Hugging Face's: whichever repository's config.json it asks first).
 REFUSED = {"fx": ("GPULEDGER_ECB_URL", fx.ECB_PATH), "vastai": ("GPULEDGER_VASTAI_URL", vastai.PATH),
            "runpod": ("GPULEDGER_RUNPOD_URL", runpod.GRAPHQL_PATH),
-           "verda": ("GPULEDGER_VERDA_URL", verda.TOKEN_PATH), "openrouter": ("GPULEDGER_OPENROUTER_URL", openrouter.PATH)}
+           "verda": ("GPULEDGER_VERDA_URL", verda.TOKEN_PATH), "openrouter": ("GPULEDGER_OPENROUTER_URL", openrouter.PATH),
+           "huggingface": ("GPULEDGER_HF_URL", "/resolve/main/config.json")}
+# A config.json is one repository's record: a payload it cannot be read from sets that repository aside with the
+# reason (model_configs, unmapped_models), as a record is quarantined, and the night goes on. A config has no
+# array of records to empty or repeat: those faults are not sent to it.
+HF_FIELD = "num_hidden_layers"
 DATA_TABLES = ("offers", "quarantine", "unmapped_gpus")
 API_TABLES = ("api_prices", "api_aliases", "unmapped_api_models")  # by api_provider
 
@@ -46,7 +54,7 @@ class Fault:
 
     name: str
     plan: str | dict[str, str] | None  # SPEC at the source's TARGET, or PATH=SPEC; None: a refused connection
-    outcome: str  # recovered | failed | quarantined | unchanged | deduplicated
+    outcome: str | dict[str, str]  # recovered | failed | quarantined | unchanged | deduplicated (or per source)
     expect: str | dict[str, str] = ""  # in the error (FX: in a note), or the quarantined field
     env: dict = field(default_factory=dict)
     server: dict = field(default_factory=dict)
@@ -60,7 +68,15 @@ class Fault:
         return parse_faults([plan if plan.startswith("/") else f"{TARGET[source]}={plan}"])
 
     def expected(self, source: str) -> str:
-        return self.expect[source] if isinstance(self.expect, dict) else self.expect
+        return self.expect.get(source, "") if isinstance(self.expect, dict) else self.expect
+
+    def outcome_of(self, source: str) -> str:
+        return self.outcome[source] if isinstance(self.outcome, dict) else self.outcome
+
+
+def but_hf(outcome: str, hf: str) -> dict[str, str]:
+    """One outcome for every source, another for Hugging Face's config.json."""
+    return dict.fromkeys(SOURCES, outcome) | {"huggingface": hf}
 
 
 def midway(plan: str) -> dict[str, str]:
@@ -69,7 +85,7 @@ def midway(plan: str) -> dict[str, str]:
 
 
 NOT_PARSED = {"fx": "not XML", "vastai": "body is not JSON", "runpod": "body is not JSON", "verda": "body is not JSON",
-              "openrouter": "body is not JSON"}
+              "openrouter": "body is not JSON", "huggingface": "config.json"}
 FAULTS = [
     Fault("429 with Retry-After", "429", "recovered", server={"retry_after": "0.3"}),
     Fault("429 without Retry-After", "429,429", "recovered", server={"retry_after": None}),
@@ -79,37 +95,43 @@ FAULTS = [
     Fault("connection dropped", "drop", "recovered"),
     Fault("read timeout", "timeout", "recovered"),
     Fault("slow trickle", midway("trickle*"), "failed", "DeadlineExceeded after 2 attempts",
-          env={"GPULEDGER_HTTP_ATTEMPTS": "2"}, within_s=2 * 0.5 + 1.5, attempts=2),  # without the deadline: 2 × 2 s
+          env={"GPULEDGER_HTTP_ATTEMPTS": "2"}, within_s=2 * 0.5 + 1.5 + HF_WAVE_S, attempts=2),  # without the deadline: 2 × 3 s
     Fault("truncated body", "truncate", "recovered"),
-    Fault("invalid JSON or XML", midway("invalid*"), "failed", NOT_PARSED),
-    Fault("HTML error page with status 200", midway("html*"), "failed",
+    Fault("invalid JSON or XML", midway("invalid*"), but_hf("failed", "quarantined"), NOT_PARSED),
+    Fault("HTML error page with status 200", midway("html*"), but_hf("failed", "quarantined"),
           NOT_PARSED | {"fx": "no dated Cube", "vastai": "served as text/html"}),
-    Fault("empty result", "empty*", "failed", {
+    Fault("empty result", dict.fromkeys(SOURCES, "empty*") | {"huggingface": "ok"}, but_hf("failed", "unchanged"), {
         "fx": "field 'Cube/Cube/Cube': empty result", "vastai": "field 'offers': empty result",
         "runpod": "field 'data.gpuTypes': empty result", "verda": "/v1/instance-types: empty result",
         "openrouter": "field 'data': empty result"}),
     # vast: the second search, as the first offer of the first is the fixture's zero-priced one (quarantined anyway)
     # runpod: a cloud it offers without its price (gpu_raw is the type id, so displayName is no longer needed)
     Fault("missing field", {"fx": "missing:currency", "vastai": "ok,missing:gpu_name", "runpod": "missing:securePrice",
-                            "verda": "missing:instance_type", "openrouter": "missing:completion"}, "quarantined",
+                            "verda": "missing:instance_type", "openrouter": "missing:completion",
+                            "huggingface": f"missing:{HF_FIELD}"}, "quarantined",
           {"fx": "currency", "vastai": "gpu_name", "runpod": "securePrice", "verda": "instance_type",
-           "openrouter": "pricing.completion"}),
+           "openrouter": "pricing.completion", "huggingface": HF_FIELD}),
     Fault("renamed field", {"fx": "rename:rate*", "vastai": "rename:dph_base*", "runpod": "rename:securePrice*",
-                            "verda": "rename:price_per_hour*", "openrouter": "rename:completion*"}, "failed",
+                            "verda": "rename:price_per_hour*", "openrouter": "rename:completion*",
+                            "huggingface": f"rename:{HF_FIELD}*"}, but_hf("failed", "quarantined"),
           {"fx": "field 'rate': absent from all 29 records", "vastai": "field 'dph_base': absent from all",
            "runpod": "field 'securePrice': absent from all", "verda": "field 'price_per_hour': absent from all",
-           "openrouter": "field 'pricing.completion': absent from all 27 records"}),
+           "openrouter": "field 'pricing.completion': absent from all 27 records", "huggingface": HF_FIELD}),
     # ECB's rates are strings already: FX is tested on Frankfurter's JSON
+    # a config's counts must be numbers: a layer count sent as "36" is not read as one
     Fault("number sent as a string", {"fx": "/v1/latest=string:EUR*", "vastai": "string:dph_base*",
                                       "runpod": "string:securePrice*", "verda": "string:number_of_gpus*",
-                                      "openrouter": "string:context_length*"}, "unchanged"),
+                                      "openrouter": "string:context_length*", "huggingface": f"string:{HF_FIELD}*"},
+          but_hf("unchanged", "quarantined"), {"huggingface": HF_FIELD}),
     Fault("null where a number belongs", {"fx": "null:rate", "vastai": "ok,null:dph_base", "runpod": "null:securePrice",
-                                          "verda": "null:price_per_hour", "openrouter": "null:completion"}, "quarantined",
+                                          "verda": "null:price_per_hour", "openrouter": "null:completion",
+                                          "huggingface": f"null:{HF_FIELD}"}, "quarantined",
           {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour",
-           "openrouter": "pricing.completion"}),
-    Fault("duplicate listings", "dup*", "deduplicated", {"fx": "duplicate rate", "vastai": "duplicate listing",
-                                                         "runpod": "duplicate listing", "verda": "duplicate listing",
-                                                         "openrouter": "duplicate model"}),
+           "openrouter": "pricing.completion", "huggingface": HF_FIELD}),
+    Fault("duplicate listings", dict.fromkeys(SOURCES, "dup*") | {"huggingface": "ok"},
+          but_hf("deduplicated", "unchanged"), {"fx": "duplicate rate", "vastai": "duplicate listing",
+                                                "runpod": "duplicate listing", "verda": "duplicate listing",
+                                                "openrouter": "duplicate model"}),
     Fault("response far larger than normal", midway("huge"), "failed", f"exceeds the {CAP}-byte cap", attempts=1),
     Fault("wrong content type", "type:application/octet-stream*", "unchanged"),
 ]
@@ -121,8 +143,8 @@ class Run:
 
     fetch: dict
     items: dict[str, set]  # providers: (offer_id, price_kind, usd_per_hr); fx: (quote, FX source, rate);
-    # openrouter: (api_model_id, price_kind, tier, usd_per_mtok_output)
-    quarantine: dict[str, set]  # (offer_id, price_kind, field, reason)
+    # openrouter: (api_model_id, price_kind, tier, usd_per_mtok_output); huggingface: (repo, status, config sha256)
+    quarantine: dict[str, set]  # (offer_id, price_kind, field, reason); huggingface: (repo, None, field, reason)
     status: tuple  # the runs row: status, source_status
 
     @classmethod
@@ -137,8 +159,14 @@ class Run:
         items["fx"] = grouped("select 'fx', quote, source, rate from fx_rates where run_id = ?")["fx"]
         items["openrouter"] = grouped("select api_provider, api_model_id, price_kind, tier, usd_per_mtok_output "
                                       "from api_prices where run_id = ?")["openrouter"]
-        return cls({r.source: r for r in rows}, items,
-                   grouped("select provider, offer_id, price_kind, field, reason from quarantine where run_id = ?"),
+        # the repositories this run checked (model_configs holds each one's latest check): read, or set aside
+        items["huggingface"] = grouped("select 'huggingface', repo, http_status, config_sha256 from model_configs "
+                                       "where run_id = ? and reason is null")["huggingface"]
+        quarantine = grouped("select provider, offer_id, price_kind, field, reason from quarantine where run_id = ?")
+        quarantine["huggingface"] = grouped(
+            "select 'huggingface', repo, null, coalesce(nullif(regexp_extract(reason, 'field ''([^'']+)''', 1), ''), "
+            "'config.json'), reason from model_configs where run_id = ? and reason is not null")["huggingface"]
+        return cls({r.source: r for r in rows}, items, quarantine,
                    con.execute("select status, source_status from runs where run_id = ?", [run_id]).fetchone())
 
 
@@ -216,11 +244,13 @@ def run_with(warehouse: Warehouse, monkeypatch, faults: dict[str, str], *, env: 
 def groups(fault: Fault) -> list[tuple[str, ...]]:
     """The sources faulted together in one run (one run per cell would take a minute).
 
-    A fault no source may fail on goes to all five at once: each must reach its own outcome, so none disturbed
-    another. A fault that fails a source goes to one provider per run, so the others are seen completing beside
-    it; FX, which never fails (a note and Frankfurter instead), rides along with vast.ai.
+    The sources the fault may not fail go together, each to its own outcome, so none disturbed another. A source
+    it fails has a run of its own, so the others are seen completing beside it; the first of them shares the run
+    of those that do not fail (FX never fails: a note and the other FX source instead).
     """
-    return [("fx", "vastai"), ("runpod",), ("verda",), ("openrouter",)] if fault.outcome == "failed" else [SOURCES]
+    failing = [s for s in SOURCES if fault.outcome_of(s) == "failed" and s != "fx"]
+    standing = tuple(s for s in SOURCES if s not in failing)
+    return [standing + tuple(failing[:1]), *((s,) for s in failing[1:])] if failing else [SOURCES]
 
 
 @pytest.mark.parametrize(("fault", "group"), [
@@ -239,7 +269,7 @@ def test_fault(warehouse, monkeypatch, fault, group):
         assert run.fetch[other].status == "ok" and run.fetch[other].error is None
         assert (run.items[other], run.quarantine[other]) == (warehouse.clean.items[other],
                                                              warehouse.clean.quarantine[other])
-    failing = [s for s in group if fault.outcome == "failed" and s != "fx"]
+    failing = [s for s in group if fault.outcome_of(s) == "failed" and s != "fx"]
     assert run.status == ("partial" if failing else "ok",
                           ",".join(f"{s}={'failed' if s in failing else 'ok'}" for s in SOURCES))
     assert rows_of_run(con, "earlier") == warehouse.earlier
@@ -247,12 +277,12 @@ def test_fault(warehouse, monkeypatch, fault, group):
 
 def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: ReplayServer) -> None:
     """The outcome the fault table defines for this source."""
-    fetch, expected = run.fetch[source], fault.expected(source)
+    fetch, expected, outcome = run.fetch[source], fault.expected(source), fault.outcome_of(source)
     path = REFUSED[source][1] if fault.plan is None else TARGET[source]
     if fault.attempts and (fault.plan or source != "fx"):  # a refused request never reaches the server
         faulted = [call for call in server.requests_to(path) if call.served != "ok"]
         assert (len(faulted) if fault.plan else fetch.requests) == fault.attempts
-    if fault.outcome == "failed" and source != "fx":
+    if outcome == "failed" and source != "fx":
         assert fetch.status == "failed"
         assert fetch.error.startswith(f"{source}: ") and path in fetch.error and expected in fetch.error
         for table in DATA_TABLES:
@@ -261,23 +291,25 @@ def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: 
         for table in API_TABLES:
             assert con.execute(f"select count(*) from {table} where run_id = 'faulty' and api_provider = ?",
                                [source]).fetchone() == (0,)
+        if source == "huggingface":  # no repository's state moved
+            assert con.execute("select count(*) from model_configs where run_id = 'faulty'").fetchone() == (0,)
         assert con.execute("select status, error from fetches where run_id = 'faulty' and source = ?",
                            [source]).fetchall() == [("failed", fetch.error)]
         return
     assert fetch.status == "ok" and fetch.error is None
-    if fault.outcome == "failed":  # FX: ECB failed, Frankfurter stands; a note says what happened to ECB
+    if outcome == "failed":  # FX: ECB failed, Frankfurter stands; a note says what happened to ECB
         assert any(note.startswith("fx: ") and fx.ECB_PATH in note and expected in note for note in fetch.notes)
         assert run.items["fx"] == {item for item in clean.items["fx"] if item[1] == "frankfurter"}
         assert run.quarantine["fx"] == clean.quarantine["fx"]
-    elif fault.outcome == "quarantined":
+    elif outcome == "quarantined":
         assert clean.quarantine[source] <= run.quarantine[source]
         assert_one_record_quarantined(run.items[source], clean.items[source],
                                       run.quarantine[source] - clean.quarantine[source], expected)
     else:
         assert (run.items[source], run.quarantine[source]) == (clean.items[source], clean.quarantine[source])
-        if fault.outcome == "deduplicated":
+        if outcome == "deduplicated":
             assert any(expected in note for note in fetch.notes)
-        if fault.outcome == "recovered":
+        if outcome == "recovered":
             assert_retried(fault, server, fault.faults(source), fetch.requests - clean.fetch[source].requests)
 
 

@@ -132,3 +132,14 @@ def test_the_repositories_followed_come_from_the_warehouse():
     assert followed[QWEN] == ("curated", '"held"') and followed["zai-org/GLM-4.6"] == ("api listing", '"unreadable"')
     assert followed["gone/derived"] == ("GPULEDGER_HF_MODELS", None)  # no row and no reason: fetched whole
     assert "old/listing" not in followed  # an older fetch's listing
+
+
+def test_a_repository_that_never_answers_fails_the_source_even_after_one_that_did():
+    def answer(request):
+        if "Qwen3-8B" in request.url.path:
+            return httpx.Response(304)
+        raise httpx.ConnectError("connection refused", request=request)
+
+    repos = [huggingface.Tracked(QWEN, "curated", ETAG), huggingface.Tracked("Qwen/Qwen3-14B", "curated", ETAG)]
+    with pytest.raises(SourceError, match=r"Qwen3-14B/resolve/main/config.json: ConnectError after 3 attempts"):
+        fetch(repos, answer)
