@@ -81,14 +81,16 @@ def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, di
             out.refetched.append(config.repo)
             state |= {"etag": config.etag, "config_sha256": config.config_sha256, "changed_on": day,
                       "config_run_id": run_id, "model": None, "reason": config.error}
-            if config.error is None and key not in served:
+            if config.error is None and key in served:  # read all the same: a curated config gone unreadable shows
+                state["reason"] = _unreadable(config)
+            elif config.error is None:
                 state |= _derived(config, taken, out, day)
         out.states.append(state | {"served": key in served})
     answered = {}
     for state in out.states:
         kind = ("unchanged (304)" if state["http_status"] == 304 else "refused (HTTP 401/403/404)"
-                if state["http_status"] != 200 else "served by the catalogue" if state["served"]
-                else "derived" if state["model"] else "unreadable")
+                if state["http_status"] != 200 else "unreadable" if state["reason"]
+                else "served by the catalogue" if state["served"] else "derived")
         answered[kind] = answered.get(kind, 0) + 1
     if answered:
         out.notes.append(f"config.json of {len(out.states)} repositories: "
@@ -98,6 +100,15 @@ def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, di
     if unknown:
         out.notes.append(f"{unknown} repositories answered 304 for a config this warehouse does not hold")
     return out
+
+
+def _unreadable(config: ModelConfig) -> str | None:
+    """Why the reader cannot read a config, or None."""
+    try:
+        derive_model(config.config, config.repo)
+    except ModelConfigError as exc:
+        return str(exc)
+    return None
 
 
 def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date) -> dict:

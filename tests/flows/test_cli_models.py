@@ -70,6 +70,8 @@ def test_a_user_model_survives_init_and_rebuild_and_reaches_the_nightly_tables(h
     assert int(cost[0]["n"]) > 0 and cost[0]["methods"] == "3"  # every method of the estimate grid
     assert rows(gpuledger("sql", "select origin from models where model_id = 'qwen3-vl-8b-instruct'", "-f", "csv")) == [
         {"origin": "user"}]
+    page = gpuledger("report", "--model", "qwen3-vl-8b-instruct", "--out", str(home / "site")).strip().splitlines()[-1]
+    assert (home / "site" / f"date={SNAPSHOT}" / "qwen3-vl-8b-instruct.html").exists() and page.endswith("index.html")
 
 
 def test_show_names_every_field_and_where_it_came_from(home):

@@ -41,6 +41,13 @@ def test_a_config_nobody_serves_derives_a_row_and_a_curated_one_wins_where_both_
     assert states[VL8]["etag"] == '"e1"' and states[VL8]["changed_on"] == DAY and states[VL8]["config_run_id"] == "r1"
 
 
+def test_a_served_repositorys_config_is_read_though_no_row_is_written_from_it():
+    done = checked([answer("zai-org/GLM-5", config="deepseek-ai/DeepSeek-V4-Pro")], CURATED, {}, DAY, "r1")
+    (only,) = done.states
+    assert only["reason"].startswith("zai-org/GLM-5: config.json field 'compress_ratios'") and only["served"]
+    assert done.models == [] and done.unmapped == []  # its curated row still serves it
+
+
 def test_an_id_another_repository_holds_is_taken_with_the_owner():
     other = [*CURATED, {"model_id": "qwen3-vl-8b-instruct", "origin": "user", "hf_repo": None, "hf_ids": None}]
     (row,) = checked([answer(VL8)], other, {}, DAY, "r1").models
