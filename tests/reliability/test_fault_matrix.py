@@ -231,7 +231,7 @@ def closed_port_url() -> str:
 
 
 def run_with(warehouse: Warehouse, monkeypatch, faults: dict[str, str], *, env: dict = None, server: dict = None,
-             within_s: float = 10.0):
+             within_s: float = 10.0 + HF_WAVE_S):
     """The faulty day's run on a copy of the warehouse: (connection, what the run left, the replay server)."""
     config.home().mkdir(parents=True, exist_ok=True)
     shutil.copy(warehouse.path, config.db_path())
