@@ -6,7 +6,8 @@ whole run, so two runs never interleave. Progress goes to the `gpuledger.pipelin
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -105,6 +106,16 @@ def mirror_state(result: mirror.SyncResult | None) -> str | None:
     return None if result is None else "pending" if result.pending else "mirrored"
 
 
+@contextmanager
+def _aborted_if_raised(con, run_id: str) -> Iterator[None]:
+    """Whatever stops the block closes the run as aborted, with the error, and goes on."""
+    try:
+        yield
+    except BaseException as exc:
+        load.finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
+        raise
+
+
 def run(
     sources: list[str] | None = None,
     snapshot_date: date | None = None,
@@ -137,23 +148,16 @@ def run(
             if number == len(waves):  # every answer is archived: mirrored before the last ones load
                 log.info("phase mirror %s", run_id)
                 mirrored = sync_mirror()
-            with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
-                try:
-                    for name in wave:
-                        log.info("phase load %s", name)
-                        rows.append(ingest.load_source(con, results[name]))
-                except BaseException as exc:
-                    load.finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
-                    raise
+            with db.connect(wait_s=WAREHOUSE_WAIT_S) as con, _aborted_if_raised(con, run_id):
+                for name in wave:
+                    log.info("phase load %s", name)
+                    rows.append(ingest.load_source(con, results[name]))
         with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
-            try:
+            with _aborted_if_raised(con, run_id):
                 if derive:
                     counts, verdict, pub = publish(con, day, export_format, run_id)
                     if pub and pub.status == "published":  # the lake is reachable again: catch up
                         publish_pending(con, run_id)
-            except BaseException as exc:
-                load.finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
-                raise
             status = load.finish_run(con, run_id, quality=verdict and verdict.quality,
                                      quality_reasons=verdict and verdict.text, publication=pub and pub.status,
                                      mirror=mirror_state(mirrored))
