@@ -142,8 +142,10 @@ def show(
     model: Annotated[str, typer.Argument(help="Model id (see `gpuledger models`).")],
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Every field of one model and where it came from: the curated catalogue, a user's config.json, or the
-    Hugging Face config.json derived from (with the fields the reader read in it)."""
+    """Every field of one model and where it came from.
+
+    A field comes from the curated catalogue, or from the config.json a user gave or Hugging Face sent (the fields
+    the reader read in it follow); a curated model whose config.json was fetched shows what that config says."""
     con = open_read_only()
     try:
         ids = {m.lower(): m for (m,) in con.execute("select model_id from models").fetchall()}
