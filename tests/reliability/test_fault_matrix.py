@@ -311,8 +311,10 @@ def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: 
         assert (run.items[source], run.quarantine[source]) == (clean.items[source], clean.quarantine[source])
         if outcome == "deduplicated":
             assert any(expected in note for note in fetch.notes)
-        if outcome == "recovered":
-            assert_retried(fault, server, fault.faults(source), fetch.requests - clean.fetch[source].requests)
+        if outcome == "recovered":  # Hugging Face asks ~110 paths: a slow answer elsewhere may cost a retry there
+            extra = (len(server.requests_to(path)) - 1 if source == "huggingface"
+                     else fetch.requests - clean.fetch[source].requests)
+            assert_retried(fault, server, fault.faults(source), extra)
 
 
 def assert_one_record_quarantined(items: set, clean: set, quarantined: set, field_name: str) -> None:
