@@ -13,7 +13,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
-.PHONY: run demo test lint bench calibrate clean browser
+.PHONY: run demo test lint bench calibrate check-calibration clean browser
 
 $(STAMP): pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
@@ -30,8 +30,13 @@ demo: $(STAMP)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# Every test but the full calibration's checks, which take minutes by nature: check-calibration runs those.
 test: $(STAMP) browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not calibration"
+
+# The full re-fit equals the committed fit, and held-out estimates meet the acceptance (tests marked calibration).
+check-calibration: $(STAMP)
+	$(BIN)/pytest -q -m calibration
 
 lint: $(STAMP)
 	$(BIN)/ruff check flows scrapers transforms warehouse tests bench

@@ -2,10 +2,14 @@
 
     python -m bench.calibration_import SOURCE_DIR
 
-SOURCE_DIR holds `mlperf_v4.0-v5.1.csv` and `serving_benchmarks.csv` (MLPerf Inference closed-division results and
-NVIDIA's TensorRT-LLM / SGLang / vLLM tables, each row naming its source file and commit). Every source row becomes
+SOURCE_DIR holds `mlperf_v4.0-v5.1.csv`, `serving_benchmarks.csv` (MLPerf Inference closed-division results and
+NVIDIA's TensorRT-LLM / SGLang / vLLM tables) and `fixed_concurrency_2025_2026.csv` (SGLang cookbook and InferenceMAX
+runs of 2025-26 releases at fixed concurrency), each row naming its source file and commit. Every source row becomes
 one output row: rows the estimator cannot represent or that the calibration leaves out keep an `excluded` reason,
 so nothing is dropped silently. Nothing in the pipeline or the tests reads SOURCE_DIR; they read the trimmed copy.
+
+`legacy` marks runs of early-2025 releases (LEGACY_RELEASES): the same GPUs beat them 8-30 times over under later
+releases, so the calibration reports them as a group of their own and never fits on them.
 """
 
 import csv
@@ -18,7 +22,7 @@ COLUMNS = (
     "row_id", "suite", "version", "benchmark", "scenario", "submitter", "model", "gpu", "vendor", "gpus",
     "group_gpus", "parallelism", "precision", "precision_note", "input_tokens", "output_tokens", "input_assumed",
     "lengths_source",
-    "concurrency", "load", "software", "engine", "tok_s_per_gpu", "excluded", "source",
+    "concurrency", "load", "software", "engine", "attention_dp", "legacy", "tok_s_per_gpu", "excluded", "source",
 )
 
 # MLPerf dataset token lengths, from mlperf_datasets.md (the MLCommons sources it cites):
@@ -40,7 +44,7 @@ SERVING_MODELS = {
     "Llama-3.3-70B-Instruct": "llama-3.3-70b",
     "Llama-3.1-405B-Instruct": "llama-3.1-405b",
     "Llama-3.1-8B-Instruct": "llama-3.1-8b",
-    "Llama-3.1-70B-Instruct": None,
+    "Llama-3.1-70B-Instruct": "llama-3.1-70b",
     "Qwen3-30B-A3B": "qwen3-30b-a3b",
     "Qwen3-235B-A22B": "qwen3-235b-a22b",
     "DeepSeek-R1": "deepseek-r1",
@@ -50,11 +54,39 @@ SERVING_MODELS = {
     "gpt-oss-120b": "gpt-oss-120b",
     "gpt-oss-20b": "gpt-oss-20b",
 }
+# The 2025-26 fixed-concurrency runs' model names -> models.csv ids. Names the catalogue does not hold yet stay mapped
+# (the calibration marks their rows "model not in the catalogue" until the catalogue gains them). A re-release with
+# the same configuration maps to its model (R1-0528; Qwen3-235B-2507 and V3.2-Exp, both among their rows' hf_ids;
+# Nemotron's FP8 and BF16 checkpoints).
+FIXED_MODELS = {
+    "DeepSeek-R1-0528": "deepseek-r1",
+    "DeepSeek-V3.2-Exp": "deepseek-v3.2",
+    "GLM-4.7-Flash": "glm-4.7-flash",
+    "gemma-4-E2B-it": "gemma-4-e2b",
+    "gemma-4-E4B-it": "gemma-4-e4b",
+    "gemma-4-31B-it": "gemma-4-31b",
+    "gemma-4-26B-A4B-it": "gemma-4-26b-a4b",
+    "Llama-3.1-70B": "llama-3.1-70b",
+    "MiniMax-M2.5": "minimax-m2.5",
+    "Kimi-K2-Instruct": "kimi-k2",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-FP8": "nemotron-3-nano",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": "nemotron-3-nano",
+    "NVIDIA-Nemotron-3-Super-120B-A12B-BF16": "nemotron-3-super",
+    "gpt-oss-120b": "gpt-oss-120b",
+    "Qwen3-Coder-Next": "qwen3-coder-next",
+    "Qwen3-Next-80B-A3B (header: Instruct; serve command: Thinking)": "qwen3-next-80b-a3b",
+    "Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
+    "Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",
+}
+# Early-2025 releases (SGLang 0.3-0.4, vLLM 0.6-0.7, TensorRT-LLM 0.x): see the module's docstring.
+LEGACY_RELEASES = r"^(SGLang 0\.[34]\.|vLLM 0\.[67]\.|TensorRT-LLM 0\.)"
+# Launch flags of speculative decoding: more than one token per decode step, which the estimator does not model.
+SPECULATIVE = r"MTP|EAGLE|speculative"
 # Accelerator spellings of the sources -> gpus.csv names (first match wins; order matters).
 GPU_PATTERNS = (
     (r"x\d+\).*\(x\d+\)|, AMD", None),  # a mixed MI300X + MI325X system: no single part
     (r"CPU-only", None),
-    (r"Arc Pro B60 Dual", None),  # two GPUs on one board; not a catalogue part
+    (r"Arc Pro B60 Dual", "Arc Pro B60 24GB"),  # two B60 GPUs on one board: BOARD_GPUS counts them
     (r"GB300", "GB300 NVL72 GPU"),
     (r"GB200", "GB200 NVL72 GPU"),
     (r"B200", "B200 SXM"),
@@ -66,7 +98,7 @@ GPU_PATTERNS = (
     (r"H100.?NVL", "H100 NVL 94GB"),
     (r"H100.?PCIe", "H100 PCIe 80GB"),
     (r"H100", "H100 SXM5 80GB"),
-    (r"A100", "A100 SXM4 80GB"),
+    (r"A100", "A100 SXM4 80GB"),  # the cookbook's "A100 (memory variant not stated)": the common 8-GPU SXM4 node
     (r"L40S", "L40S 48GB"),
     (r"RTX PRO 6000", "RTX PRO 6000 Blackwell Server Edition"),
     (r"MI355X", "Instinct MI355X OAM"),
@@ -75,7 +107,10 @@ GPU_PATTERNS = (
     (r"MI300X", "Instinct MI300X 192GB"),
     (r"Gaudi 2", "Gaudi 2 96GB"),
 )
-VENDORS = {"Instinct": "AMD", "Gaudi": "Intel"}
+VENDORS = {"Instinct": "AMD", "Gaudi": "Intel", "Arc": "Intel"}
+# GPUs per accelerator the source counts: MLPerf counts the Arc Pro B60 Dual's boards, each two 24 GB B60 GPUs
+# (Intel's board specification); rates per GPU divide by the GPUs.
+BOARD_GPUS = {"Arc Pro B60 Dual": 2}
 
 
 def gpu_of(accelerator: str) -> str | None:
@@ -83,6 +118,10 @@ def gpu_of(accelerator: str) -> str | None:
         if re.search(pattern, accelerator):
             return name
     return None
+
+
+def gpus_per_accelerator(accelerator: str) -> int:
+    return next((n for board, n in BOARD_GPUS.items() if board in accelerator), 1)
 
 
 def vendor_of(gpu: str | None) -> str:
@@ -116,12 +155,12 @@ def mlperf_rows(path: Path) -> list[dict]:
         model, input_tokens, output_tokens, lengths = MLPERF_LENGTHS[family]
         gpu = gpu_of(row["accelerator"])
         precision, note = mlperf_precision(row)
-        n = int(row["n_accelerators"] or 0)
+        n = int(row["n_accelerators"] or 0) * gpus_per_accelerator(row["accelerator"])
         excluded = ""
         if row["scenario"] != "Offline":
             excluded = "latency-bound scenario (Server/Interactive): left out, only Offline (no latency limit) compared"
         elif gpu is None:
-            excluded = "accelerator not representable (CPU-only, mixed parts or a dual-GPU board)"
+            excluded = "accelerator not representable (CPU-only or mixed parts)"
         elif n < 1:
             excluded = "no accelerator count"
         # llama2-70b's 99 and 99.9 rows are often one run reported twice: the same result counts once.
@@ -134,7 +173,7 @@ def mlperf_rows(path: Path) -> list[dict]:
         rows.append({
             "row_id": f"mlperf-{i}", "suite": "mlperf", "version": row["version"], "benchmark": row["benchmark"],
             "scenario": row["scenario"], "submitter": row["submitter"], "model": model, "gpu": gpu or "",
-            "vendor": vendor_of(gpu), "gpus": n, "group_gpus": "", "parallelism": "",
+            "vendor": vendor_of(gpu), "gpus": n, "group_gpus": "", "parallelism": "", "attention_dp": "", "legacy": False,
             "precision": precision, "precision_note": note, "input_tokens": input_tokens,
             "output_tokens": output_tokens, "input_assumed": "assumed" in lengths,
             "lengths_source": f"mlperf_datasets.md: {lengths}", "concurrency": "",
@@ -154,13 +193,48 @@ def group_gpus(parallelism: str) -> int:
     return out
 
 
+def attention_dp(parallelism: str, software: str = "") -> int:
+    """Data-parallel attention ranks of one pipeline stage: DEPn is n; SGLang's `dp n` with DP-attention is n;
+    attention DP without a count (TensorRT-LLM's "with attention DP", SGLang's --enable-dp-attention) spans the
+    stage's tensor-parallel group; otherwise 1 (attention tensor-parallel over the group)."""
+    if dep := re.search(r"DEP(\d+)", parallelism):
+        return int(dep.group(1))
+    if not re.search(r"attention DP|DP-attention|dp-attention", f"{parallelism} {software}"):
+        return 1
+    if dp := re.search(r"\bdp (\d+)", parallelism):
+        return int(dp.group(1))
+    return int(re.search(r"TP(\d+)", parallelism).group(1))
+
+
+# Models published only as a 4-bit checkpoint: their weights stay 4-bit whatever a table labels the run. OpenAI
+# publishes gpt-oss in MXFP4 alone, and TensorRT-LLM's gpt-oss deployment guide runs it on Hopper with MXFP4 MoE
+# weights and BF16 activations (Triton MoE backend): its performance table's "FP8" on H100/H200 names the rest of the
+# run (attention, KV cache), not weights of 1 byte, which no gpt-oss checkpoint has.
+FOUR_BIT_CHECKPOINTS = {"gpt-oss-120b", "gpt-oss-20b"}
+
+
+def serving_precision(text: str, model: str | None = None) -> str:
+    """The precision class a serving row's checkpoint runs at (FP4/MXFP4 -> int4, the 4-bit class)."""
+    head = text.strip().upper()
+    if model in FOUR_BIT_CHECKPOINTS or head.startswith(("FP4", "NVFP4", "MXFP4")):
+        return "int4"
+    return "fp8" if head.startswith("FP8") else "bf16"
+
+
+def precision_note(text: str, model: str | None) -> str:
+    """The source's label, and why the precision differs from it where it does."""
+    if model in FOUR_BIT_CHECKPOINTS and serving_precision(text) != "int4":
+        return f"{text} (weights: the MXFP4 checkpoint, the only one published; 4-bit class)"
+    return text
+
+
 def serving_rows(path: Path) -> list[dict]:
     rows = []
     for i, row in enumerate(csv.DictReader(path.open())):
         model = SERVING_MODELS[row["model"]]
         gpu = gpu_of(row["accelerator"])
         batch = re.match(r"batch (\d+)", row["concurrency_or_batch"])
-        precision = {"fp4": "int4", "fp8": "fp8"}.get(row["precision"][:3].lower(), "bf16")
+        precision = serving_precision(row["precision"], model)
         excluded = ""
         if not row["input_len"].isdigit():
             excluded = "variable-length dataset (ShareGPT): no fixed input/output lengths"
@@ -172,7 +246,9 @@ def serving_rows(path: Path) -> list[dict]:
             "row_id": f"serving-{i}", "suite": "serving", "version": row["source"].split("@")[0],
             "benchmark": row["model"], "scenario": row["mode"], "submitter": "", "model": model or "",
             "gpu": gpu or "", "vendor": vendor_of(gpu), "gpus": row["n"], "group_gpus": group_gpus(row["parallelism"]),
-            "parallelism": row["parallelism"], "precision": precision, "precision_note": row["precision"],
+            "parallelism": row["parallelism"], "attention_dp": attention_dp(row["parallelism"], row["software"]),
+            "legacy": bool(re.match(LEGACY_RELEASES, row["software"])), "precision": precision,
+            "precision_note": precision_note(row["precision"], model),
             "input_tokens": row["input_len"] if not excluded else "", "output_tokens": row["output_len"] if not excluded else "",
             "input_assumed": False, "lengths_source": "fixed by the benchmark", "concurrency": batch.group(1) if batch else "",
             "load": "fixed_concurrency" if batch else "max_load", "software": row["software"],
@@ -182,9 +258,38 @@ def serving_rows(path: Path) -> list[dict]:
     return rows
 
 
+def fixed_rows(path: Path) -> list[dict]:
+    """The 2025-26 fixed-concurrency runs: lengths are the runs' measured means (total tokens / requests)."""
+    rows = []
+    for i, row in enumerate(csv.DictReader(path.open())):
+        gpu = gpu_of(row["accelerator"])
+        excluded = ""
+        if re.search(SPECULATIVE, row["parallelism"]):
+            excluded = "speculative decoding (MTP/EAGLE): several tokens per decode step, which the estimator does not model"
+        elif gpu is None:
+            excluded = "accelerator not in the catalogue"
+        suite = "inferencemax" if row["source"].startswith("SemiAnalysisAI/") else "sglang-cookbook"
+        rows.append({
+            "row_id": f"fixed-{i}", "suite": suite, "version": row["source"].split("@")[0], "benchmark": row["model"],
+            "scenario": row["mode"], "submitter": "", "model": FIXED_MODELS[row["model"]], "gpu": gpu or "",
+            "vendor": vendor_of(gpu), "gpus": row["n"], "group_gpus": group_gpus(row["parallelism"]),
+            "parallelism": row["parallelism"], "attention_dp": attention_dp(row["parallelism"], row["software"]),
+            "legacy": bool(re.match(LEGACY_RELEASES, row["software"])),
+            "precision": serving_precision(row["precision"], FIXED_MODELS[row["model"]]),
+            "precision_note": precision_note(row["precision"], FIXED_MODELS[row["model"]]),
+            "input_tokens": row["input_len"], "output_tokens": row["output_len"],
+            "input_assumed": False, "lengths_source": f"measured means of the run; {row['dataset']}",
+            "concurrency": row["concurrency_or_batch"], "load": "fixed_concurrency", "software": row["software"],
+            "engine": engine_of(row["software"]), "tok_s_per_gpu": row["output_tok_s_per_gpu"], "excluded": excluded,
+            "source": row["source"],
+        })
+    return rows
+
+
 def main(source_dir: str) -> None:
     base = Path(source_dir)
-    rows = mlperf_rows(base / "mlperf_v4.0-v5.1.csv") + serving_rows(base / "serving_benchmarks.csv")
+    rows = (mlperf_rows(base / "mlperf_v4.0-v5.1.csv") + serving_rows(base / "serving_benchmarks.csv")
+            + fixed_rows(base / "fixed_concurrency_2025_2026.csv"))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with OUT.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")

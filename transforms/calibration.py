@@ -5,27 +5,29 @@ A measurement is one benchmark result (warehouse/reference/calibration/measureme
 one part at a precision, requests of `input_tokens` in and `output_tokens` out, either at a fixed concurrency or at
 max load, and the output tokens per second per GPU it reached. The estimator is asked the same question:
 
-- the replica: `group_gpus` GPUs when the benchmark states its parallelism (TPxPP or DEP), else (MLPerf) every
-  power-of-two group from the smallest that holds the model up to the system's GPUs, taking the best rate per GPU
-  (a submitter tunes the split; the estimator is given the same choice);
-- the streams: the stated concurrency, or at max load as many as the memory holds up to MAX_BATCH (an engine's
-  batch limit), never more than the memory holds.
+- the replica: `group_gpus` GPUs and the attention split (`attention_dp`) when the benchmark states its
+  parallelism (TPxPP, DEP, DP-attention), else (MLPerf) every power-of-two group from the smallest that holds the
+  model up to the system's GPUs, with the estimator's own choice of split, taking the best rate per GPU (a submitter
+  tunes the split; the estimator is given the same choice);
+- the streams: the estimator's max-load batch (what memory holds, at most the engine's documented batch limit per
+  data-parallel rank: engine_batch_limit), or the stated concurrency when it is smaller.
 
 Rows whose mean prompt length no source publishes (MLPerf's llama2-70b and mixtral-8x7b: `input_assumed`, half
-the dataset's input limit) are estimated and reported but never fitted on: their prefill share is a guess.
-Fixed-concurrency rows are estimated and reported but not fitted on either (FITTED_LOADS): every one is
-DeepSeek-R1 on an early-2025 release (SGLang 0.4.2-0.4.3, vLLM 0.7.3-0.7.4, TensorRT-LLM 0.17) whose per-GPU rate
-the same GPUs beat 8-30 times over under later releases (the TensorRT-LLM tables' DeepSeek-R1 rows), so they
-measure those releases' kernels, not the hardware the cost tables price; fitted on, they pulled every efficiency
-down and the held-out max-load rows' error up (55% within ±25% against 58% without them).
+the dataset's input limit) are estimated and reported but never fitted on: their prefill share is a guess. Legacy
+rows (`legacy`: DeepSeek-R1 at fixed concurrency on early-2025 releases, SGLang 0.4.2-0.4.3, vLLM 0.7.3-0.7.4,
+TensorRT-LLM 0.17) are estimated and reported as a group of their own but never fitted nor accepted on: the same
+GPUs beat them 8-30 times over under later releases (the TensorRT-LLM tables' DeepSeek-R1 rows), so they measure
+those releases' kernels, not the hardware the cost tables price. Every other row is fitted on, at max load and at
+fixed concurrency alike.
 
-The efficiencies (presets.FITTED) are few and global: bandwidth, compute by precision, vendor, prefill, TP/EP
-scaling, a step overhead and a collective latency. None is per row or per model. They minimise a pseudo-Huber loss of
-log(estimate/measured) (a ratio error, so small and large systems weigh alike; linear beyond HUBER, so a few runs
-of immature software cannot drag the fit) with a weak pull to PRIOR, by a Nelder-Mead search. Validation is
-leave-one-model-out: each model's rows are estimated by the fit on the other models' rows, so every row has an
-out-of-fold ratio; the band is that ratio's p10-p90. Leave-one-family-out (no sibling seen either) is reported
-alongside as the stricter test.
+The efficiencies (presets.FITTED) are few and global: bandwidth, compute by precision, the routed experts' grouped
+matmuls, vendor, prefill, TP/EP scaling, a step overhead, the host's work per request and a collective latency. None
+is per row or per model. They minimise a pseudo-Huber loss of log(estimate/measured) (a ratio error, so small and
+large systems weigh alike; linear beyond HUBER, so a few runs of immature software cannot drag the fit) with a weak
+pull to PRIOR, by a Nelder-Mead search. Validation holds out each model (leave-one-model-out) and, stricter, each
+maker of models.csv (leave-one-vendor-out: no sibling seen): every row gets an estimate from a fit that did not see
+it; the band is the leave-one-model-out ratio's p10-p90 on current releases. The acceptance (ACCEPTANCE,
+REPRESENTABLE_MIN) judges both splits on max-load and current fixed-concurrency rows alike.
 """
 
 import math
@@ -33,29 +35,29 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from transforms import estimator
+from transforms import estimator, presets
 from transforms.presets import FITTED, Params, fitted
 
-MAX_BATCH = 512  # streams an engine batches at once at max load: of 256, 512, 1024 and 2048 it puts the most rows within ±25%
-# Model families held out together: a family shares architecture and training, so leaving one out tests whether
-# the fit carries to models it has not seen.
-FAMILIES = {
-    "llama-2-70b": "Llama 2", "llama-3.1-8b": "Llama 3", "llama-3.3-70b": "Llama 3", "llama-3.1-405b": "Llama 3",
-    "llama-4-scout": "Llama 4", "llama-4-maverick": "Llama 4", "mixtral-8x7b": "Mixtral", "qwen3-30b-a3b": "Qwen3",
-    "qwen3-235b-a22b": "Qwen3", "gpt-oss-20b": "gpt-oss", "gpt-oss-120b": "gpt-oss", "deepseek-r1": "DeepSeek",
-}
+# vLLM's max_num_seqs is 256 on parts under 70 GiB, on A100s and before v0.9 (presets.ENGINE_MAX_RUNNING_REQUESTS).
+VLLM_LARGE_PART_GB, VLLM_SMALL_PART_SEQS = 70 * 1.073741824, 256
 # Starting point and prior of the search: typical serving figures (bandwidth ~70% of peak, compute ~40-50%).
 PRIOR = {
     "bandwidth_efficiency": 0.7, "compute_efficiency": 0.5, "compute_efficiency_fp8": 0.4,
     "compute_efficiency_int4": 0.3, "moe_compute_efficiency": 0.7, "vendor_efficiency_amd": 0.7, "vendor_efficiency_intel": 0.5,
-    "prefill_mfu": 0.4, "tp_derate": 0.05, "step_overhead_s": 0.005, "tp_comm_s": 0.001,
+    "prefill_mfu": 0.4, "tp_derate": 0.05, "step_overhead_s": 0.005, "request_overhead_s": 1e-5, "tp_comm_s": 0.001,
 }
 SEARCHED = tuple(PRIOR)
 DERATE_MAX = 0.3  # tp_derate beyond this would make an 8-GPU group slower than 0.1 of its peak
 RESTARTS = (0.5, 0.2)
+ITERATIONS = 2500  # per Nelder-Mead run: the fits converge (tol) well before it
 PRIOR_WEIGHT = 0.01  # per parameter, in squared log units: enough to pin a parameter no training row informs
 WITHIN = 0.25
-FITTED_LOADS = ("max_load",)  # see the module's docstring: fixed-concurrency rows are reported, not fitted on
+LEGACY = "fixed_concurrency_legacy"
+ACCEPTED_GROUPS = ("fixed_concurrency", "max_load")
+# figure: (at least?, threshold) on held-out rows of each accepted group, for both validation splits
+ACCEPTANCE = {"median_abs_error": (False, 0.25), "within_25pct": (True, 0.60), "within_2x": (True, 0.90)}
+REPRESENTABLE_MIN = 0.90  # of a group's usable rows, the share whose model and GPU the catalogue holds
+VALIDATION = ("model", "vendor")
 HUBER = 0.1  # the loss is quadratic in log ratio below this and linear above (pseudo-Huber): smooth and robust
 
 
@@ -114,13 +116,15 @@ def usable(measurements: pl.DataFrame, models: pl.DataFrame, gpus: pl.DataFrame)
 
 
 def _replicas(rows: pl.DataFrame, models: pl.DataFrame, gpus: pl.DataFrame, base: Params) -> pl.DataFrame:
-    """Candidate replicas per row: the stated group, or every power-of-two group from the smallest that fits."""
+    """Candidate replicas per row: the stated group and attention split, or every power-of-two group from the smallest
+    that fits (the estimator's max-load sizing) with the estimator's choice of attention split."""
     stated = rows.filter(pl.col("group_gpus").is_not_null()).with_columns(tp=pl.col("group_gpus"))
     free = rows.filter(pl.col("group_gpus").is_null())
     if free.height:
-        smallest = estimator.serving_terms(models, gpus, _grid(free.with_columns(tp=None, streams=1)), base)["tp"]
+        asked = free.with_columns(tp=None, attention_dp=None, streams=None)
+        smallest = estimator.serving_terms(models, gpus, _grid(asked), base)["tp"]
         doublings = pl.DataFrame({"k": range(8)})
-        free = free.with_columns(tp=smallest).join(doublings, how="cross").with_columns(
+        free = free.with_columns(tp=smallest, attention_dp=None).join(doublings, how="cross").with_columns(
             tp=pl.col("tp") * (2 ** pl.col("k"))
         ).filter(pl.col("tp") <= pl.col("gpus")).drop("k")
     return pl.concat([stated, free], how="diagonal_relaxed")
@@ -131,25 +135,46 @@ def _grid(rows: pl.DataFrame) -> pl.DataFrame:
         "model", "gpu", "precision", pl.col("input_tokens").cast(pl.Int64), pl.col("output_tokens").cast(pl.Int64),
         context_tokens=(pl.col("input_tokens") + pl.col("output_tokens")).cast(pl.Int64),
         streams=pl.col("streams").cast(pl.Int64), tp=pl.col("tp").cast(pl.Int64),
+        attention_dp=pl.col("attention_dp").cast(pl.Int64),
+        max_running_requests=pl.col("max_running_requests").cast(pl.Int64),
     )
+
+
+def engine_batch_limit(engine: pl.Expr, software: pl.Expr, memory_gb: pl.Expr, gpu: pl.Expr) -> pl.Expr:
+    """Streams a row's engine batches at most per data-parallel rank, by its documented defaults
+    (presets.ENGINE_MAX_RUNNING_REQUESTS; vLLM's depends on the part and the release); None: the method's own."""
+    limits = presets.ENGINE_MAX_RUNNING_REQUESTS
+    small_vllm = (memory_gb < VLLM_LARGE_PART_GB) | gpu.str.contains("A100") | software.str.contains(r"vLLM 0\.[0-8]\.")
+    return (pl.when((engine == "vLLM") & small_vllm).then(VLLM_SMALL_PART_SEQS)
+            .otherwise(engine.replace_strict(limits, default=None, return_dtype=pl.Int64)))
 
 
 def terms(rows: pl.DataFrame, models: pl.DataFrame, gpus: pl.DataFrame, base: Params) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the estimator's terms per candidate replica of each row, rows no replica can represent with the reason).
 
-    Lengths are rounded to whole tokens (MLPerf's are dataset means).
+    Each candidate is asked twice: at max load (no streams: the estimator sizes the batch to memory and the row's
+    engine limit, and picks the attention split where the row states none), then at the row's concurrency where it
+    has one (never more streams than the max-load batch: memory or the engine would queue the rest). Lengths are
+    rounded to whole tokens (MLPerf's are dataset means).
     """
-    rows = rows.with_columns(
+    asked = rows.with_columns(
         pl.col("input_tokens").round().cast(pl.Int64), pl.col("output_tokens").round().cast(pl.Int64),
         pl.col("group_gpus").cast(pl.Int64), pl.col("gpus").cast(pl.Int64), pl.col("concurrency").cast(pl.Int64),
-    )
-    candidates = _replicas(rows, models, gpus, base)
-    sized = estimator.serving_terms(models, gpus, _grid(candidates.with_columns(streams=1)), base)
-    candidates = candidates.with_columns(max_streams=sized["max_streams"]).filter(pl.col("max_streams") >= 1)
+        pl.col("attention_dp").cast(pl.Int64), pl.col("legacy").cast(pl.Boolean),
+    ).join(gpus.select(gpu="name", _memory_gb="memory_gb"), on="gpu", how="left", maintain_order="left").with_columns(
+        max_running_requests=engine_batch_limit(pl.col("engine"), pl.col("software"), pl.col("_memory_gb"),
+                                                pl.col("gpu")),
+    ).drop("_memory_gb").join(models.select(model="model_id", model_vendor="vendor"), on="model", how="left",
+                              maintain_order="left")
+    candidates = _replicas(asked, models, gpus, base)
+    at_max_load = estimator.serving_terms(models, gpus, _grid(candidates.with_columns(streams=None)), base)
     candidates = candidates.with_columns(
-        streams=pl.min_horizontal(pl.coalesce("concurrency", pl.lit(MAX_BATCH)), "max_streams"))
+        attention_dp=at_max_load["attention_dp"],
+        streams=pl.min_horizontal("concurrency", at_max_load["streams"]),
+    ).filter(at_max_load["streams"] >= 1)
     out = estimator.serving_terms(models, gpus, _grid(candidates), base)
-    out = out.with_columns(candidates.select("row_id", "load", "tok_s_per_gpu", "input_assumed"))
+    out = out.with_columns(candidates.select("row_id", "load", "legacy", "model_vendor", "tok_s_per_gpu",
+                                             "input_assumed"))
     lost = rows.filter(~pl.col("row_id").is_in(out["row_id"].implode())).with_columns(
         excluded=pl.lit("does not fit: no replica of the system's GPUs holds the weights and one request's KV cache"))
     return out, lost
@@ -157,18 +182,19 @@ def terms(rows: pl.DataFrame, models: pl.DataFrame, gpus: pl.DataFrame, base: Pa
 
 def predict(terms_df: pl.DataFrame, params: Params) -> pl.DataFrame:
     """Estimated tokens/s per GPU per row (the best of its candidate replicas) with the measured value."""
-    compute_eff, vendor_eff = estimator.efficiencies(terms_df["precision"], terms_df["vendor"], terms_df["moe"], params)
+    compute_eff, vendor_eff = estimator.efficiencies(terms_df["precision"], terms_df["vendor"], params)
     log2_tp = terms_df["_log2_tp"]
-    step = estimator.step_seconds(terms_df["_t_mem"], terms_df["_t_cmp"], log2_tp, compute_eff, vendor_eff, params)
+    step = estimator.step_seconds(terms_df["_t_mem"], terms_df["_t_cmp"], log2_tp, compute_eff, vendor_eff, params,
+                                  terms_df["_requests_per_rank"], terms_df["_x_mem"], terms_df["_x_cmp"])
     tok_s = estimator.request_tok_s(step, terms_df["_t_prefill"], terms_df["streams"], terms_df["output_tokens"],
-                                    log2_tp, vendor_eff, params)
-    per_gpu = terms_df.select("row_id", "tok_s_per_gpu", "tp", "streams", "input_assumed").with_columns(
+                                    log2_tp, vendor_eff, params, terms_df["_x_prefill"])
+    per_gpu = terms_df.select("row_id", "load", "legacy", "tok_s_per_gpu", "tp", "streams", "input_assumed").with_columns(
         estimate=tok_s / terms_df["tp"])
     best = per_gpu.sort("estimate", descending=True).group_by("row_id", maintain_order=True).first()
     return best.with_columns(ratio=pl.col("estimate") / pl.col("tok_s_per_gpu").cast(pl.Float64))
 
 
-def _nelder_mead(f, x0: list[float], step: float = 0.5, iterations: int = 2500, tol: float = 1e-7):
+def _nelder_mead(f, x0: list[float], step: float = 0.5, iterations: int = ITERATIONS, tol: float = 1e-7):
     """Minimise f from x0 (a small, dependency-free Nelder-Mead); returns (x, f(x), evaluations)."""
     n = len(x0)
     simplex = [list(x0)] + [[x0[j] + (step if j == i else 0.0) for j in range(n)] for i in range(n)]
@@ -210,10 +236,11 @@ def _nelder_mead(f, x0: list[float], step: float = 0.5, iterations: int = 2500, 
     return simplex[best], scores[best], evaluations
 
 
-def fit(terms_df: pl.DataFrame, base: Params, start: dict | None = None) -> Fit:
-    """The efficiencies that minimise the robust log-ratio loss over these rows (plus the weak prior)."""
+def fit(terms_df: pl.DataFrame, base: Params, start: dict | None = None, iterations: int = ITERATIONS) -> Fit:
+    """The efficiencies that minimise the robust log-ratio loss over these rows (plus the weak prior); `iterations`
+    bounds each Nelder-Mead run (a test of the folds' bookkeeping needs no converged fit)."""
     prior = _to_unbounded(PRIOR)
-    terms_df = terms_df.filter(~pl.col("input_assumed") & pl.col("load").is_in(FITTED_LOADS))
+    terms_df = terms_df.filter(~pl.col("input_assumed") & ~pl.col("legacy"))
     rows = terms_df["row_id"].n_unique()
 
     def loss(x: list[float]) -> float:
@@ -221,26 +248,34 @@ def fit(terms_df: pl.DataFrame, base: Params, start: dict | None = None) -> Fit:
         misfit = (((ratios.log() / HUBER) ** 2 + 1).sqrt() - 1).mean() * HUBER
         return misfit + PRIOR_WEIGHT * sum((a - b) ** 2 for a, b in zip(x, prior, strict=True))
 
-    x, value, evaluations = _nelder_mead(loss, _to_unbounded(start or PRIOR))
+    x, value, evaluations = _nelder_mead(loss, _to_unbounded(start or PRIOR), iterations=iterations)
     # Restarts from the optimum escape a collapsed simplex (Nelder-Mead's usual remedy).
     for step in RESTARTS:
-        x, value, more = _nelder_mead(loss, x, step=step)
+        x, value, more = _nelder_mead(loss, x, step=step, iterations=iterations)
         evaluations += more
     return Fit(with_values(base, _to_values(x)), rows, value, evaluations)
 
 
-def cross_validate(terms_df: pl.DataFrame, base: Params, split: str = "model") -> pl.DataFrame:
-    """Every row's estimate from the fit on the rows of the other models (split 'model') or the other model
-    families (split 'family', stricter: no sibling of the held-out model is seen); the column `fold` names it."""
-    key = pl.col("model") if split == "model" else pl.col("model").replace_strict(FAMILIES, default="other")
-    folds = terms_df.with_columns(fold=key)
+def cross_validate(terms_df: pl.DataFrame, base: Params, split: str = "model", iterations: int = ITERATIONS
+                   ) -> pl.DataFrame:
+    """Every row's estimate from the fit on the rows of the other models (split 'model') or of the other models'
+    makers (split 'vendor', models.csv's vendor: stricter, no model of the held-out maker is seen); the column `fold`
+    names the held-out group."""
+    folds = terms_df.with_columns(fold=pl.col("model" if split == "model" else "model_vendor"))
     out = []
     for name in sorted(folds["fold"].unique().to_list()):
         train = folds.filter(pl.col("fold") != name).drop("fold")
         held = folds.filter(pl.col("fold") == name).drop("fold")
-        params = fit(train, base).params
+        params = fit(train, base, iterations=iterations).params
         out.append(predict(held, params).with_columns(fold=pl.lit(name)))
     return pl.concat(out)
+
+
+def grouped(predictions: pl.DataFrame) -> pl.DataFrame:
+    """The predictions with the group the acceptance judges them in (`group`): max load, fixed concurrency of current
+    releases, or the legacy releases (reported, never accepted on nor fitted)."""
+    return predictions.with_columns(group=pl.when(pl.col("legacy")).then(pl.lit(LEGACY))
+                                    .otherwise(pl.col("load")))
 
 
 def summary(predictions: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -257,10 +292,35 @@ def summary(predictions: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     ).sort(by)
 
 
+def representable(measurements: pl.DataFrame, compared: pl.DataFrame) -> pl.DataFrame:
+    """Per accepted group: the rows a source leaves usable (published lengths, no source exclusion), how many of them
+    the estimator represents (model and GPU in the catalogue, a replica that holds it) and the share."""
+    candidates = grouped(measurements.filter(pl.col("excluded").is_null() & ~pl.col("input_assumed")))
+    return candidates.filter(pl.col("group").is_in(ACCEPTED_GROUPS)).group_by("group").agg(
+        rows=pl.len(), represented=pl.col("row_id").is_in(compared["row_id"].implode()).sum(),
+    ).with_columns(share=pl.col("represented") / pl.col("rows")).sort("group")
+
+
+def acceptance(out_of_fold: dict[str, pl.DataFrame], shares: pl.DataFrame) -> pl.DataFrame:
+    """The acceptance checks per validation split and accepted group, on held-out rows with published lengths: each
+    figure, its threshold and whether it passes (ACCEPTANCE, REPRESENTABLE_MIN)."""
+    checks = []
+    for split, predictions in out_of_fold.items():
+        figures = summary(grouped(predictions.filter(~pl.col("input_assumed"))), ["group"]).join(
+            shares.select("group", representable="share"), on="group", how="left")
+        for row in figures.filter(pl.col("group").is_in(ACCEPTED_GROUPS)).iter_rows(named=True):
+            for figure, (at_least, threshold) in {**ACCEPTANCE, "representable": (True, REPRESENTABLE_MIN)}.items():
+                value = row[figure]
+                checks.append({"split": split, "group": row["group"], "figure": figure, "value": value,
+                               "threshold": f"{'>=' if at_least else '<='} {threshold:.2f}",
+                               "passes": value is not None and (value >= threshold if at_least else value <= threshold)})
+    return pl.DataFrame(checks)
+
+
 def band(predictions: pl.DataFrame) -> tuple[float, float]:
-    """p10 and p90 of the out-of-fold estimate/measured (rows with published lengths): an estimate divided by them
-    bounds 80% of measurements."""
-    r = predictions.filter(~pl.col("input_assumed"))["ratio"]
+    """p10 and p90 of the out-of-fold estimate/measured on rows of current releases with published lengths: an
+    estimate divided by them bounds 80% of measurements."""
+    r = predictions.filter(~pl.col("input_assumed") & ~pl.col("legacy"))["ratio"]
     return r.quantile(0.1, "linear"), r.quantile(0.9, "linear")
 
 
@@ -272,4 +332,3 @@ def final(terms_df: pl.DataFrame, base: Params, out_of_fold: pl.DataFrame) -> Pa
 
 def parameters(params: Params) -> dict:
     return {k: getattr(params, k) for k in FITTED}
-

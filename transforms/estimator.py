@@ -16,7 +16,12 @@ from transforms.presets import (
     normalise_precision,
 )
 
-ESTIMATOR_VERSION = "1.2.0"  # 1.2: per-stream state (windows, recurrent layers) held and read like KV
+# 1.2: per-stream state (windows, recurrent layers) held and read like KV. 1.3: the measured method's replica layout
+# (data-parallel attention, a latent KV cache held whole per tensor-parallel GPU), max load sized by memory and the
+# engine's batch limit, the host's work per request, the routed experts' share at the grouped matmuls' efficiency.
+# 1.4: windowed layers hold and read min(context, window) tokens of KV (not the full window); the attention kind and
+# KV heads come from the catalogue, and a GQA cache on a tensor-parallel rank wider than its KV heads is replicated.
+ESTIMATOR_VERSION = "1.4.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 FLOPS_PER_PARAM = 2.0  # one multiply-add per parameter per token, used by prefill
@@ -42,8 +47,11 @@ OUTPUT_COLUMNS = (
 )
 PRECISION = pl.Enum(PRECISIONS)
 NAME_COLUMNS = ("model", "gpu")  # Enums: their codes index the catalogue rows
+# attention_dp (data-parallel attention ranks; None: the method's choice) and max_running_requests (the engine's
+# batch limit per rank at max load; None: the method's) are measured-method settings; streams None asks for max load.
 GRID_SCHEMA = {"precision": PRECISION, "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64,
-               "input_tokens": pl.Int64, "output_tokens": pl.Int64}
+               "input_tokens": pl.Int64, "output_tokens": pl.Int64, "attention_dp": pl.Int64,
+               "max_running_requests": pl.Int64}
 QUANTIZED = ("fp8", "int8", "int4")  # precisions whose serving stacks keep the KV cache in FP8
 POWERS_OF_TWO = pl.Series([1 << k for k in range(63)], dtype=pl.Int64)
 NO_OVERLAY = pl.DataFrame(schema={"preset": pl.String, "gpu": pl.String, "field": pl.String, "value": pl.Float64,
@@ -119,13 +127,23 @@ def _checked_grid(grid: pl.DataFrame) -> pl.DataFrame:
     grid = grid.with_columns(context_tokens=pl.coalesce(pl.col("input_tokens") + pl.col("output_tokens"),
                                                          pl.col("context_tokens")))
     lows = grid.select(pl.col("context_tokens", "streams", "tp", "input_tokens", "output_tokens").min()).row(0, named=True)
-    highs = grid.select(pl.col("context_tokens", "streams").max()).row(0, named=True)
-    for column, top in (("context_tokens", CONTEXT_TOKENS_MAX), ("streams", STREAMS_MAX)):
+    # a data-parallel attention rank batches its own streams: the limit holds per rank
+    per_rank = -(-pl.col("streams") // pl.col("attention_dp").fill_null(1))
+    highs = grid.select(pl.col("context_tokens").max(), per_rank.max().alias("streams")).row(0, named=True)
+    for column, top, per in (("context_tokens", CONTEXT_TOKENS_MAX, ""),
+                             ("streams", STREAMS_MAX, " per data-parallel attention rank")):
         for value in (lows[column], highs[column]):
-            if value is not None and not 1 <= value <= top:
-                raise EstimatorError(f"{column} must be between 1 and {top}, not {value}")
+            if value is not None and not 1 <= value <= (top if value == highs[column] else value):
+                raise EstimatorError(f"{column} must be between 1 and {top}{per}, not {value}")
     if lows["tp"] is not None and lows["tp"] < 1:
         raise EstimatorError(f"tp must be at least 1, not {lows['tp']}")
+    split = grid.filter(pl.col("attention_dp").is_not_null())
+    if split.height and not (split["attention_dp"] >= 1).all():
+        raise EstimatorError("attention_dp must be at least 1")
+    if split.filter(pl.col("tp").is_null() & (pl.col("attention_dp") > 1)).height:
+        raise EstimatorError("attention_dp above 1 needs the group's tp")
+    if split.filter(pl.col("tp") % pl.col("attention_dp") != 0).height:
+        raise EstimatorError("attention_dp must divide tp: each data-parallel attention rank is a whole number of GPUs")
     for column in ("input_tokens", "output_tokens"):
         if lows[column] is not None and lows[column] < (0 if column == "input_tokens" else 1):
             raise EstimatorError(f"{column} must be at least {0 if column == 'input_tokens' else 1}, not {lows[column]}")
@@ -178,14 +196,19 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
     used = ["total_params_b", "active_params_b"]
     used += ["active_params_in_b"] if params.prefill_active == "input" else []
     used += ["experts", "experts_per_token"] if params.expert_coverage else []
-    used += ["kv_bytes_per_token", "state_bytes_per_stream"] if params.kv_memory_factor or params.kv_read_factor else []
+    used += ["kv_bytes_per_token", "state_bytes_per_stream", "window_tokens", "window_kv_bytes_per_token"] \
+        if params.kv_memory_factor or params.kv_read_factor else []
     used += ["attn_flops_per_ctx_token"] if params.attention_flops_factor or params.prefill_attention_factor else []
     natives = {p: normalise_precision(p) for p in models["native_precision"].unique().to_list()}
     return models.select(
         pl.col("model_id").alias("model"), "total_params_b", "active_params_b", "kv_bytes_per_token",
         "attn_flops_per_ctx_token",
-        # a model without windowed or recurrent layers holds no per-stream state beyond its KV cache
+        # a model without recurrent layers holds no fixed state per stream, one without windowed layers no window
         _state_bytes=pl.col("state_bytes_per_stream").fill_null(0.0),
+        _window_tokens=pl.col("window_tokens").fill_null(0),
+        _window_kv_bytes=pl.col("window_kv_bytes_per_token").fill_null(0.0),
+        # a GQA cache splits by KV head over at most kv_heads GPUs; a latent (MLA) is one head; unknown: no limit
+        _kv_heads=pl.col("kv_heads"),
         _native=pl.col("native_precision").replace_strict(natives, return_dtype=PRECISION),
         _prefill_params_b=pl.coalesce("active_params_in_b", "active_params_b")
         if params.prefill_active == "input" else pl.col("active_params_b"),
@@ -196,6 +219,7 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
         _doubt_model=pl.col("uncertain").fill_null("").str.contains(rf"\b({'|'.join(used)})\b"),
         _routed=routed,
         _moe=pl.col("arch") == "moe",
+        _latent_kv=pl.col("attention") == "mla",
     ).with_columns(
         _dense_b=pl.when(pl.col("_routed"))
         .then((pl.col("active_params_b") - pl.col("_route_p") * pl.col("total_params_b")) / (1 - pl.col("_route_p")))
@@ -233,7 +257,7 @@ def _replica_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
 def _fixed_gb(params: Params, bytes_per_param: pl.Expr) -> pl.Expr:
     """Memory a replica needs apart from the per-GPU overhead: weights, runtime and the streams' KV cache and state."""
     return _replica_gb(params, bytes_per_param) + _kv_term(params.kv_memory_factor,
-                                                           pl.col("streams") * pl.col("_kv_stream_gb"))
+                                                           pl.col("streams") * pl.col("_stream_gb"))
 
 
 def _compute_columns(params: Params) -> dict[str, pl.Expr]:
@@ -249,18 +273,31 @@ def _compute_columns(params: Params) -> dict[str, pl.Expr]:
 
 def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.Expr]:
     """(memory time, compute time) of one decode step serving `streams` streams (None: one stream)."""
+    # The serving model reads the always-read weights once per data-parallel attention rank and each stream's KV once
+    # per copy the group holds (_serving_layout); the reference methods read both once. A recurrent state splits by
+    # head like the weights: read once.
+    dense = pl.col("_dense_b") * pl.col("_dense_copies") if params.serving_model else pl.col("_dense_b")
+    kv_read_gb = pl.col("_kv_read_gb") * pl.col("_kv_copies") + pl.col("_state_gb")
     if not params.expert_coverage:
         read_b = pl.col("active_params_b")
     elif streams is None:
-        read_b = pl.col("_dense_b") + pl.col("_expert_b") * pl.col("_route_p")
+        read_b = dense + pl.col("_expert_b") * pl.col("_route_p")
     else:
-        read_b = pl.col("_dense_b") + pl.col("_expert_b") * (1 - (streams * pl.col("_log_keep")).exp())
+        read_b = dense + pl.col("_expert_b") * (1 - (streams * pl.col("_log_keep")).exp())
     count = pl.lit(1.0) if streams is None else streams
-    t_mem = (read_b * pl.col("_bytes") + _kv_term(params.kv_read_factor, count * pl.col("_kv_read_gb"))) / pl.col(
-        "_mem_gbs")
+    t_mem = (read_b * pl.col("_bytes") + _kv_term(params.kv_read_factor, count * kv_read_gb)) / pl.col("_mem_gbs")
     if not (params.decode_flops_per_param or params.attention_flops_factor):
         return t_mem, pl.lit(0.0)  # no decode compute counted: a part without a compute figure still decodes
     return t_mem, count * pl.col("_token_flops") / pl.col("_flops_per_s")
+
+
+def _expert_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.Expr]:
+    """(memory time, compute time) of a decode step's routed experts alone: the share of _step_seconds' terms the
+    grouped expert matmuls take (serving model)."""
+    coverage = pl.col("_route_p") if streams is None else 1 - (streams * pl.col("_log_keep")).exp()
+    count = pl.lit(1.0) if streams is None else streams
+    return (pl.col("_expert_b") * coverage * pl.col("_bytes") / pl.col("_mem_gbs"),
+            count * params.decode_flops_per_param * pl.col("_expert_b") * pl.col("_route_p") * 1e9 / pl.col("_flops_per_s"))
 
 
 def _combine(params: Params, t_mem: pl.Expr, t_cmp: pl.Expr) -> pl.Expr:
@@ -321,27 +358,55 @@ def _lengths(params: Params) -> dict[str, pl.Expr]:
 
 def _terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params) -> pl.LazyFrame:
     """Per grid row: sizing, memory, and the decode and prefill terms before the method combines them."""
+    if not params.serving_model and grid["streams"].null_count():
+        raise EstimatorError("streams must be given: max load (no streams) is a question for the measured method")
     catalogue = [
         *_attached(grid, "model", _model_table(models, params), "model"),
         *_attached(grid, "gpu", _gpu_table(gpus), "GPU"),
     ]
-    # The state a stream holds whatever its context (windowed layers' KV, recurrent states) is kept and read like KV.
-    kv_bytes, state_bytes = pl.col("kv_bytes_per_token"), pl.col("_state_bytes")
+    # Windowed layers hold and read the KV of min(context, window) tokens; a recurrent state is held and read whole
+    # whatever the context. Both are kept at the KV cache's precision.
+    kv_bytes, window_bytes, state_bytes = pl.col("kv_bytes_per_token"), pl.col("_window_kv_bytes"), pl.col("_state_bytes")
     if params.kv_fp8_when_quantized:
         fp8 = pl.col("precision").is_in(QUANTIZED)
-        kv_bytes = pl.when(fp8).then(kv_bytes / 2).otherwise(kv_bytes)
-        state_bytes = pl.when(fp8).then(state_bytes / 2).otherwise(state_bytes)
+        kv_bytes, window_bytes, state_bytes = (pl.when(fp8).then(b / 2).otherwise(b)
+                                               for b in (kv_bytes, window_bytes, state_bytes))
+
+    def kv_gb(context: str) -> pl.Expr:
+        return (pl.col(context) * pl.col("_kv_bytes")
+                + pl.min_horizontal(context, "_window_tokens") * pl.col("_window_kv_bytes_c")) * 1e-9
+
     # Lazily on the streaming engine: about twice as fast here as eager, and column-wise work keeps the row order.
     df = grid.lazy().with_columns(catalogue).with_columns(precision=_precision_expr(params)).with_columns(
-        **_lengths(params), _kv_bytes=kv_bytes, _state_stream_bytes=state_bytes,
+        **_lengths(params), _kv_bytes=kv_bytes, _window_kv_bytes_c=window_bytes, _state_gb=state_bytes * 1e-9,
     ).with_columns(
         _bytes=pl.lit(pl.Series([params.bytes_per_param[p] for p in PRECISIONS])).gather(
             pl.col("precision").to_physical()),
-        # per stream: memory held at the full context, and bytes read per decode step
-        _kv_stream_gb=(pl.col("context_tokens") * pl.col("_kv_bytes") + pl.col("_state_stream_bytes")) * 1e-9,
-        _kv_read_gb=(pl.col("_decode_context") * pl.col("_kv_bytes") + pl.col("_state_stream_bytes")) * 1e-9,
+        # per stream: the KV held at the full context and read per decode step (tensor parallelism may replicate
+        # it, _kv_copies), and the recurrent state, held and read whole
+        _kv_stream_gb=kv_gb("context_tokens"),
+        _kv_read_gb=kv_gb("_decode_context"),
         **_compute_columns(params),
-    ).with_columns(_fixed_gb=_fixed_gb(params, pl.col("_bytes"))).with_columns(
+    ).with_columns(_stream_gb=pl.col("_kv_stream_gb") + pl.col("_state_gb"))
+    df = _serving_layout(df, params) if params.serving_model else _reference_layout(df, params)
+    prefill_flops = FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
+    if params.prefill_attention_factor:
+        prefill_flops = prefill_flops + params.prefill_attention_factor * pl.col("attn_flops_per_ctx_token") * pl.col(
+            "_prefill_context") / 2
+    return df.with_columns(
+        multi_node=pl.col("tp") > params.node_gpus,
+        power_kw=pl.col("tp") * pl.col("tdp_w") / 1000,
+        _prefill_flops=prefill_flops,
+        _token_flops=_token_flops(params),
+    ).with_columns(
+        memory_used_pct=100 * pl.col("memory_used_gb") / (pl.col("tp") * pl.col("memory_gb")),
+    )
+
+
+def _reference_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
+    """The reference methods' replica: the smallest power-of-two group (at least min_tp) holding the weights, runtime
+    and every stream's KV cache, each split evenly over the group; memory fills when the KV fills the rest."""
+    df = df.with_columns(_fixed_gb=_fixed_gb(params, pl.col("_bytes"))).with_columns(
         tp=pl.coalesce(
             pl.col("tp"),
             _pow2_at_least(
@@ -354,20 +419,72 @@ def _terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params:
     fill_gb = pl.col("tp") * (pl.col("memory_gb") - params.gpu_overhead_gb - params.fill_reserve_gb) - _replica_gb(
         params, pl.col("_bytes")
     )
-    prefill_flops = FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
-    if params.prefill_attention_factor:
-        prefill_flops = prefill_flops + params.prefill_attention_factor * pl.col("attn_flops_per_ctx_token") * pl.col(
-            "_prefill_context") / 2
     return df.with_columns(
         memory_used_gb=pl.col("_fixed_gb") + params.gpu_overhead_gb * pl.col("tp"),
         max_streams=None if params.kv_memory_factor == 0
-        else (fill_gb / (params.kv_memory_factor * pl.col("_kv_stream_gb"))).floor().clip(lower_bound=0),
-        multi_node=pl.col("tp") > params.node_gpus,
-        power_kw=pl.col("tp") * pl.col("tdp_w") / 1000,
-        _prefill_flops=prefill_flops,
-        _token_flops=_token_flops(params),
+        else (fill_gb / (params.kv_memory_factor * pl.col("_stream_gb"))).floor().clip(lower_bound=0),
+        _kv_copies=pl.lit(1.0),
+    )
+
+
+def _serving_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
+    """The measured method's replica: its GPUs, its data-parallel attention ranks, what each GPU holds and reads, and
+    at max load (no streams given) the streams it batches.
+
+    A group of `tp` GPUs runs attention in `attention_dp` data-parallel ranks of tp/attention_dp GPUs each, the
+    experts (and, with one rank, every matrix) split over the whole group. Each rank holds the always-read weights
+    (attention, shared experts, dense layers, embeddings) of its own, so the group holds and reads them
+    `attention_dp` times (_dense_copies), and each rank keeps the KV cache of its own streams. Within a rank tensor
+    parallelism splits the cache by KV head, over at most kv_heads GPUs: a rank wider than that holds and reads every
+    head's cache on rank/kv_heads GPUs (_kv_copies; a multi-head latent, MLA, is one head that serves every query
+    head: each of the rank's GPUs holds its streams' latents whole). A recurrent state splits by head like the
+    weights: held once.
+
+    At max load the streams are what memory holds, at most `max_running_requests` per rank (the engine's batch
+    limit: each data-parallel rank schedules its own batch), and a multi-head-latent mixture of experts runs
+    data-parallel attention over its whole group unless told otherwise, as SGLang and TensorRT-LLM serve the
+    DeepSeek-V3 family at high load: the batch then grows with the GPUs and each rank reads only its own latents."""
+    if params.max_running_requests < 1:
+        raise EstimatorError("the serving model needs max_running_requests of at least 1 (the engine's batch limit)")
+    weights_gb = pl.col("_bytes") * params.weights_memory_factor
+    dense_gb, expert_gb = pl.col("_dense_b") * weights_gb, pl.col("_expert_b") * weights_gb
+    kv_gb, state_gb = params.kv_memory_factor * pl.col("_kv_stream_gb"), params.kv_memory_factor * pl.col("_state_gb")
+    stream_gb = kv_gb + state_gb
+    free_gb = pl.col("memory_gb") - params.gpu_overhead_gb
+    max_load = pl.col("streams").is_null()
+    whole_latent = pl.col("_latent_kv") if params.kv_replicated else pl.lit(False)
+    dp_whole_group = (max_load & pl.col("attention_dp").is_null() & pl.col("_latent_kv") & pl.col("_moe")
+                      if params.dp_attention_at_max_load else pl.lit(False))
+    # The smallest group holding the weights, the runtime and the streams asked for (one at max load), in GB per GPU
+    # of what every GPU holds whole over what the group splits; no group fits when a GPU cannot hold the former.
+    asked_gb = pl.coalesce("streams", 1) * stream_gb
+    replicated_gb = (pl.when(dp_whole_group).then(dense_gb).when(whole_latent).then(asked_gb).otherwise(0.0))
+    split_gb = (pl.when(dp_whole_group).then(expert_gb + asked_gb).when(whole_latent).then(dense_gb + expert_gb)
+                .otherwise(dense_gb + expert_gb + asked_gb) + params.runtime_gb)
+    room_gb = free_gb - replicated_gb
+    smallest = _pow2_at_least(pl.when(room_gb > 0).then((split_gb / room_gb - 1e-9).ceil()).clip(lower_bound=params.min_tp))
+    df = df.with_columns(tp=pl.coalesce("tp", smallest)).with_columns(
+        attention_dp=pl.when(dp_whole_group).then(pl.col("tp")).otherwise(pl.coalesce("attention_dp", 1)),
     ).with_columns(
-        memory_used_pct=100 * pl.col("memory_used_gb") / (pl.col("tp") * pl.col("memory_gb")),
+        _dense_copies=pl.col("attention_dp").cast(pl.Float64),
+        _kv_copies=(pl.col("tp") / pl.col("attention_dp") / pl.col("_kv_heads")).clip(lower_bound=1.0).fill_null(1.0)
+        if params.kv_replicated else pl.lit(1.0),
+    ).with_columns(
+        _held_gb=dense_gb * pl.col("_dense_copies") + expert_gb + params.runtime_gb,
+        _stream_held_gb=kv_gb * pl.col("_kv_copies") + state_gb,
+    )
+    fill_gb = pl.col("tp") * (free_gb - params.fill_reserve_gb) - pl.col("_held_gb")
+    df = df.with_columns(
+        max_streams=(fill_gb / pl.col("_stream_held_gb")).floor().clip(lower_bound=0),
+    ).with_columns(
+        streams=pl.coalesce("streams", pl.min_horizontal(
+            "max_streams",
+            pl.col("attention_dp") * pl.coalesce("max_running_requests", pl.lit(params.max_running_requests)),
+        ).cast(pl.Int64)),
+    )
+    return df.with_columns(
+        memory_used_gb=pl.col("_held_gb") + pl.col("streams") * pl.col("_stream_held_gb")
+        + params.gpu_overhead_gb * pl.col("tp"),
     )
 
 
@@ -405,11 +522,13 @@ def serving_terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, 
     """Per grid row, the serving model's terms before efficiencies (see _serving_terms), with the row's vendor."""
     df = _serving_terms(_terms(models, gpus, _checked_grid(grid), params), params)
     return df.with_columns(
-        *(pl.col(c).cast(pl.String) for c in (*NAME_COLUMNS, "precision")), vendor=pl.col("_vendor"), moe=pl.col("_moe"),
+        *(pl.col(c).cast(pl.String) for c in (*NAME_COLUMNS, "precision")), vendor=pl.col("_vendor"),
         max_streams=pl.col("max_streams").cast(pl.Int64),
     ).select(
-        *NAME_COLUMNS, "precision", "vendor", "moe", "tp", "streams", "input_tokens", "output_tokens", "max_streams",
-        "_log2_tp", "_t_mem", "_t_cmp", "_t_mem1", "_t_cmp1", "_t_prefill",
+        *NAME_COLUMNS, "precision", "vendor", "tp", "attention_dp", "streams", "input_tokens", "output_tokens",
+        "max_streams",
+        "_log2_tp", "_t_mem", "_t_cmp", "_t_mem1", "_t_cmp1", "_x_mem", "_x_cmp", "_t_prefill", "_x_prefill",
+        "_requests_per_rank",
     ).collect(engine="streaming")
 
 
@@ -433,19 +552,24 @@ def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     )
     t_mem, t_cmp = _step_seconds(params, pl.col("streams"))
     t_mem1, t_cmp1 = _step_seconds(params, None)
+    x_mem, x_cmp = _expert_seconds(params, pl.col("streams"))
+    x_mem1, x_cmp1 = _expert_seconds(params, None)
     return df.with_columns(
         _t_mem=t_mem, _t_cmp=t_cmp, _t_mem1=t_mem1, _t_cmp1=t_cmp1,
+        _x_mem=x_mem, _x_cmp=x_cmp, _x_mem1=x_mem1, _x_cmp1=x_cmp1,
         _t_prefill=pl.col("input_tokens") * pl.col("_prefill_flops") / pl.col("_flops_per_s"),
+        _x_prefill=pl.col("input_tokens") * FLOPS_PER_PARAM * pl.col("_expert_b") * pl.col("_route_p") * 1e9
+        / pl.col("_flops_per_s"),
+        _requests_per_rank=pl.col("streams") / pl.col("attention_dp"),
     )
 
 
-def efficiencies(precision, vendor, moe, params: Params):
-    """Compute and vendor efficiency per row (polars Exprs or Series alike): by the row's precision and GPU vendor,
-    and, for a mixture of experts, the lower efficiency of its many small expert matmuls."""
+def efficiencies(precision, vendor, params: Params):
+    """Compute and vendor efficiency per row (polars Exprs or Series alike): by the row's precision and GPU vendor."""
     compute = precision.replace_strict(
         {"fp8": params.compute_efficiency_fp8, "int8": params.compute_efficiency_fp8,
          "int4": params.compute_efficiency_int4}, default=params.compute_efficiency, return_dtype=pl.Float64,
-    ) * (moe.cast(pl.Float64) * (params.moe_compute_efficiency - 1) + 1)
+    )
     maker = vendor.replace_strict({"AMD": params.vendor_efficiency_amd, "Intel": params.vendor_efficiency_intel},
                                   default=1.0, return_dtype=pl.Float64)
     return compute, maker
@@ -461,19 +585,26 @@ def group_scale(log2_tp, vendor_eff, params: Params):
     return _larger(1 - params.tp_derate * log2_tp, params.tp_efficiency_floor) * vendor_eff
 
 
-def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params):
+def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params, requests_per_rank=0.0, x_mem=0.0,
+                 x_cmp=0.0):
     """Seconds of one decode step (numbers, polars Series or Exprs alike): reads at the bandwidth efficiency and FLOPs at
-    the precision's compute efficiency, added or overlapped (step_time), slowed by the group's scale, plus a fixed
-    overhead per step and a collective's latency per doubling of the group."""
+    the precision's compute efficiency, the routed experts' share of both (x_mem, x_cmp) slower by the grouped expert
+    matmuls' efficiency, added or overlapped (step_time), slowed by the group's scale; the host's work for the
+    requests one scheduler runs overlaps that (the engines prepare the next step while the GPUs run this one); plus a
+    fixed overhead per step and a collective's latency per doubling of the group."""
     scale = group_scale(log2_tp, vendor_eff, params)
-    reads, flops = t_mem / params.bandwidth_efficiency, t_cmp / compute_eff
+    slower = 1 / params.moe_compute_efficiency - 1
+    reads, flops = (t_mem + x_mem * slower) / params.bandwidth_efficiency, (t_cmp + x_cmp * slower) / compute_eff
     both = reads + flops if params.step_time == "sum" else _larger(reads, flops)  # 'max': they overlap
-    return both / scale + params.step_overhead_s + params.tp_comm_s * log2_tp
+    return _larger(both / scale, params.request_overhead_s * requests_per_rank) + params.step_overhead_s \
+        + params.tp_comm_s * log2_tp
 
 
-def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params):
+def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params, x_prefill=0.0):
     """Output tokens per second of one replica serving `streams` requests at a time, each a prefill of its prompt
-    then `output_tokens` decode steps (numbers, polars Series or Exprs alike)."""
+    (its routed experts' share x_prefill slower by the grouped expert matmuls' efficiency) then `output_tokens`
+    decode steps (numbers, polars Series or Exprs alike)."""
+    t_prefill = t_prefill + x_prefill * (1 / params.moe_compute_efficiency - 1)
     prefill = t_prefill / (params.prefill_mfu * group_scale(log2_tp, vendor_eff, params))
     return streams * output_tokens / (streams * prefill + output_tokens * step)
 
@@ -481,16 +612,18 @@ def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, 
 def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     """The measured method: whole requests (prefill amortised over the answer), efficiencies fitted to benchmarks."""
     df = _serving_terms(df, params)
-    compute_eff, vendor_eff = efficiencies(pl.col("precision"), pl.col("_vendor"), pl.col("_moe"), params)
+    compute_eff, vendor_eff = efficiencies(pl.col("precision"), pl.col("_vendor"), params)
     log2_tp = pl.col("_log2_tp")
-    step = step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params)
-    step1 = step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params)
+    step = step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params,
+                        pl.col("_requests_per_rank"), pl.col("_x_mem"), pl.col("_x_cmp"))
+    step1 = step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params, 1.0,
+                         pl.col("_x_mem1"), pl.col("_x_cmp1"))
     scale = group_scale(log2_tp, vendor_eff, params)
     return df.with_columns(
         single_stream_tok_s=1 / step1,
         per_stream_tok_s=1 / step,
         agg_tok_s=request_tok_s(step, pl.col("_t_prefill"), pl.col("streams"), pl.col("output_tokens"), log2_tp,
-                                vendor_eff, params),
+                                vendor_eff, params, pl.col("_x_prefill")),
         prefill_tok_s=params.prefill_mfu * scale * pl.col("_flops_per_s") / pl.col("_prefill_flops"),
         _t_mem=pl.col("_t_mem") / params.bandwidth_efficiency,
         _t_cmp=pl.col("_t_cmp") / compute_eff,
@@ -513,18 +646,22 @@ def curve(
     streams: int | None = None,
 ) -> pl.DataFrame:
     """Throughput against concurrent streams for one replica of `tp` GPUs (None: the fewest that hold `streams`
-    streams, or one) and requests of the given lengths (the estimate's rule for those not given), from 1 stream to `streams` (None: where
-    memory fills, or STREAMS_MAX when the method does not model KV memory): it climbs while bandwidth binds and bends
-    where compute does. Every point is the estimate of that many streams, as `estimate` gives it; a replica that
-    cannot hold one stream is refused (EstimatorError), never swapped for a larger one."""
+    streams, or one) and requests of the given lengths (the estimate's rule for those not given), from 1 stream to
+    `streams` (None: where memory fills, or STREAMS_MAX when the method does not model KV memory; for the measured
+    method, at most the engine's batch limit): it climbs while bandwidth binds and bends where compute does. Every
+    point is the estimate of that many streams, as `estimate` gives it; a replica that cannot hold one stream is
+    refused (EstimatorError), never swapped for a larger one."""
     request = {"tp": pl.lit(tp, dtype=pl.Int64), "input_tokens": pl.lit(input_tokens, dtype=pl.Int64),
                "output_tokens": pl.lit(output_tokens, dtype=pl.Int64)}
     base = estimate(models, gpus, make_grid([model], [gpu], [precision], [context_tokens], [streams or 1]).with_columns(
         **request), params)
     refuse_unheld(base, gpus)
     tp, fills = base["tp"][0], base["max_streams"][0]
-    top = streams or (STREAMS_MAX if fills is None else min(fills, STREAMS_MAX))
-    counts = sorted({1, top} | {round(top ** (i / (points - 1))) for i in range(points)}) if tp else []
+    top = STREAMS_MAX if fills is None else min(fills, STREAMS_MAX)
+    if params.serving_model:  # an engine batches no more than its limit, whatever memory holds
+        top = min(top, params.max_running_requests)
+    top = streams or top
+    counts = sorted({1, top} | {round(top ** (i / (points - 1))) for i in range(points)}) if tp and top else []
     grid = make_grid([model], [gpu], base["precision"].to_list(), [context_tokens], counts).with_columns(
         **request | {"tp": pl.lit(tp, dtype=pl.Int64)})
     return estimate(models, gpus, grid, params).select(

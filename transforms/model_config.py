@@ -18,12 +18,20 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - KV cache per token at 2 bytes per value (the catalogue's basis; the estimator halves it where serving keeps it
   in FP8), for the layers whose cache grows with the context: full attention keeps K and V per KV head, MLA one
   latent (kv_lora_rank + qk_rope_head_dim) per layer, plus the key of a sparse-attention indexer (DSA).
-- State per stream (`state_bytes_per_stream`), bytes that do not grow with the context, on the same 2-byte basis:
-  sliding-window and chunked-local layers hold at most the window's KV; linear-attention (Gated DeltaNet) and
-  Mamba layers hold a fixed recurrent state plus a short convolution state.
+- Windowed layers (sliding-window and chunked-local attention) hold the KV of at most `window_tokens` past tokens,
+  `window_kv_bytes_per_token` bytes each (same 2-byte basis): a stream holds min(context, window) of them. One
+  window per model: a config whose layers slide over two different windows is refused (naming the field).
+- State per stream (`state_bytes_per_stream`), bytes that do not depend on the context at all, on the same 2-byte
+  basis: linear-attention (Gated DeltaNet) and Mamba layers hold a fixed recurrent state plus a short convolution
+  state.
+- The attention kind (`attention`): `mla` when every attention layer caches one multi-head latent, `gqa` when they
+  cache K and V per KV head (multi-head and multi-query attention included); `kv_heads`, the KV heads of the layers
+  whose cache grows with the context (1 for MLA: one latent serves every head), which a tensor-parallel group wider
+  than it must replicate.
 - Attention FLOPs per token of context, on the layers whose attention grows with the context: GQA 4 x query heads
   x head_dim (QK and AV, a multiply-add each), MLA absorbed 2 x heads x (kv_lora_rank + rope + kv_lora_rank), a
-  DSA indexer 2 x index heads x index_head_dim (its top-k attention is bounded, like a window, and left out).
+  DSA indexer 2 x index heads x index_head_dim (its top-k attention is bounded, like a window, and left out);
+  windowed layers' attention (at most the window) is left out too.
 - context_max: max_position_embeddings, or original_max_position_embeddings x factor for YaRN rope scaling (the
   served length vLLM derives from the config); a longer context a model card offers by editing the config is not.
 - native_precision from quantization_config (FP8 blocks: fp8, MXFP4/NVFP4: fp4, 4-bit AWQ/GPTQ/compressed-tensors
@@ -49,9 +57,14 @@ class _Layer:
     """One decoder layer: its parameters and what it caches."""
 
     mixer: str = "full attention"  # what mixes tokens: named in the row's notes
+    attention: str = ""  # gqa | mla for an attention layer, empty for a recurrent mixer or an MLP
+    kv_heads: int = 0  # KV heads cached (MLA: one latent)
     attention_params: float = 0.0
     kv_bytes_per_token: float = 0.0  # grows with the context
-    state_bytes: float = 0.0  # per stream, bounded
+    window_tokens: int = 0  # a windowed layer's window: its KV stops growing there
+    window_field: str = ""  # the config field the window comes from
+    window_kv_bytes_per_token: float = 0.0  # KV per token of a windowed layer, up to its window
+    state_bytes: float = 0.0  # per stream, fixed (recurrent states)
     attn_flops_per_ctx_token: float = 0.0
     dense_params: float = 0.0  # dense MLP, shared experts, router: read for every token
     expert_params: float = 0.0  # one routed expert
@@ -125,14 +138,16 @@ def _gqa(c: _Config, hidden: int, heads: int, kv_heads: int, head_dim: int, *, o
     params = hidden * q_width + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
     if c.get("attention_bias", False):  # q, k and v biases (an output bias, where there is one, is left out)
         params += q_width + 2 * kv_heads * head_dim
-    return _Layer(attention_params=params, kv_bytes_per_token=2 * kv_heads * head_dim * KV_BYTES,
-                  attn_flops_per_ctx_token=4 * heads * head_dim)
+    return _Layer(attention="gqa", kv_heads=kv_heads, attention_params=params,
+                  kv_bytes_per_token=2 * kv_heads * head_dim * KV_BYTES, attn_flops_per_ctx_token=4 * heads * head_dim)
 
 
-def _windowed(layer: _Layer, window: int) -> _Layer:
-    """A sliding-window or chunked-local layer: its KV stops at the window, its attention does not grow."""
+def _windowed(c: _Config, layer: _Layer, field: str) -> _Layer:
+    """A sliding-window or chunked-local layer: its KV stops at the window (`field`), its attention does not grow."""
+    window = c.number(field)
     layer.mixer = f"{window}-token windowed attention"
-    layer.state_bytes += window * layer.kv_bytes_per_token
+    layer.window_tokens, layer.window_field = int(window), field
+    layer.window_kv_bytes_per_token = layer.kv_bytes_per_token
     layer.kv_bytes_per_token = 0.0
     layer.attn_flops_per_ctx_token = 0.0
     return layer
@@ -149,7 +164,8 @@ def _mla(c: _Config, hidden: int) -> _Layer:
     q_rank = c.get("q_lora_rank")
     q = hidden * heads * (nope + rope) if not q_rank else hidden * q_rank + q_rank * heads * (nope + rope)
     params = q + hidden * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + heads * v_dim * hidden
-    layer = _Layer(mixer="MLA", attention_params=params, kv_bytes_per_token=(kv_rank + rope) * KV_BYTES,
+    layer = _Layer(mixer="MLA", attention="mla", kv_heads=1, attention_params=params,
+                   kv_bytes_per_token=(kv_rank + rope) * KV_BYTES,
                    attn_flops_per_ctx_token=2 * heads * (kv_rank + rope + kv_rank))
     if c.model_type in _DSA:  # an indexer picks index_topk past tokens for the attention
         index_heads, index_dim = c.number("index_n_heads"), c.number("index_head_dim")
@@ -239,9 +255,9 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
         return _gated_deltanet(c, hidden)
     layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate)
     if kind == "sliding_attention":
-        return _windowed(layer, c.number("sliding_window"))
+        return _windowed(c, layer, "sliding_window")
     if kind == "chunked_attention":
-        return _windowed(layer, c.number("attention_chunk_size"))
+        return _windowed(c, layer, "attention_chunk_size")
     return layer
 
 
@@ -354,14 +370,15 @@ def _read_gemma4(c: _Config) -> _Shape:
         keys_are_values = full and c.get("attention_k_eq_v", False)
         kv_heads = c.number("num_global_key_value_heads" if keys_are_values else "num_key_value_heads")
         reuses_kv = i >= first_shared  # KV computed by an earlier layer: no k, v projections, nothing cached
-        layer = _Layer(attention_params=2 * hidden * heads * head_dim, attn_flops_per_ctx_token=4 * heads * head_dim)
+        layer = _Layer(attention="gqa", kv_heads=kv_heads, attention_params=2 * hidden * heads * head_dim,
+                       attn_flops_per_ctx_token=4 * heads * head_dim)
         if reuses_kv:
             layer.mixer = "attention reusing an earlier layer's KV"
         else:
             layer.attention_params += hidden * kv_heads * head_dim * (1 if keys_are_values else 2)
             layer.kv_bytes_per_token = 2 * kv_heads * head_dim * KV_BYTES  # K and V both cached, equal or not
         if kind == "sliding_attention":
-            _windowed(layer, c.number("sliding_window"))
+            _windowed(c, layer, "sliding_window")
         wide = 2 if reuses_kv and c.get("use_double_wide_mlp", False) else 1
         layer.dense_params = _mlp_params(c, hidden, wide * c.number("intermediate_size"), "hidden_activation")
         layer.dense_params += 2 * hidden * per_layer_width  # per-layer input gate and projection
@@ -509,14 +526,19 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     routed = [ly for ly in layers if ly.experts]
     kv = sum(ly.kv_bytes_per_token for ly in layers)
     state = sum(ly.state_bytes for ly in layers)
+    window = _window(c, layers)
+    attention, kv_heads = _attention_kind(c, layers)
     mixers = {}
     for layer in layers:
         mixers[layer.mixer] = mixers.get(layer.mixer, 0) + 1
     notes = ["; ".join(f"{n} x {mixer}" for mixer, n in mixers.items()) + " layers", *shape.notes]
-    if any(ly.state_bytes for ly in layers):
-        notes.append("windowed and recurrent layers keep a bounded state per stream (state_bytes_per_stream, at 2 "
-                     "bytes per value, windows counted full: an upper bound for contexts shorter than the window); "
-                     "only the other layers' KV grows with the context and counts in attn_flops_per_ctx_token")
+    if window:
+        notes.append(f"windowed layers hold the KV of at most {window} tokens per stream (window_tokens, "
+                     "window_kv_bytes_per_token); only the other layers' KV grows with the context and counts in "
+                     "attn_flops_per_ctx_token")
+    if state:
+        notes.append("recurrent layers keep a fixed state per stream (state_bytes_per_stream, at 2 bytes per value); "
+                     "only the attention layers' KV grows with the context")
     c.part = "context_max"
     context = _context(c)
     c.part = "native_precision"
@@ -550,4 +572,28 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
         "api_ids": None,
         "hf_ids": None,
         "state_bytes_per_stream": float(state) if state else None,
+        "window_tokens": window,
+        "window_kv_bytes_per_token": float(sum(ly.window_kv_bytes_per_token for ly in layers)) if window else None,
+        "attention": attention,
+        "kv_heads": kv_heads,
     }, {part: keys for part, keys in c.read.items() if part != "notes"}
+
+
+def _window(c: _Config, layers: list[_Layer]) -> int | None:
+    """The one window of the model's windowed layers (None: none); two different windows are refused."""
+    windows = {ly.window_tokens: ly.window_field for ly in layers if ly.window_tokens}
+    if len(windows) > 1:
+        field = windows[max(windows)]
+        raise c.error(field, f"gives a window of {max(windows)} tokens beside one of {min(windows)}: the catalogue "
+                             "holds one window per model")
+    return next(iter(windows), None)
+
+
+def _attention_kind(c: _Config, layers: list[_Layer]) -> tuple[str, int]:
+    """(gqa | mla, the KV heads of the layers whose cache grows with the context)."""
+    kinds = {ly.attention for ly in layers if ly.attention}
+    heads = {ly.kv_heads for ly in layers if ly.kv_bytes_per_token}
+    if len(kinds) != 1 or len(heads) != 1:  # every reader gives one kind, one head count where the cache grows
+        raise c.error("num_key_value_heads", f"gives attention the reader cannot reduce to one kind and head count "
+                                             f"({sorted(kinds)}, {sorted(heads)})")
+    return kinds.pop(), heads.pop()

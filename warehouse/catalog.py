@@ -80,7 +80,10 @@ CATALOGS: tuple[Catalog, ...] = (
             "model_id! name! vendor! arch! total_params_b:float! active_params_b:float! active_params_in_b:float "
             "experts:int experts_per_token:int shared_experts:int layers:int kv_bytes_per_token:float "
             "kv_cache_dtype context_max:int native_precision! source! uncertain notes attn_flops_per_ctx_token:float "
-            "state_bytes_per_stream:float "  # per stream, not growing with the context: windows, recurrent states
+            "state_bytes_per_stream:float "  # per stream, whatever the context: recurrent states
+            # windowed layers hold min(context, window_tokens) tokens of KV, window_kv_bytes_per_token each
+            "window_tokens:int window_kv_bytes_per_token:float "
+            "attention kv_heads:int "  # gqa | mla; the KV heads of the layers whose cache grows (MLA: 1)
             # API listings map through a Hugging Face id (hf_repo, the stable key, or another checkpoint of the model
             # in hf_ids), then through the extra ids in api_ids
             "hf_repo hf_ids api_ids"
@@ -184,8 +187,15 @@ def _check_references(frames: dict[str, pl.DataFrame]) -> None:
         row = bad.row(0, named=True)
         raise CatalogError(f"gpu_overlays.csv:{row['_line']}: column 'field': {row['field']!r} is not a numeric gpus column")
     _check_api_keys(frames["models"])
+    bad = frames["models"].filter(~pl.col("attention").is_in(ATTENTION_KINDS))
+    if bad.height:
+        row = bad.row(0, named=True)
+        raise CatalogError(f"models.csv:{row['_line']}: column 'attention': {row['attention']!r} is not one of "
+                           f"{', '.join(ATTENTION_KINDS)}")
 
 
+# grouped-query attention (K and V per KV head; multi-head and multi-query too) or multi-head latent attention
+ATTENTION_KINDS = ("gqa", "mla")
 _REPO = re.compile(r"[\w.-]+/[\w.:-]+")
 
 

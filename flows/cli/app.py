@@ -68,10 +68,10 @@ app.command()(catalog_commands.init)
 app.command()(sql_commands.sql)
 app.command()(catalog_commands.gpus)
 app.add_typer(models_commands.app, name="models")
-lazy_command("estimate", "flows.cli.estimate:estimate", "Roofline throughput of one model per GPU: sizing, memory, "
-             "decode, prefill and power.")
-lazy_command("table", "flows.cli.table:table", "A dated cost table for one model: page 000's estimate cards or "
-             "page 001's calculator, with live prices.")
+lazy_command("estimate", "flows.cli.estimate:estimate", "Throughput of one model per GPU by one estimator method: "
+             "sizing, memory, decode, prefill and power.")
+lazy_command("table", "flows.cli.table:table", "A dated cost table for one model: a card per GPU (estimate) or "
+             "every part ranked by $/M (calculator), with live prices.")
 app.command()(pipeline_commands.status)
 app.command("export")(pipeline_commands.export_cmd)
 app.command()(pipeline_commands.nightly)

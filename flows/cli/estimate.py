@@ -72,9 +72,11 @@ def _check_context(models: pl.DataFrame, model_id: str, tokens: int) -> None:
 
 def estimate(
     model: Annotated[str | None, typer.Option(help="Model id (see `gpuledger models`); required but with --params.")] = None,
-    method: Annotated[str, typer.Option(help=f"Preset: {', '.join(presets.PRESETS)} (measured: a serving model "
-                                              "fitted to benchmark throughput).")] = "measured",
-    gpu: Annotated[list[str] | None, typer.Option(help="GPU name or a page's label; repeat for several (default: all).")] = None,
+    method: Annotated[str, typer.Option(help="measured (the serving model fitted to benchmark "
+                                              "throughput), calculator (the per-step calculator) or ceiling (the "
+                                              "bandwidth ceiling).")] = "measured",
+    gpu: Annotated[list[str] | None, typer.Option(help="GPU by name, unique prefix or short label (e.g. 'H200 141GB'); "
+                                                             "repeat for several (default: all).")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
     context: Annotated[int | None, typer.Option(
         help=f"Tokens of context per stream (default {presets.DEFAULT_CONTEXT_TOKENS:,}, or --input-tokens + "
@@ -82,6 +84,9 @@ def estimate(
     streams: Annotated[int | None, typer.Option(
         help=f"Concurrent streams per replica (default {presets.DEFAULT_STREAMS}; with --curve, the last point: "
              "default where memory fills).")] = None,
+    max_load: Annotated[bool, typer.Option(
+        "--max-load", help="Measured method: as many streams as memory and the engine's batch limit allow (instead of "
+                           "--streams), with data-parallel attention for an MLA mixture of experts on a group.")] = False,
     tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it); "
                                                 "parts this TP cannot hold are left out, or refused when named.")] = None,
     input_tokens: Annotated[int | None, typer.Option(
@@ -94,7 +99,7 @@ def estimate(
     show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters (with --set) and exit.")] = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
 ) -> None:
-    """Roofline throughput of one model per GPU: sizing, memory, decode, prefill and power."""
+    """Throughput of one model per GPU by one estimator method: sizing, memory, decode, prefill and power."""
     try:
         params = presets.with_overrides(presets.preset(method), presets.parse_assignments(assignments or []))
         chosen_precision = presets.normalise_precision(precision) if precision else None
@@ -102,7 +107,8 @@ def estimate(
         raise fail(str(exc)) from None
     if show_params:
         _list_params(params, fmt, model=model, gpu=gpu, precision=precision, context=context, streams=streams, tp=tp,
-                     input_tokens=input_tokens, output_tokens=output_tokens, curve=show_curve or None)
+                     input_tokens=input_tokens, output_tokens=output_tokens, curve=show_curve or None,
+                     max_load=max_load or None)
         return
     if model is None:
         raise fail("--model is required (see `gpuledger models`)")
@@ -117,13 +123,18 @@ def estimate(
         if show_curve:
             if len(chosen_gpus) != 1:
                 raise fail("--curve needs exactly one --gpu")
+            if max_load:
+                raise fail("--max-load chooses the streams itself, --curve runs through them: give one")
             out = estimator.curve(frames["models"], gpus, model_id, chosen_gpus[0], chosen_precision, tokens, params,
                                   tp=tp, input_tokens=input_tokens, output_tokens=output_tokens, streams=streams)
             render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}: tokens/s as streams grow, "
                                               f"{_request(out)} ({params.name})")
             return
+        if max_load and streams is not None:
+            raise fail("--max-load chooses the streams itself: give it or --streams, not both")
         streams = presets.DEFAULT_STREAMS if streams is None else streams
-        grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [tokens], [streams])
+        grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [tokens],
+                                   [None if max_load else streams])
         out = estimator.estimate(frames["models"], gpus, grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64), **lengths),
                                  params)
         left_out = _unheld(out, gpus, tp, named=bool(chosen_gpus))
@@ -134,15 +145,18 @@ def estimate(
         out = out.sort("agg_tok_s", descending=True, nulls_last=True)
     out = out.select(*LEAD_COLUMNS, *TAIL_COLUMNS)
     if fmt in (Format.table, Format.markdown):
-        notes = ["~: the FP4 figure is estimated. uncertain: an input spec is uncertain or was solved from a page."]
+        notes = ["~: the FP4 figure is estimated. uncertain: an input spec is uncertain, or was inferred from a "
+                 "published estimate's figures rather than a datasheet."]
         notes += [BAND_NOTE] if params.band_ratio_low else []
         if left_out:
             named = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
             notes.append(f"TP {tp} cannot hold {model_id} on {len(left_out)} part(s), left out: {named}")
         render(
-            display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens", "streams"),
+            display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens",
+                                             *([] if max_load else ["streams"])),
             fmt,
-            title=f"{model_id}, {params.name}: {_request(out)} x {streams} streams (estimator {estimator.ESTIMATOR_VERSION})",
+            title=f"{model_id}, {params.name}: {_request(out)} x {'max-load' if max_load else streams} streams "
+                  f"(estimator {estimator.ESTIMATOR_VERSION})",
             caption="\n".join(notes),
         )
     else:

@@ -37,7 +37,7 @@ def _percent(value: float | None) -> str:
 
 def history(
     gpu: Annotated[list[str] | None, typer.Option(
-        help="GPU (repeatable), by name or page label; default every GPU with prices in the window.")] = None,
+        help="GPU (repeatable), by name, unique prefix or short label; default every GPU with prices in the window.")] = None,
     provider: Annotated[str, typer.Option(help="vastai, runpod, verda, or all (over every provider).")] = "all",
     price_kind: Annotated[str, typer.Option(help="on_demand, interruptible, reserved, ...")] = "on_demand",
     days: Annotated[int, typer.Option(min=1, help="Days up to the latest published day.")] = 30,
@@ -46,7 +46,7 @@ def history(
     precision: Annotated[str, typer.Option(help="With --model: bf16, fp8, int4, ...")] = "int4",
     context: Annotated[int, typer.Option(help="With --model: tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
     streams: Annotated[int, typer.Option(help="With --model: concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
-    method: Annotated[str, typer.Option(help="With --model: the estimator method of the $/M.")] = presets.DEFAULT_COST_METHOD,
+    method: Annotated[str, typer.Option(help="With --model: the estimator method of the $/M (measured, calculator or ceiling).")] = presets.DEFAULT_COST_METHOD,
     fmt: FormatOption = Format.table,
 ) -> None:
     """The daily price series: a sparkline per GPU on the terminal, the daily numbers as csv, json or markdown."""

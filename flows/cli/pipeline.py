@@ -23,7 +23,8 @@ def status(
     runs: Annotated[int, typer.Option(help="How many recent runs to show.")] = 10,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """The last runs, each source's freshness (stale after 36 hours) and the tables' row counts."""
+    """The last runs, each source's freshness (stale after 36 hours), the published days and the tables' row
+    counts, and what has not reached the lake or the raw mirror yet."""
     con = open_read_only()
     try:
         recent = Rows.of(queries.recent_runs(con, runs))
@@ -69,7 +70,7 @@ def _latest_published(con) -> date:
 
 
 def export_cmd(
-    tables: Annotated[list[str] | None, typer.Option("--table", help="Table to export (repeatable); default all.")] = None,
+    tables: Annotated[list[str] | None, typer.Option("--table", help="Table to export (repeatable); default every table the nightly run exports.")] = None,
     day: Annotated[str | None, typer.Option("--date", help="YYYY-MM-DD; default the latest run's date.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="parquet or csv.")] = "parquet",
     days: Annotated[int, typer.Option(help="Export this many days ending at --date.")] = 1,

@@ -12,7 +12,8 @@ from flows.cli.common import fail, open_read_only, parse_day, resolve_name
 def report(
     day: Annotated[str | None, typer.Option("--date", help="The day to publish (YYYY-MM-DD); default the latest.")] = None,
     model: Annotated[list[str] | None, typer.Option(help="Only these models' pages (repeatable); default every model.")] = None,
-    out: Annotated[Path | None, typer.Option(help="The report's root folder; default $GPULEDGER_EXPORTS/report.")] = None,
+    out: Annotated[Path | None, typer.Option(help="The report's root folder; default $GPULEDGER_EXPORTS/report, or "
+                                                   "$GPULEDGER_HOME/report when the exports are an object store.")] = None,
 ) -> None:
     """Write the day's market page and model pages as a static site that works offline; print its path."""
     from flows import report as site

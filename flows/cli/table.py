@@ -22,8 +22,9 @@ HEADERS = {
     "replica_pricing": "replica priced as", "gpu_count": "GPUs", "idle_gpus": "idle", "usd_per_gpu_hr": "per GPU-hour",
     "usd_per_mtok_output": "per M out", "usd_per_mtok_input": "per M in", "usd_per_mtok_cache_read": "per M cached in",
 }
-PRICING_NOTE = ("tp_single_gpu_listings: TP single-GPU listings on separate hosts (page 001's way; optimistic, "
-                "they cannot form one tensor-parallel group), shown only where no host holds TP GPUs")
+PRICING_NOTE = ("tp_single_gpu_listings: TP single-GPU listings on separate hosts (as the per-step calculator "
+                "prices them; optimistic, they cannot form one tensor-parallel group), shown only where no host "
+                "holds TP GPUs")
 
 
 class Style(StrEnum):
@@ -168,12 +169,17 @@ def _labelled_calculator(frames: dict[str, pl.DataFrame], code: str) -> dict[str
 
 def table(
     model: Annotated[str, typer.Option(help="Model id (see `gpuledger models`).")],
-    style: Annotated[Style, typer.Option(help="estimate: page 000's cards; calculator: page 001's table.")] = Style.calculator,
-    method: Annotated[str | None, typer.Option(help=f"Estimator for tokens/s and $/M: {', '.join(presets.PRESETS)} "
-                                               "(default measured: fitted to benchmarks, with a band).")] = None,
+    style: Annotated[Style, typer.Option(help="estimate: a card per GPU (suggested precision, GPUs needed, decode, batched out and in, "
+                                                  "hardware and live rental prices); calculator: every part the model "
+                                                  "fits on, ranked by $/M, with the cheapest-option cards.")] = Style.calculator,
+    method: Annotated[str | None, typer.Option(help="Estimator for tokens/s and $/M: measured (the serving model "
+                                               "fitted to benchmark throughput, with a band; the default), calculator "
+                                               "(the per-step calculator), ceiling (the bandwidth ceiling).")] = None,
     day: Annotated[str | None, typer.Option("--date", help="Prices of this date (YYYY-MM-DD); default the latest.")] = None,
-    gpu: Annotated[list[str] | None, typer.Option(help="Only these GPUs (repeatable); names or page labels.")] = None,
-    precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8, int4; default: estimate's suggested rule, calculator int4.")] = None,
+    gpu: Annotated[list[str] | None, typer.Option(help="Only these GPUs (repeatable): name, unique prefix or short label "
+                                                                "(e.g. 'H200 141GB').")] = None,
+    precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8, int4; default: calculator int4; estimate the method's "
+                                                      "rule (ceiling: the highest that fits 8 GPUs, else the model's native).")] = None,
     context: Annotated[int, typer.Option(help="Tokens of context per stream.")] = presets.DEFAULT_CONTEXT_TOKENS,
     streams: Annotated[int, typer.Option(help="Concurrent streams per replica.")] = presets.DEFAULT_STREAMS,
     price_kind: Annotated[str, typer.Option(help="on_demand, interruptible, reserved, ...")] = "on_demand",
@@ -182,7 +188,8 @@ def table(
     currency: Annotated[str, typer.Option(help="Show money in this currency, at the date's rate.")] = "USD",
     fmt: FormatOption = Format.table,
 ) -> None:
-    """A dated cost table for one model: page 000's estimate cards or page 001's calculator, with live prices."""
+    """A dated cost table for one model: a card per GPU (estimate) or every part ranked by $/M (calculator), with
+    live prices."""
     try:
         when = date.fromisoformat(day) if day else None
     except ValueError:
@@ -220,10 +227,12 @@ def table(
 
 def _method_note(method: str) -> str:
     what = {
-        "measured": "a serving model fitted to benchmark throughput; $/M low-high is its p10-p90 band on benchmarks "
-                    "the fit did not see (docs/calibration.md)",
-        "calculator": "per-step roofline over concurrent streams (a bandwidth and compute ceiling, not a price)",
-        "ceiling": "single-stream bandwidth ceiling with rules of thumb (not a price)",
+        "measured": "the measured serving model, fitted to benchmark throughput; $/M low-high is its p10-p90 band "
+                    "on benchmarks the fit did not see (docs/calibration.md)",
+        "calculator": "the per-step calculator, a roofline per decode step over concurrent streams (a bandwidth and "
+                      "compute ceiling, not a price)",
+        "ceiling": "the bandwidth ceiling, one stream's memory-bound limit with rules of thumb for batching and "
+                   "prefill (not a price)",
     }[method]
     return f"estimator: {method} {estimator.ESTIMATOR_VERSION}: {what}"
 

@@ -100,3 +100,25 @@ def test_lazy_commands_are_listed_with_their_docstring_and_run_when_named():
         assert " ".join(command.help.split()).startswith(short_help), name
         assert f"{name} {' '.join(short_help.split()[:3])}" in listing
     assert "--fleet" in gpuledger("table", "--help").output
+
+
+def _words(output: str) -> str:
+    """The text of a help screen or table, box drawing and line wrapping removed."""
+    return " ".join(output.replace("│", " ").split()).lower()
+
+
+def test_help_describes_the_methods_by_what_they_do_never_by_reference_page_number():
+    import click
+    import typer
+
+    group = typer.main.get_command(app)
+    commands = group.list_commands(click.Context(group))
+    screens = {"gpuledger": gpuledger("--help").output}
+    for name in commands:
+        screens[name] = gpuledger(name, "--help").output
+    for method in ("measured", "calculator", "ceiling"):
+        screens[f"estimate --params --method {method}"] = gpuledger("estimate", "--params", "--method", method).output
+    assert len(commands) == 16
+    for shown, output in screens.items():
+        assert "page 0" not in _words(output), shown
+    assert "per-step calculator" in _words(screens["table"]) and "bandwidth ceiling" in _words(screens["estimate"])

@@ -223,3 +223,19 @@ def test_a_request_longer_than_the_models_context_is_an_error_naming_both():
     assert too_long in message("estimate", *ONE_PART, "--input-tokens", "190000", "--output-tokens", "10000", "--curve")
     assert "--context 4,096 disagrees with --input-tokens 800 + --output-tokens 3,886 = 4,686" in message(
         "estimate", *ONE_PART, "--context", "4096", "--input-tokens", "800", "--output-tokens", "3886")
+
+
+def test_max_load_batches_what_memory_and_the_engine_allow():
+    at = rows(gpuledger("estimate", "--model", "deepseek-r1", "--gpu", "B200 SXM", "--precision", "fp8", "--context",
+                        "2000", "--max-load", "-f", "csv").output)["B200 SXM"]
+    # data-parallel attention over the group: a batch limit per rank, past the single-scheduler limit
+    assert int(at["streams"]) == int(at["max_streams"]) > 4096
+    assert "max load (no streams) is a question for the measured method" in message("estimate", *PAGE_001, "--max-load")
+
+
+def test_max_load_answers_the_table_and_is_refused_where_it_cannot_apply():
+    assert "--max-load chooses the streams itself, --curve runs through them" in message(
+        "estimate", *ONE_PART, "--max-load", "--curve")
+    assert "give it or --streams, not both" in message("estimate", *ONE_PART, "--max-load", "--streams", "8")
+    assert "--max-load would not apply" in message("estimate", "--max-load", "--params")
+

@@ -224,20 +224,38 @@ def test_a_moe_without_routing_geometry_still_reads_its_active_weights_first(mod
     assert out["single_stream_tok_s"] == pytest.approx(7700 * 4 / (16 * CALCULATOR.bytes_int4))
 
 
-def test_a_stream_holds_and_reads_its_bounded_state_like_kv(models, calculator_gpus):
-    """A windowed or recurrent model keeps a state per stream whatever the context (Llama 4 Scout's chunked layers:
-    36 x 8192 tokens of KV): each stream holds it in memory and reads it every decode step, beside the KV of the
-    layers that grow with the context; a model without (a null state) is estimated as before."""
-    state_bytes = 36 * 8192 * 2 * 8 * 128 * 2
+def test_windowed_layers_hold_and_read_at_most_their_window(models, calculator_gpus):
+    """Llama 4 Scout's 36 chunked layers attend to at most 8192 tokens: below that a stream holds its whole context
+    of their KV, beyond it the window; a model without windows (null columns) holds none of it."""
+    per_token = 36 * 2 * 8 * 128 * 2
     scout = models.filter(pl.col("model_id") == "llama-4-scout")
-    pair = pl.concat([scout.with_columns(state_bytes_per_stream=pl.lit(state_bytes, pl.Float64)),
-                      scout.with_columns(state_bytes_per_stream=pl.lit(None, pl.Float64), model_id=pl.lit("stateless"))])
-    grid = make_grid(["llama-4-scout", "stateless"], ["H200 SXM"], ["bf16"], [32768], [16]).with_columns(tp=pl.lit(4))
-    with_state, without = estimator.estimate(pair, calculator_gpus, grid, CALCULATOR).rows(named=True)
-    assert with_state["memory_used_gb"] - without["memory_used_gb"] == pytest.approx(
-        16 * CALCULATOR.kv_memory_factor * state_bytes * 1e-9)
-    assert with_state["max_streams"] < without["max_streams"]
-    assert with_state["per_stream_tok_s"] < without["per_stream_tok_s"]
+    assert (scout["window_tokens"][0], scout["window_kv_bytes_per_token"][0]) == (8192, per_token)
+    pair = pl.concat([scout, scout.with_columns(window_tokens=pl.lit(None, pl.Int64), model_id=pl.lit("unwindowed"),
+                                                window_kv_bytes_per_token=pl.lit(None, pl.Float64))])
+    for context, held in ((2048, 2048), (32768, 8192)):
+        grid = make_grid(["llama-4-scout", "unwindowed"], ["H200 SXM"], ["bf16"], [context], [16]).with_columns(
+            tp=pl.lit(4))
+        windowed, without = estimator.estimate(pair, calculator_gpus, grid, CALCULATOR).rows(named=True)
+        assert windowed["memory_used_gb"] - without["memory_used_gb"] == pytest.approx(
+            16 * CALCULATOR.kv_memory_factor * held * per_token * 1e-9)
+        assert windowed["max_streams"] < without["max_streams"]
+        assert windowed["per_stream_tok_s"] < without["per_stream_tok_s"]
+
+
+def test_a_recurrent_state_is_held_and_read_whatever_the_context(models, calculator_gpus):
+    """Qwen3-Next's Gated DeltaNet layers keep a fixed state per stream: each stream holds it in memory and reads it
+    every decode step, at any context, beside the KV of the layers that grow."""
+    qwen = models.filter(pl.col("model_id") == "qwen3-next-80b-a3b")
+    state_bytes = qwen["state_bytes_per_stream"][0]
+    pair = pl.concat([qwen, qwen.with_columns(state_bytes_per_stream=pl.lit(None, pl.Float64),
+                                              model_id=pl.lit("stateless"))])
+    for context in (1024, 65536):
+        grid = make_grid(["qwen3-next-80b-a3b", "stateless"], ["H200 SXM"], ["bf16"], [context], [16]).with_columns(
+            tp=pl.lit(4))
+        with_state, without = estimator.estimate(pair, calculator_gpus, grid, CALCULATOR).rows(named=True)
+        assert with_state["memory_used_gb"] - without["memory_used_gb"] == pytest.approx(
+            16 * CALCULATOR.kv_memory_factor * state_bytes * 1e-9)
+        assert with_state["per_stream_tok_s"] < without["per_stream_tok_s"]
 
 
 def test_uncertain_follows_the_inputs_used(models, ceiling_gpus, calculator_gpus):

@@ -16,7 +16,8 @@ CONFIGS = Path(__file__).parent.parent / "fixtures" / "hf_configs"
 FIXTURES = sorted(str(p.parent.relative_to(CONFIGS)) for p in CONFIGS.glob("*/*/config.json"))
 # Derived by the reader; the rest of a row (name, vendor, source, notes, ids) is the catalogue's to write.
 SHAPE = ("arch", "experts", "experts_per_token", "shared_experts", "layers", "kv_bytes_per_token", "kv_cache_dtype",
-         "context_max", "attn_flops_per_ctx_token", "state_bytes_per_stream")
+         "context_max", "attn_flops_per_ctx_token", "state_bytes_per_stream", "window_tokens",
+         "window_kv_bytes_per_token", "attention", "kv_heads")
 PARAMS = ("total_params_b", "active_params_b")
 UNREADABLE = {  # real configs of architectures the reader does not know, and the field it names
     "deepseek-ai/DeepSeek-V4-Flash": "compress_ratios",  # compressed attention on most layers
@@ -120,7 +121,8 @@ def test_gqa_caches_k_and_v_per_kv_head_on_every_layer():
     row = derive("meta-llama/Llama-3.3-70B-Instruct")
     assert row["kv_bytes_per_token"] == 2 * 80 * 8 * 128 * 2
     assert row["attn_flops_per_ctx_token"] == 4 * 64 * 128 * 80
-    assert row["state_bytes_per_stream"] is None and row["total_params_b"] == 70.55
+    assert row["state_bytes_per_stream"] is None and row["window_tokens"] is None and row["total_params_b"] == 70.55
+    assert (row["attention"], row["kv_heads"]) == ("gqa", 8)
 
 
 def test_mla_caches_one_latent_per_layer_and_mtp_layers_are_not_served():
@@ -130,6 +132,7 @@ def test_mla_caches_one_latent_per_layer_and_mtp_layers_are_not_served():
     assert row["layers"] == 61 and row["kv_bytes_per_token"] == (512 + 64) * 61 * 2
     assert row["attn_flops_per_ctx_token"] == 2 * 128 * (512 + 64 + 512) * 61
     assert row["total_params_b"] == pytest.approx(671, rel=0.001)  # DeepSeek's 671B main model, MTP module apart
+    assert (row["attention"], row["kv_heads"]) == ("mla", 1)  # one latent serves all 128 query heads
 
 
 def test_dsa_adds_the_indexer_key_and_counts_only_the_indexer_as_growing_attention():
@@ -138,11 +141,12 @@ def test_dsa_adds_the_indexer_key_and_counts_only_the_indexer_as_growing_attenti
     assert row["attn_flops_per_ctx_token"] == 2 * 64 * 128 * 61
 
 
-def test_sliding_window_layers_hold_their_window_as_state():
+def test_sliding_window_layers_hold_at_most_their_window():
     row = derive("openai/gpt-oss-120b")
     per_token = 2 * 8 * 64 * 2
     assert row["kv_bytes_per_token"] == 18 * per_token
-    assert row["state_bytes_per_stream"] == 18 * 128 * per_token
+    assert (row["window_tokens"], row["window_kv_bytes_per_token"]) == (128, 18 * per_token)
+    assert row["state_bytes_per_stream"] is None  # a window is no fixed state: below it, a stream holds its context
     assert row["attn_flops_per_ctx_token"] == 4 * 64 * 64 * 18
 
 
@@ -150,7 +154,8 @@ def test_chunked_local_layers_hold_their_chunk_and_the_nope_layers_grow():
     row = derive("meta-llama/Llama-4-Scout-17B-16E-Instruct")
     per_token = 2 * 8 * 128 * 2
     assert row["kv_bytes_per_token"] == 12 * per_token  # every 4th layer attends to the whole context
-    assert row["state_bytes_per_stream"] == 36 * 8192 * per_token
+    assert (row["window_tokens"], row["window_kv_bytes_per_token"]) == (8192, 36 * per_token)
+    assert row["state_bytes_per_stream"] is None
     assert (row["experts"], row["experts_per_token"], row["shared_experts"]) == (16, 1, 1)
 
 
@@ -159,6 +164,7 @@ def test_gated_deltanet_layers_hold_a_fixed_recurrent_state():
     assert row["kv_bytes_per_token"] == 12 * 2 * 2 * 256 * 2  # one full-attention layer in four
     conv = 2 * 16 * 128 + 32 * 128  # q, k, v through the short convolution
     assert row["state_bytes_per_stream"] == 36 * (32 * 128 * 128 + conv * 3) * 2
+    assert row["window_tokens"] is None and (row["attention"], row["kv_heads"]) == ("gqa", 2)
     assert (row["experts"], row["experts_per_token"], row["shared_experts"]) == (512, 10, 1)
 
 
@@ -177,7 +183,17 @@ def test_layers_reusing_earlier_kv_cache_nothing_of_their_own():
     own = raw["layer_types"][:42 - 18]
     full, sliding = own.count("full_attention"), own.count("sliding_attention")
     assert row["kv_bytes_per_token"] == full * 2 * 2 * 512 * 2
-    assert row["state_bytes_per_stream"] == sliding * 512 * 2 * 2 * 256 * 2
+    assert (row["window_tokens"], row["window_kv_bytes_per_token"]) == (512, sliding * 2 * 2 * 256 * 2)
+
+
+def test_two_different_windows_are_refused_naming_the_field():
+    """The catalogue holds one window per model: a config mixing sliding (128) and chunked (8192) layers is refused."""
+    raw = config("openai/gpt-oss-120b")
+    raw["layer_types"][0] = "chunked_attention"
+    raw["attention_chunk_size"] = 8192
+    with pytest.raises(ModelConfigError, match=r"^openai/gpt-oss-120b: config.json field 'attention_chunk_size' "
+                                               r"gives a window of 8192 tokens beside one of 128"):
+        derive_model(raw, "openai/gpt-oss-120b")
 
 
 @pytest.mark.parametrize(("repo", "precision"), [

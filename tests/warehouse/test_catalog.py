@@ -240,10 +240,21 @@ def test_an_hf_id_must_be_owner_and_name(reference):
         catalog.read_all(reference)
 
 
-def test_the_curated_catalogue_has_fifty_models_with_their_state():
+def test_the_curated_catalogue_has_fifty_models_with_their_state_windows_and_attention():
     models = catalog.read_all()["models"]
     assert models.height >= 50
     with_state = set(models.filter(pl.col("state_bytes_per_stream").is_not_null())["model_id"])
-    assert {"gpt-oss-120b", "llama-4-scout", "qwen3-next-80b-a3b", "nemotron-3-nano", "gemma-4-26b-a4b"} <= with_state
+    assert {"qwen3-next-80b-a3b", "nemotron-3-nano", "qwen3.5-397b-a17b"} <= with_state
+    windowed = set(models.filter(pl.col("window_tokens").is_not_null())["model_id"])
+    assert {"gpt-oss-120b", "llama-4-scout", "gemma-4-26b-a4b"} <= windowed and not windowed & with_state
+    assert models.filter(pl.col("window_tokens").is_null() != pl.col("window_kv_bytes_per_token").is_null()).is_empty()
+    assert models["attention"].null_count() == 0 and set(models["attention"]) == {"gqa", "mla"}
+    assert set(models.filter(pl.col("attention") == "mla")["kv_heads"]) == {1}  # one latent serves every head
     presets_models = models.filter(pl.col("model_id").is_in(["deepseek-v4-flash", "deepseek-v4.1-flash"]))
     assert presets_models["state_bytes_per_stream"].null_count() == 2  # the reference pages' models hold no state
+
+
+def test_an_attention_kind_must_be_known(reference):
+    edit(reference / "models.csv", ",gqa,8,meta-llama/Llama-3.1-8B-Instruct,", ",mha,8,meta-llama/Llama-3.1-8B-Instruct,")
+    with pytest.raises(catalog.CatalogError, match=r"^models.csv:\d+: column 'attention': 'mha' is not one of gqa, mla$"):
+        catalog.read_all(reference)

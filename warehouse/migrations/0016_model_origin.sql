@@ -1,4 +1,4 @@
--- 0015: models beside the curated catalogue. A row is curated (warehouse/reference/models.csv), derived (from a
+-- 0016: models beside the curated catalogue. A row is curated (warehouse/reference/models.csv), derived (from a
 -- config.json the Hugging Face source fetched) or user (`gpuledger models add`, kept in $GPULEDGER_HOME/models);
 -- curated rows win over user rows, user rows over derived ones, where two name one model or one repository.
 ALTER TABLE models ADD COLUMN origin VARCHAR DEFAULT 'curated';  -- curated | derived | user

@@ -1,0 +1,59 @@
+"""The calibration's checks that need the full fit and both full cross-validations: `make check-calibration`.
+
+They take minutes by nature (a fit per held-out model and per held-out vendor, and the fit on every row), so they
+run as a CI step of their own after `make test` (marker `calibration`, which `make test` leaves out); every faster
+check of the calibration lives in test_calibration.py.
+"""
+
+import json
+
+import polars as pl
+import pytest
+
+from bench import calibrate
+from transforms import calibration, presets
+
+pytestmark = pytest.mark.calibration
+
+
+@pytest.fixture(scope="module")
+def prepared() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    measurements = calibrate.load_measurements()
+    terms, rows, _ = calibrate.prepared(measurements)
+    return measurements, terms, rows
+
+
+@pytest.fixture(scope="module")
+def out_of_fold(prepared) -> dict[str, pl.DataFrame]:
+    return calibrate.validated(prepared[1])
+
+
+def test_the_committed_parameters_are_what_the_fit_finds_on_the_committed_measurements(prepared, out_of_fold):
+    found = calibration.final(prepared[1], presets.MEASURED_BASE, out_of_fold["model"])
+    committed = json.loads(presets.MEASURED_FIT.read_text())["parameters"]
+    assert calibration.parameters(found) == pytest.approx(committed, rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def checks(prepared, out_of_fold) -> pl.DataFrame:
+    measurements, _, rows = prepared
+    found = calibration.acceptance({calibrate.SPLITS[s]: oof for s, oof in out_of_fold.items()},
+                                   calibration.representable(measurements, rows))
+    assert set(found["split"]) == set(calibrate.SPLITS.values())
+    assert set(found["group"]) == set(calibration.ACCEPTED_GROUPS)
+    return found
+
+
+# Known short (docs/calibration.md, docs/estimator.md): single-stream steps differ ~4x between models on one engine,
+# which one global step overhead cannot follow, and Qwen3-Coder-Next's rows have no catalogue row (no copy of its
+# config.json was found). Strict: the day it passes, this mark must go.
+FIXED_SHORT = pytest.mark.xfail(strict=True, reason="fixed concurrency of current releases: within ±25% and "
+                                "representability below the acceptance (issue 23, open)")
+
+
+@pytest.mark.parametrize("group", [pytest.param("max_load"), pytest.param("fixed_concurrency", marks=FIXED_SHORT)])
+def test_held_out_estimates_meet_the_acceptance_on_both_splits(checks, group):
+    failing = checks.filter((pl.col("group") == group) & ~pl.col("passes"))
+    assert failing.is_empty(), "\n" + "\n".join(
+        f"{r['split']} {r['group']} {r['figure']} = {r['value']:.3f}, needs {r['threshold']}"
+        for r in failing.iter_rows(named=True))
