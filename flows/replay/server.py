@@ -178,9 +178,12 @@ class ReplayServer:
         return [r for r in self.log if r.path == path]
 
     def start(self) -> "ReplayServer":
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="replay", daemon=True)
-        self._thread.start()
+        """Serve from a thread; a server already serving is left as it is (`with` on a started server): a second
+        loop would outlive stop() and spin on the closed socket."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                            name="replay", daemon=True)
+            self._thread.start()
         return self
 
     def stop(self) -> None:

@@ -1,4 +1,5 @@
 import json
+import threading
 import time
 
 import httpx
@@ -179,3 +180,11 @@ def test_a_directory_with_nothing_to_serve_is_refused(tmp_path):
 def test_the_cli_refuses_a_bad_fault_before_serving():
     result = CliRunner().invoke(app, ["replay", "--dir", str(FIXTURES), "--fault", "/graphql=sometimes"])
     assert result.exit_code == 2 and "use an HTTP status" in result.output
+
+
+def test_a_started_server_used_with_with_serves_once_and_stops_for_good():
+    server = ReplayServer(FIXTURES).start()
+    with server:
+        assert httpx.get(server.url + "/v1/latest").status_code == 200
+    time.sleep(0.2)
+    assert not [t for t in threading.enumerate() if t.name == "replay" and t.is_alive()]
