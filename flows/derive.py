@@ -75,6 +75,14 @@ def hardware_usd(hardware_prices: pl.DataFrame, rates: pl.DataFrame, day: date) 
     )
 
 
+def cheapest_api(con: duckdb.DuckDBPyConnection, day: date, models: pl.DataFrame, mix: float) -> pl.DataFrame:
+    """Per model, the cheapest API price fetched on or before the day, mapped to the catalogue as it stands: a model
+    derived from its config after the listing was loaded (the Hugging Face source loads after OpenRouter) maps it
+    too. api_prices.model and unmapped_api_models keep the mapping of the load."""
+    prices = queries.api_prices_asof(con, day).drop("model")
+    return api_prices.cheapest_api(api_prices.map_models(prices, models), mix)
+
+
 def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules: gates.QualityRules):
     """The day's quality gates: the offers kept, the price-sanity quarantine and the verdict."""
     # Imported here: the registry loads every scraper, which the commands that only read never need.
@@ -105,7 +113,7 @@ def derive_date(
     cost = costs.cost_per_mtok(grid, prices)
     hardware = hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), day)
     own = costs.own_vs_rent(grid, hardware, cost, plan.ownership, cats["gpus"])
-    api = api_prices.cheapest_api(queries.api_prices_asof(con, day), plan.input_per_output)
+    api = cheapest_api(con, day, cats["models"], plan.input_per_output)
     frames = {
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),

@@ -199,6 +199,13 @@ def source_names(names: list[str] | None) -> list[str]:
     return wanted
 
 
+def waves(names: list[str]) -> list[list[str]]:
+    """The sources in the order they can be fetched: the others together, then those that read what the others
+    loaded (scrapers.sources.AFTER_LOAD); a wave left empty is dropped."""
+    return [wave for wave in ([n for n in names if n not in sources.AFTER_LOAD],
+                              [n for n in names if n in sources.AFTER_LOAD]) if wave]
+
+
 def fetch_concurrently(names: list[str], run_id: str, snapshot_date: date,
                        settings: Settings | None = None) -> dict[str, FetchResult]:
     """Every source in its own thread (each has its own client and event loop), parsing ahead for the load that

@@ -15,7 +15,7 @@ import polars as pl
 from flows.fetch import FetchResult, SourceProgress, report_progress
 from scrapers import sources
 from scrapers.base import ParseResult, SourceError
-from transforms import api_prices, gpu_names
+from transforms import api_prices, gpu_names, model_catalogue
 from transforms.normalise import (
     absurd_api_prices,
     fx_rates_frame,
@@ -49,7 +49,9 @@ def _parse(fetched: FetchResult) -> ParseResult:
     if fetched.parsed is not None:
         return fetched.parsed.take()
     module = sources.get(fetched.source)
-    responses = archive.read_responses(Path(fetched.archive_dir))
+    # A config source's 304s and 404s are answers about one repository each, not failed requests
+    responses = archive.read_responses(Path(fetched.archive_dir),
+                                       ok_only=not getattr(module, "PARSES_EVERY_STATUS", False))
     # By columns where the source has it (large answers), reading one archived body at a time.
     return module.parse_frame(responses) if hasattr(module, "parse_frame") else module.parse(list(responses))
 
@@ -69,9 +71,28 @@ def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult, parsed: ParseRe
     api = _api_batch(con, prices, parsed.api_aliases, fetched) if parsed.api_prices or parsed.api_aliases else {}
     if api and api["unmapped_api_models"].height:
         notes.append(f"{api['unmapped_api_models'].height} API model(s) map to no catalogue model (unmapped_api_models)")
+    models = _model_batch(con, parsed, fetched) if parsed.model_configs else {}
+    notes += models.pop("notes", [])
     row = _fetch_row(fetched, "ok", None, notes)
     row.record_count, row.truncated = parsed.record_count, parsed.truncated
-    return Batch(row, result.offers, result.quarantine, result.unmapped, fx_rates_frame(parsed.fx_rates), api)
+    return Batch(row, result.offers, result.quarantine, result.unmapped, fx_rates_frame(parsed.fx_rates), api, **models)
+
+
+MODEL_CONFIGS = {"repo": pl.String, "http_status": pl.Int16, "etag": pl.String, "config_sha256": pl.String,
+                 "model": pl.String, "reason": pl.String, "checked_on": pl.Date, "changed_on": pl.Date,
+                 "run_id": pl.String, "config_run_id": pl.String}
+
+
+def _model_batch(con: duckdb.DuckDBPyConnection, parsed, fetched: FetchResult) -> dict:
+    """The models the fetched configs derive, and every answered repository's model_configs row (Batch fields)."""
+    models = [dict(zip(("model_id", "origin", "hf_repo", "hf_ids"), r, strict=True))
+              for r in con.execute("select model_id, origin, hf_repo, hf_ids from models").fetchall()]
+    held = con.sql("select * from model_configs").pl()
+    states = {r["repo"].lower(): r for r in held.iter_rows(named=True)}
+    done = model_catalogue.checked(parsed.model_configs, models, states, fetched.snapshot_date, fetched.run_id)
+    return {"model_configs": pl.DataFrame([{k: s[k] for k in MODEL_CONFIGS} for s in done.states],
+                                          schema=MODEL_CONFIGS, orient="row"),
+            "derived_models": catalog.models_frame(done.models), "refetched": done.refetched, "notes": done.notes}
 
 
 def _api_batch(con: duckdb.DuckDBPyConnection, prices: pl.DataFrame, aliases: list,

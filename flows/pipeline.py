@@ -6,16 +6,17 @@ whole run, so two runs never interleave. Progress goes to the `gpuledger.pipelin
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
-from flows import fetch, ingest
+from flows import catalogue, fetch, ingest
 from flows.derive import EXPORTED, DerivePlan, derive_date, made_by
 from scrapers import settings as source_settings
 from scrapers import sources as source_registry
-from warehouse import archive, catalog, config, db, export, lake, load, mirror
+from warehouse import archive, config, db, export, lake, load, mirror
 from warehouse.load import FetchRow
 from warehouse.lock import writer_lock
 
@@ -119,6 +120,16 @@ def mirror_state(result: mirror.SyncResult | None) -> str | None:
     return None if result is None else "pending" if result.pending else "mirrored"
 
 
+@contextmanager
+def _aborted_if_raised(con, run_id: str) -> Iterator[None]:
+    """Whatever stops the block closes the run as aborted, with the error, and goes on."""
+    try:
+        yield
+    except BaseException as exc:
+        load.finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
+        raise
+
+
 def run(
     sources: list[str] | None = None,
     snapshot_date: date | None = None,
@@ -142,27 +153,27 @@ def run(
     with writer_lock(f"run {run_id}", wait_s=run_lock_wait_s()):
         with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
             _close_interrupted_runs(con)
-            catalog.load_catalogs(con)
+            catalogue.load(con)
             load.start_run(con, run_id, day, trigger, names)
-        log.info("phase fetch %s", run_id)
-        results = fetch_all(names, run_id, day)
-        log.info("phase mirror %s", run_id)
-        mirrored = sync_mirror()
-        with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
-            try:
-                rows = []
-                for name in names:
+        rows, waves, mirrored = [], fetch.waves(names) or [[]], None
+        for number, wave in enumerate(waves, 1):  # the warehouse is closed while a wave fetches (AFTER_LOAD reads it)
+            log.info("phase fetch %s: %s", run_id, ", ".join(wave))
+            results = fetch_all(wave, run_id, day)
+            if number == len(waves):  # every answer is archived: mirrored before the last ones load
+                log.info("phase mirror %s", run_id)
+                mirrored = sync_mirror()
+            with db.connect(wait_s=WAREHOUSE_WAIT_S) as con, _aborted_if_raised(con, run_id):
+                for name in wave:
                     log.info("phase load %s", name)
                     rows.append(ingest.load_source(con, results[name]))
+        with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
+            with _aborted_if_raised(con, run_id):
                 if derive:
                     counts, verdict, pub = publish(con, day, export_format, run_id)
                     if pub and pub.status == "published":  # the lake is reachable again: catch up
                         publish_pending(con, run_id)
                         if export_format == "parquet":
                             lake_upkeep(con)
-            except BaseException as exc:
-                load.finish_run(con, run_id, error=f"run aborted: {type(exc).__name__}: {exc}")
-                raise
             status = load.finish_run(con, run_id, quality=verdict and verdict.quality,
                                      quality_reasons=verdict and verdict.text, publication=pub and pub.status,
                                      mirror=mirror_state(mirrored))
@@ -200,7 +211,7 @@ def rebuild(start: date, end: date | None = None, export_format: str = "parquet"
         restored = restore_from_mirror(day)  # a fresh machine gets the day's raw files back first
         run_dirs = sorted(Path(p) for p in config.raw_dir().glob(f"*/{day.isoformat()}/*") if p.is_dir())
         with writer_lock(f"rebuild {day}", wait_s=run_lock_wait_s()), db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
-            catalog.load_catalogs(con)
+            catalogue.load(con)
             known = {r for (r,) in con.execute("select run_id from runs").fetchall()}
             by_run: dict[str, list[Path]] = {}
             for run_dir in run_dirs:  # a fetch killed before its summary was written never loaded: skipped

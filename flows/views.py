@@ -7,8 +7,8 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from flows.derive import hardware_usd, input_per_output, method_params
-from transforms import api_prices, costs, deployability, estimator, presets, tables
+from flows.derive import cheapest_api, hardware_usd, input_per_output, method_params
+from transforms import costs, deployability, estimator, presets, tables
 from warehouse import queries
 
 
@@ -56,11 +56,12 @@ def load_day(con: duckdb.DuckDBPyConnection, day: date | None) -> Day:
     day = day or latest_published(con)
     quality = con.execute("select arg_max(quality, started_at) from runs where snapshot_date = ? and status != 'failed'",
                           [day]).fetchall()[0][0]
+    models = queries.table(con, "models")
     return Day(
-        day, queries.table(con, "models"), queries.table(con, "gpus"), queries.table(con, "gpu_overlays"),
+        day, models, queries.table(con, "gpus"), queries.table(con, "gpu_overlays"),
         queries.table(con, "hardware_prices"), queries.table(con, "fx_rates"), queries.offers_for_date(con, day),
         con.sql("select * from rental_ranges where snapshot_date = ?", params=[day]).pl(), quality,
-        api_prices.cheapest_api(queries.api_prices_asof(con, day), input_per_output()),
+        cheapest_api(con, day, models, input_per_output()),
     )
 
 

@@ -154,6 +154,20 @@ class ApiAlias:
     response_sha256: str
 
 
+@dataclass(frozen=True)
+class ModelConfig:
+    """One repository's config.json as Hugging Face answered for it: the config (200), unchanged since the ETag
+    sent (304), or refused (401, 404, ...)."""
+
+    repo: str  # owner/name, as the URL asked for it
+    http_status: int
+    fetched_at: datetime
+    etag: str | None = None
+    config: Any = None  # the parsed JSON of a 200 (a dict when it is a config)
+    config_sha256: str | None = None  # of the body of a 200
+    error: str | None = None  # why a 200's body is no config (not JSON, not an object)
+
+
 @dataclass
 class ParseResult:
     listings: list[Listing] = field(default_factory=list)
@@ -161,6 +175,7 @@ class ParseResult:
     fx_rates: list[FxRate] = field(default_factory=list)
     api_prices: list[ApiPrice] = field(default_factory=list)
     api_aliases: list[ApiAlias] = field(default_factory=list)
+    model_configs: list[ModelConfig] = field(default_factory=list)
     record_count: int = 0
     truncated: bool = False  # a query came back full: the market may be larger than what was captured
     notes: list[str] = field(default_factory=list)

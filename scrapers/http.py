@@ -4,8 +4,10 @@ Every final response (success, or the last failure) is recorded with credentials
 parameters, redacted JSON keys, no request headers), so the caller can archive it before anything parses it.
 
 Redirects are judged here, not by httpx: one is followed only within the origin (scheme, host and port) of the
-request, only for a GET that carries no credential, and at most MAX_REDIRECTS times; any other fails the source
-with the reason, so a credential is sent to the configured host and nowhere else.
+request, only for a GET, and at most MAX_REDIRECTS times; any other fails the source with the reason, so a
+credential is sent to the configured host and nowhere else. A GET with a token follows a redirect within its
+origin (the token stays with the host it was configured for): Hugging Face's resolve answers a 307 to its own
+/api/resolve-cache/ path, gated repositories included, and huggingface_hub follows it the same way.
 """
 
 import asyncio
@@ -34,9 +36,10 @@ MIN_SECRET_LEN = 8  # shorter values would match ordinary text; no real key or s
 SECRET_PARAMS = {"api_key", "apikey", "key", "token", "access_token", "refresh_token", "client_secret", "secret",
                  "password", "signature"}
 # Only these response headers are kept: cookies and anything else a server might echo stay out of the archive
-# (and the wire length/encoding, which do not describe the decoded, possibly redacted, stored body).
+# (and the wire length/encoding, which do not describe the decoded, possibly redacted, stored body). ETag and
+# X-Repo-Commit say which version of a Hugging Face file was received (the ETag is sent back as If-None-Match).
 KEPT_HEADERS = ("content-type", "date", "retry-after", "ratelimit",
-                "ratelimit-policy", "x-ratelimit-remaining", "x-ratelimit-reset")
+                "ratelimit-policy", "x-ratelimit-remaining", "x-ratelimit-reset", "etag", "x-repo-commit")
 MAX_REDIRECTS = 5
 
 
@@ -329,18 +332,9 @@ class SourceClient:
             return f"{refused}: it leaves {urlunsplit((*_origin(request.url)[:2], '', '', ''))}"
         if request.method != "GET":
             return f"{refused}: only a GET follows a redirect, this is a {request.method}"
-        if self._carries_secret(request):
-            return f"{refused}: the request carries a credential"
         if hop >= MAX_REDIRECTS:
             return f"{refused}: more than {MAX_REDIRECTS} redirects"
         return None
-
-    def _carries_secret(self, request: httpx.Request) -> bool:
-        """Whether the request holds a credential: an Authorization or Cookie header, or any known secret value."""
-        if "authorization" in request.headers or "cookie" in request.headers:
-            return True
-        sent = [str(request.url), *request.headers.values(), request.content.decode("utf-8", "replace")]
-        return any(secret in text for secret in self.secrets for text in sent)
 
     async def _read_capped(self, resp: httpx.Response, where: str) -> bytes:
         declared = resp.headers.get("content-length")

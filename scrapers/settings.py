@@ -1,6 +1,7 @@
 """Source settings, read from the environment in one place so the same code runs live and against a replay."""
 
 import os
+import re
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -8,7 +9,8 @@ from pathlib import Path
 
 # Credentials are read from the environment or a secrets file only the owner can read, nowhere else.
 SECRET_NAMES = ("RUNPOD_API_KEY", "VERDA_CLIENT_ID", "VERDA_CLIENT_SECRET", "DATACRUNCH_CLIENT_ID",
-                "DATACRUNCH_CLIENT_SECRET")
+                "DATACRUNCH_CLIENT_SECRET", "HF_TOKEN")
+REPO = re.compile(r"[\w.-]+/[\w.-]+")  # a Hugging Face repository: owner/name
 
 
 class SettingsError(ValueError):
@@ -63,13 +65,16 @@ class Pacing:
     max_requests: int = 40
 
 
-# vast.ai documents about 10 searches a minute per IP; the others document no limit for these reads.
+# vast.ai documents about 10 searches a minute per IP; the others document no limit for these reads. Hugging Face
+# limits requests per 5-minute window and answers 429 with Retry-After past it; a night asks a few hundred small
+# config.json files, most of them answered 304 (unchanged).
 DEFAULT_PACING = {
     "vastai": Pacing(min_interval_s=6.0, max_requests=30),
     "runpod": Pacing(min_interval_s=1.0, max_requests=10),
     "verda": Pacing(min_interval_s=0.5, max_requests=10),
     "fx": Pacing(min_interval_s=0.5, max_requests=10),
     "openrouter": Pacing(min_interval_s=0.5, max_requests=10),
+    "huggingface": Pacing(min_interval_s=0.2, max_requests=500),
 }
 
 
@@ -82,11 +87,14 @@ class Settings:
     ecb_url: str = "https://www.ecb.europa.eu"
     frankfurter_url: str = "https://api.frankfurter.dev"
     openrouter_url: str = "https://openrouter.ai"
+    huggingface_url: str = "https://huggingface.co"
+    hf_models: tuple[str, ...] = ()  # repositories to follow beside the catalogue's and the API listings'
     vastai_limit: int = 3000  # offers per search; the API has no pagination
     runpod_api: str = "auto"  # auto (REST v2 when a key is set, else GraphQL) | graphql | rest
     runpod_api_key: str | None = field(default=None, repr=False)
     verda_client_id: str | None = field(default=None, repr=False)
     verda_client_secret: str | None = field(default=None, repr=False)
+    hf_token: str | None = field(default=None, repr=False)  # for gated repositories; sent to huggingface_url only
     http: HttpSettings = HttpSettings()
     pacing: Mapping[str, Pacing] = field(default_factory=lambda: dict(DEFAULT_PACING))
 
@@ -95,7 +103,7 @@ class Settings:
 
     def secrets(self) -> set[str]:
         """Every credential value, so anything written can be scrubbed of them."""
-        return {s for s in (self.runpod_api_key, self.verda_client_id, self.verda_client_secret) if s}
+        return {s for s in (self.runpod_api_key, self.verda_client_id, self.verda_client_secret, self.hf_token) if s}
 
     def with_pacing(self, **overrides: Pacing) -> "Settings":
         return replace(self, pacing={**self.pacing, **overrides})
@@ -103,6 +111,15 @@ class Settings:
 
 def _first(env: Mapping[str, str], *names: str) -> str | None:
     return next((env[n] for n in names if env.get(n)), None)
+
+
+def repo_list(text: str, setting: str) -> tuple[str, ...]:
+    """Repositories from a comma- or space-separated setting, each owner/name; SettingsError naming the setting."""
+    repos = tuple(r for r in re.split(r"[\s,]+", text) if r)
+    bad = [r for r in repos if not REPO.fullmatch(r)]
+    if bad:
+        raise SettingsError(f"{setting}: {', '.join(repr(r) for r in bad)} is not a Hugging Face repository (owner/name)")
+    return repos
 
 
 def from_env(env: Mapping[str, str] | None = None) -> Settings:
@@ -134,11 +151,14 @@ def from_env(env: Mapping[str, str] | None = None) -> Settings:
         ecb_url=env.get("GPULEDGER_ECB_URL", base.ecb_url),
         frankfurter_url=env.get("GPULEDGER_FRANKFURTER_URL", base.frankfurter_url),
         openrouter_url=env.get("GPULEDGER_OPENROUTER_URL", base.openrouter_url),
+        huggingface_url=env.get("GPULEDGER_HF_URL", base.huggingface_url),
+        hf_models=repo_list(env.get("GPULEDGER_HF_MODELS", ""), "GPULEDGER_HF_MODELS"),
         vastai_limit=int(env.get("GPULEDGER_VASTAI_LIMIT", base.vastai_limit)),
         runpod_api=env.get("GPULEDGER_RUNPOD_API", base.runpod_api),
         runpod_api_key=_first(env, "RUNPOD_API_KEY"),
         verda_client_id=_first(env, "VERDA_CLIENT_ID", "DATACRUNCH_CLIENT_ID"),
         verda_client_secret=_first(env, "VERDA_CLIENT_SECRET", "DATACRUNCH_CLIENT_SECRET"),
+        hf_token=_first(env, "HF_TOKEN"),
         http=http,
         pacing=pacing,
     )

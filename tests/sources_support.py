@@ -51,6 +51,9 @@ def edited_fixtures(tmp_path: Path, name: str, edit: Callable) -> Path:
     """A copy of the fixture directory where `edit(data)` changed the JSON file `name` (edit may return new data)."""
     directory = tmp_path / "fixtures"
     shutil.copytree(FIXTURES, directory)
+    configs = tmp_path / "hf_configs"  # the manifest's hf_configs folder, beside it as in tests/fixtures
+    if not configs.exists():
+        configs.symlink_to(FIXTURES.parent / "hf_configs")
     data = json.loads((directory / name).read_text())
     data = edit(data) or data
     (directory / name).write_text(json.dumps(data))
@@ -64,8 +67,10 @@ class Fetched:
     seen: list[httpx.Request] = field(default_factory=list)
 
 
-def fetch_with(module, settings: Settings, answer: Callable[[httpx.Request], httpx.Response]) -> Fetched:
-    """Run a source's fetch() against a MockTransport where answer() plays the provider; keeps the requests."""
+def fetch_with(module, settings: Settings, answer: Callable[[httpx.Request], httpx.Response], *,
+               fetch: Callable | None = None) -> Fetched:
+    """Run a source's fetch() (or fetch(client, settings)) against a MockTransport where answer() plays the
+    provider; keeps the requests."""
     seen = []
 
     def handler(request):
@@ -76,6 +81,6 @@ def fetch_with(module, settings: Settings, answer: Callable[[httpx.Request], htt
 
     async def go():
         async with client:
-            return await module.fetch(client, settings)
+            return await (fetch or module.fetch)(client, settings)
 
     return Fetched(asyncio.run(go()), client, seen)

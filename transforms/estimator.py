@@ -656,20 +656,54 @@ def curve(
     context_tokens: int,
     params: Params,
     points: int = 24,
+    *,
+    tp: int | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    streams: int | None = None,
 ) -> pl.DataFrame:
-    """Throughput against concurrent streams for one replica (sized for one stream), from 1 stream to where memory
-    fills (or STREAMS_MAX when the method does not model KV memory; for the measured method, at most the engine's
-    batch limit): it climbs while bandwidth binds and bends where compute does."""
-    base = estimate(models, gpus, make_grid([model], [gpu], [precision], [context_tokens], [1]), params)
+    """Throughput against concurrent streams for one replica of `tp` GPUs (None: the fewest that hold `streams`
+    streams, or one) and requests of the given lengths (the estimate's rule for those not given), from 1 stream to
+    `streams` (None: where memory fills, or STREAMS_MAX when the method does not model KV memory; for the measured
+    method, at most the engine's batch limit): it climbs while bandwidth binds and bends where compute does. Every
+    point is the estimate of that many streams, as `estimate` gives it; a replica that cannot hold one stream is
+    refused (EstimatorError), never swapped for a larger one."""
+    request = {"tp": pl.lit(tp, dtype=pl.Int64), "input_tokens": pl.lit(input_tokens, dtype=pl.Int64),
+               "output_tokens": pl.lit(output_tokens, dtype=pl.Int64)}
+    base = estimate(models, gpus, make_grid([model], [gpu], [precision], [context_tokens], [streams or 1]).with_columns(
+        **request), params)
+    refuse_unheld(base, gpus)
     tp, fills = base["tp"][0], base["max_streams"][0]
     top = STREAMS_MAX if fills is None else min(fills, STREAMS_MAX)
     if params.serving_model:  # an engine batches no more than its limit, whatever memory holds
         top = min(top, params.max_running_requests)
-    streams = sorted({1, top} | {round(top ** (i / (points - 1))) for i in range(points)}) if tp and top else []
-    grid = make_grid([model], [gpu], base["precision"].to_list(), [context_tokens], streams)
-    return estimate(models, gpus, grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64)), params).select(
-        "streams", "tp", "agg_tok_s", "per_stream_tok_s", "bound", "memory_used_pct", "max_streams"
+    top = streams or top
+    counts = sorted({1, top} | {round(top ** (i / (points - 1))) for i in range(points)}) if tp and top else []
+    grid = make_grid([model], [gpu], base["precision"].to_list(), [context_tokens], counts).with_columns(
+        **request | {"tp": pl.lit(tp, dtype=pl.Int64)})
+    return estimate(models, gpus, grid, params).select(
+        "streams", "tp", "precision", "context_tokens", "input_tokens", "output_tokens", "agg_tok_s",
+        "per_stream_tok_s", "bound", "memory_used_pct", "max_streams", "method",
     )
+
+
+def cannot_hold() -> pl.Expr:
+    """Estimate rows whose replica cannot hold the model with one stream of its context: memory fills before the
+    first stream (a method that does not model the KV cache: the weights and runtime alone overflow it)."""
+    return pl.coalesce(pl.col("max_streams") < 1, pl.col("memory_used_pct") > 100)
+
+
+def refuse_unheld(estimates: pl.DataFrame, gpus: pl.DataFrame) -> None:
+    """EstimatorError naming the TP, the model and the part for the first row whose replica cannot hold the model."""
+    unheld = estimates.filter(cannot_hold()).join(gpus.select(pl.col("name").alias("gpu"), "memory_gb"), on="gpu")
+    if unheld.height:
+        r = unheld.row(0, named=True)
+        request = (f"{r['input_tokens']:,} + {r['output_tokens']:,} tokens" if r["input_tokens"] is not None
+                   else f"{r['context_tokens']:,} tokens")
+        raise EstimatorError(
+            f"TP {r['tp']} cannot hold {r['model']} ({r['precision']}) on {r['gpu']}: {r['tp']} x {r['memory_gb']:g} GB "
+            f"fill before one stream of {request}: use a larger TP, or leave it to the estimate (the fewest GPUs "
+            "that hold it)")
 
 
 def memory_fills_at(

@@ -48,6 +48,9 @@ UNGATED_ACTS = ("relu2",)  # up and down projections only (Nemotron-H)
 KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
 
 
+COUNT_MAX = 2**40  # above every size or count a config holds (vocabularies, contexts: millions)
+
+
 class ModelConfigError(ValueError):
     """A config.json the reader cannot turn into a row; the message names the repository and the field."""
 
@@ -91,10 +94,13 @@ class _Config:
         self.text = config.get("text_config") or config
         self.multimodal = "text_config" in config
         self.model_type = self.text.get("model_type") or config.get("model_type")
+        self.part = "shape"  # what the fields read now count towards (derive_with_keys)
+        self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
 
     def get(self, key: str, default=None):
         for where in (self.text, self.top):
             if where.get(key) is not None:
+                self.read.setdefault(self.part, {})[key] = where[key]
                 return where[key]
         return default
 
@@ -104,13 +110,16 @@ class _Config:
             raise self.error(key, "is missing")
         return value
 
-    def number(self, key: str, default=None) -> float:
+    def number(self, key: str, default=None) -> int:
+        """A size or count: a whole number from 0 to COUNT_MAX (a config sent with 1e308 layers describes no model,
+        and a fractional or infinite one would reach the arithmetic below as a guess)."""
         value = self.get(key, default)
         if value is None:
             raise self.error(key, "is missing")
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        if (not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= COUNT_MAX
+                or value != int(value)):
             raise self.error(key, f"is not a count ({value!r})")
-        return value
+        return int(value)
 
     def error(self, key: str, what: str) -> ModelConfigError:
         return ModelConfigError(f"{self.repo}: config.json field '{key}' {what} (model_type {self.model_type!r})")
@@ -488,19 +497,31 @@ def _context(c: _Config) -> int:
     return int(c.number("max_position_embeddings"))
 
 
-def _slug(repo: str) -> str:
-    return re.sub(r"[^a-z0-9.]+", "-", repo.split("/")[-1].lower()).strip("-")
+def slug(name: str) -> str:
+    """A model id from a repository's name (its last part): lower case, runs of other characters as one '-'."""
+    return re.sub(r"[^a-z0-9.]+", "-", name.split("/")[-1].lower()).strip("-")
 
 
 def _b(params: float) -> float:
     return round(params / 1e9, 2)
 
 
-def derive_model(config: dict, repo: str, *, model_id: str | None = None) -> dict:
-    """A models.csv row from a Hugging Face config.json of `repo` (owner/name); ModelConfigError if unreadable."""
-    c = _Config(config, repo)
+def derive_model(config: dict, repo: str | None, *, model_id: str | None = None, path: str | None = None) -> dict:
+    """A models.csv row from a Hugging Face config.json of `repo` (owner/name); ModelConfigError if unreadable.
+
+    A config read from disk instead has no repository (repo None, path the file, model_id required): its row is
+    named by the id and maps no API listing, which only a repository can."""
+    return derive_with_keys(config, repo, model_id=model_id, path=path)[0]
+
+
+def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = None,
+                     path: str | None = None) -> tuple[dict, dict[str, dict]]:
+    """derive_model's row, and the config.json fields the reader read for it (with their values), per part:
+    "shape" (parameters, layers, experts, KV cache, state, attention FLOPs), "context_max", "native_precision"."""
+    where = repo or path
+    c = _Config(config, where)
     if not c.model_type:
-        raise ModelConfigError(f"{repo}: config.json field 'model_type' is missing")
+        raise ModelConfigError(f"{where}: config.json field 'model_type' is missing")
     shape = _reader(c)(c)
     layers = shape.layers
     moe = any(layer.experts for layer in layers)
@@ -524,14 +545,19 @@ def derive_model(config: dict, repo: str, *, model_id: str | None = None) -> dic
     if state:
         notes.append("recurrent layers keep a fixed state per stream (state_bytes_per_stream, at 2 bytes per value); "
                      "only the attention layers' KV grows with the context")
+    c.part = "context_max"
+    context = _context(c)
+    c.part = "native_precision"
+    precision = _precision(c)
+    c.part = "notes"
     if c.multimodal:
         notes.append("language model only: the vision/audio tower is not counted")
     if c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules"):
         notes.append("multi-token-prediction layers are not served and not counted")
     return {
-        "model_id": model_id or _slug(repo),
-        "name": repo.split("/")[-1],
-        "vendor": repo.split("/")[0],
+        "model_id": model_id or slug(repo),
+        "name": repo.split("/")[-1] if repo else model_id,
+        "vendor": repo.split("/")[0] if repo else "user",
         "arch": "moe" if moe else "dense",
         "total_params_b": _b(outer + per_layer_total),
         "active_params_b": _b(outer + per_layer_active),
@@ -542,9 +568,9 @@ def derive_model(config: dict, repo: str, *, model_id: str | None = None) -> dic
         "layers": len(layers),
         "kv_bytes_per_token": float(kv),
         "kv_cache_dtype": KV_CACHE_DTYPE,
-        "context_max": _context(c),
-        "native_precision": _precision(c),
-        "source": f"derived from {repo} config.json",
+        "context_max": context,
+        "native_precision": precision,
+        "source": f"derived from {repo} config.json" if repo else f"derived from {path}",
         "uncertain": None,
         "notes": "; ".join(notes),
         "attn_flops_per_ctx_token": float(sum(ly.attn_flops_per_ctx_token for ly in layers)),
@@ -556,7 +582,7 @@ def derive_model(config: dict, repo: str, *, model_id: str | None = None) -> dic
         "window_kv_bytes_per_token": float(sum(ly.window_kv_bytes_per_token for ly in layers)) if window else None,
         "attention": attention,
         "kv_heads": kv_heads,
-    }
+    }, {part: keys for part, keys in c.read.items() if part != "notes"}
 
 
 def _window(c: _Config, layers: list[_Layer]) -> int | None:

@@ -122,11 +122,25 @@ def card_rows(cards: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
                                  pl.col("price_observed_at").dt.strftime("%Y-%m-%d %H:%M UTC"))
     # labels from the exact values, then the compact numbers: rounding twice can move a label by a cent
     return compact(cards.join(provenance, on=["gpu", "tp"], how="left", maintain_order="left").with_columns(
+        pl.struct("tp", "gpu", "agg_tok_s", "replica_usd_per_hr", "usd_per_mtok", "provider").map_elements(
+            part_label, return_dtype=pl.String).alias("part_label"),
         pl.col("agg_tok_s").map_elements(display.compact_label, return_dtype=pl.String).alias("agg_tok_s_label"),
         pl.col("replica_usd_per_hr").map_elements(display.usd_label, return_dtype=pl.String).alias("replica_usd_per_hr_label"),
         pl.col("usd_per_mtok").map_elements(display.usd_label, return_dtype=pl.String).alias("usd_per_mtok_label"),
         pl.col("memory_used_pct").map_elements(display.pct_label, return_dtype=pl.String).alias("memory_used_pct_label"),
     ))
+
+
+def part_label(card: dict) -> str:
+    """A card's replica in one line, with what is known of it: '2 x H200 SXM, 822 tok/s for $4.96/hr ($1.68/M,
+    vastai)'; a part without a throughput figure or a price shows without them, never as 'null'."""
+    text = f"{card['tp']} x {card['gpu']}"
+    if card["agg_tok_s"] is not None:
+        text += f", {display.compact_label(card['agg_tok_s'])} tok/s"
+    if card["replica_usd_per_hr"] is not None:
+        per_mtok = f"{display.usd_label(card['usd_per_mtok'])}/M, " if card["usd_per_mtok"] is not None else ""
+        text += f" for {display.usd_label(card['replica_usd_per_hr'])}/hr ({per_mtok}{card['provider']})"
+    return text
 
 
 def own_rows(own_vs_rent: pl.DataFrame) -> pl.DataFrame:

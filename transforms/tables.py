@@ -124,15 +124,17 @@ def calculator_cards(table: pl.DataFrame, one_stream: pl.DataFrame, replicas: pl
     small = priced(one_stream.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node")), replicas)
     small_priced = small.filter(pl.col("usd_per_mtok").is_not_null())
     table_priced = table.filter(pl.col("usd_per_mtok").is_not_null())
+    # Among parts of one group size, one with a throughput figure first: a card shows what is known.
     cards = [
-        ("bare minimum (1 stream)", small_priced.sort("tp", pl.col("agg_tok_s"), descending=[False, True]).head(1)),
+        ("bare minimum (1 stream)", small_priced.sort("tp", "agg_tok_s", descending=[False, True], nulls_last=True).head(1)),
         ("cheapest per hour (1 stream)", small_priced.sort("replica_usd_per_hr").head(1)),
         ("cheapest per M tokens", table_priced.sort("usd_per_mtok").head(1)),
     ]
     for vendor in sorted(table["vendor"].drop_nulls().unique().to_list()):
         rows = table.filter(pl.col("vendor") == vendor)
         cards.append((f"{vendor}: best value", rows.filter(pl.col("usd_per_mtok").is_not_null()).sort("usd_per_mtok").head(1)))
-        cards.append((f"{vendor}: fewest GPUs", rows.sort("tp", pl.col("agg_tok_s"), descending=[False, True]).head(1)))
+        cards.append((f"{vendor}: fewest GPUs", rows.sort("tp", "agg_tok_s", descending=[False, True],
+                                                             nulls_last=True).head(1)))
     frames = [frame.select(columns).with_columns(pl.lit(card).alias("card")) for card, frame in cards if frame.height]
     if not frames:
         return pl.DataFrame(schema={"card": pl.String, **{c: table.schema.get(c, pl.String) for c in columns}})

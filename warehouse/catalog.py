@@ -247,13 +247,53 @@ def load_catalogs(
                 status[catalog.name] = "unchanged"
                 continue
             frame = frames[catalog.name].drop("_line")
-            con.register("catalog_frame", frame)
-            con.execute(f"delete from {catalog.name}")
-            con.execute(f"insert into {catalog.name} by name select * from catalog_frame")
-            con.unregister("catalog_frame")
+            if catalog.name == "models":  # the table also holds derived and user rows, which stay
+                replace_models(con, "curated", frame)
+            else:
+                con.register("catalog_frame", frame)
+                con.execute(f"delete from {catalog.name}")
+                con.execute(f"insert into {catalog.name} by name select * from catalog_frame")
+                con.unregister("catalog_frame")
             con.execute(
                 "insert or replace into catalog_versions values (?, ?, ?, ?)",
                 [catalog.name, digest, frame.height, config.utc_now()],
             )
             status[catalog.name] = "loaded"
     return status
+
+
+MODEL_PROVENANCE = {"config_sha256": pl.String, "derived_on": pl.Date}  # a derived or user row's, beside the catalogue's
+
+
+def models_frame(rows: list[dict]) -> pl.DataFrame:
+    """Rows with the columns of models.csv (and a derived or user row's provenance), in the catalogue's types."""
+    schema = {c.name: _POLARS[c.type] for c in _catalog("models").columns} | MODEL_PROVENANCE
+    return pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
+
+
+ORIGINS = ("curated", "user", "derived")  # who wins where two rows name one model or one repository: the first
+
+
+def replace_models(con: duckdb.DuckDBPyConnection, origin: str, frame: pl.DataFrame,
+                   repos: list[str] | None = None) -> None:
+    """Replace the `models` rows of one origin by frame's (all of them, or only those whose hf_repo is one of
+    `repos`), under the caller's transaction. Rows of a later origin in ORIGINS that name one of the new rows'
+    models or repositories give way; frame must hold none that a row of an earlier origin already names."""
+    later = list(ORIGINS[ORIGINS.index(origin) + 1:])
+    # registered without a finally: an aborted transaction refuses unregister, and the error to see is the first
+    con.register("models_frame", frame.with_columns(origin=pl.lit(origin)))
+    con.register("models_replaced", pl.DataFrame({"repo": [r.lower() for r in repos or []]}, schema={"repo": pl.String}))
+    only = " and lower(hf_repo) in (select repo from models_replaced)" if repos is not None else ""
+    con.execute(f"delete from models where origin = ?{only}", [origin])
+    if later:
+        con.execute(
+            """
+            delete from models where origin in ? and (
+                model_id in (select model_id from models_frame)
+                or lower(hf_repo) in (select lower(r) from (
+                    select unnest(string_split(concat_ws(' ', hf_repo, hf_ids), ' ')) as r from models_frame)
+                    where r <> ''))
+            """, [later])
+    con.execute("insert into models by name select * from models_frame")
+    con.unregister("models_frame")
+    con.unregister("models_replaced")

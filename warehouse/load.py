@@ -8,7 +8,7 @@ from importlib import metadata
 import duckdb
 import polars as pl
 
-from warehouse import config
+from warehouse import catalog, config
 from warehouse.db import transaction
 
 DATA_TABLES = ("offers", "unmapped_gpus", "quarantine")  # keyed by run_id and provider (= source name)
@@ -51,6 +51,9 @@ class Batch:
     unmapped: pl.DataFrame | None = None
     fx_rates: pl.DataFrame | None = None  # date, base, quote, rate, source, fetched_at
     api: dict[str, pl.DataFrame] = field(default_factory=dict)  # API_TABLES' frames of an API price source
+    model_configs: pl.DataFrame | None = None  # a config source's checks: model_configs rows, by repository
+    derived_models: pl.DataFrame | None = None  # models derived from the configs received (origin derived)
+    refetched: list[str] = field(default_factory=list)  # repositories whose config came back: their rows are replaced
 
 
 def code_version() -> str:
@@ -104,7 +107,8 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
         row.quarantined = 0 if batch.quarantine is None else batch.quarantine.height
         row.unmapped = 0 if batch.unmapped is None else batch.unmapped.height
         row.unmapped += batch.api["unmapped_api_models"].height if batch.api else 0
-        frames = {"offers": batch.offers, "unmapped_gpus": batch.unmapped, "quarantine": batch.quarantine, **batch.api}
+        frames = {"offers": batch.offers, "unmapped_gpus": batch.unmapped, "quarantine": batch.quarantine, **batch.api,
+                  "model_configs": batch.model_configs}
         if batch.fx_rates is not None:
             frames["fx_rates"] = batch.fx_rates.unique(subset=["date", "base", "quote", "source"], keep="first",
                                                        maintain_order=True).with_columns(run_id=pl.lit(row.run_id))
@@ -114,7 +118,6 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
         if repeated.height:
             raise duckdb.ConstraintException(f"offers: {repeated.height} rows repeat (offer_id, price_kind), e.g. "
                                              f"{repeated.select(OFFER_KEY).row(0)} (migration 0012)")
-    values = asdict(row) | {"notes": "\n".join(row.notes) or None}
     names = [f.name for f in fields(FetchRow)]
     if "offers" in frames:  # sorted here, by polars' threads (the inserts below run on one), by the keys it has
         offers = frames["offers"]
@@ -131,9 +134,17 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
             for table in API_TABLES:
                 con.execute(f"delete from {table} where run_id = ? and api_provider = ?", [row.run_id, row.source])
             con.execute("delete from fetches where run_id = ? and source = ?", [row.run_id, row.source])
+            if "model_configs" in frames:  # state per repository, not per run: the newer check replaces the older
+                catalog.replace_models(con, "derived", batch.derived_models, repos=batch.refetched)
+                con.execute("delete from model_configs where lower(repo) in "
+                            "(select lower(repo) from _batch_model_configs)")
             for table in frames:
                 ignore = "or ignore " if table == "fx_rates" else ""
                 con.execute(f"insert {ignore}into {table} by name select * from _batch_{table}")
+            if "model_configs" in frames:  # what no model serves once the rows are in
+                row.unmapped += con.execute("select count(*) from unmapped_models where run_id = ?",
+                                            [row.run_id]).fetchall()[0][0]
+            values = asdict(row) | {"notes": "\n".join(row.notes) or None}
             con.execute(f"insert into fetches ({', '.join(names)}) values ({', '.join('?' * len(names))})",
                         [values[n] for n in names])
     finally:

@@ -172,3 +172,36 @@ def cost_series(con: duckdb.DuckDBPyConnection, model: str, start: date, end: da
     """One model's cost_per_mtok rows dated start to end."""
     return con.sql("select * from cost_per_mtok where model = $model and snapshot_date between $start and $end",
                    params={"model": model, "start": start, "end": end}).pl()
+
+
+
+def tracked_repos(con: duckdb.DuckDBPyConnection, asked: list[str]) -> list[tuple[str, str, str | None]]:
+    """The repositories whose config.json the Hugging Face source follows, as (repo, wanted_by, etag), one per
+    repository (compared without case), the longest unchecked first: every hf_repo and hf_ids of a curated or
+    derived model, every hugging_face_id of each API provider's latest successful fetch, and the `asked` ones.
+
+    The etag is given only when what it stands for is still here (a model row serving the repository, or the
+    reason its config gave none): a 304 must not keep a repository whose derived row has gone from coming back."""
+    return con.execute(
+        """
+        with latest_api as (
+            select source, run_id from fetches
+            where status = 'ok' and source in (select distinct api_provider from api_prices)
+            qualify row_number() over (partition by source order by snapshot_date desc, started_at desc) = 1),
+        wanted as (
+            select unnest(string_split(concat_ws(' ', hf_repo, hf_ids), ' ')) as repo, origin as wanted_by, 0 as rank
+            from models where origin <> 'user'
+            union all
+            select p.hugging_face_id, 'api listing', 1 from api_prices p
+            join latest_api l on p.api_provider = l.source and p.run_id = l.run_id
+            union all
+            select unnest($asked::varchar[]), 'GPULEDGER_HF_MODELS', 2),
+        chosen as (
+            select arg_min(repo, (rank, repo)) as repo, arg_min(wanted_by, (rank, repo)) as wanted_by
+            from wanted where repo <> '' group by lower(repo))
+        select w.repo, w.wanted_by,
+               case when c.reason is not null or lower(w.repo) in (select repo from model_repos) then c.etag end
+        from chosen w left join model_configs c on lower(c.repo) = lower(w.repo)
+        order by c.checked_on nulls first, lower(w.repo)
+        """, {"asked": asked}
+    ).fetchall()

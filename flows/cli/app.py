@@ -21,6 +21,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from flows.cli import catalog as catalog_commands
+from flows.cli import models as models_commands
 from flows.cli import pipeline as pipeline_commands
 from flows.cli import sql as sql_commands
 
@@ -70,7 +71,7 @@ app = typer.Typer(
 app.command()(catalog_commands.init)
 app.command()(sql_commands.sql)
 app.command()(catalog_commands.gpus)
-app.command()(catalog_commands.models)
+app.add_typer(models_commands.app, name="models")
 lazy_command("estimate", "flows.cli.estimate:estimate", "Throughput of one model per GPU by one estimator method: "
              "sizing, memory, decode, prefill and power.")
 lazy_command("table", "flows.cli.table:table", "A dated cost table for one model: a card per GPU (estimate) or "

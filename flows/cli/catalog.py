@@ -1,4 +1,5 @@
-"""The catalogue commands: `init` (create or migrate the warehouse, load the catalogues), `gpus` and `models`."""
+"""The catalogue commands: `init` (create or migrate the warehouse, load the catalogues) and `gpus` (`models` has a
+module of its own: flows/cli/models.py)."""
 
 from typing import Annotated
 
@@ -17,12 +18,14 @@ def init(
     """Create or migrate the warehouse and (re)load the reference catalogues."""
     import polars as pl
 
+    from flows import catalogue
     from warehouse import catalog
 
     try:
         with writer_lock("init", wait_s=config.lock_wait_s()), db.connect() as con:
-            status = catalog.load_catalogs(con, force=force)
-            counts = {name: con.execute(f"select count(*) from {name}").fetchall()[0][0] for name in status}
+            status = catalogue.load(con, force=force)
+            counts = {name: con.execute("select count(*) from models where origin = 'user'" if name == catalogue.USER_MODELS
+                                        else f"select count(*) from {name}").fetchall()[0][0] for name in status}
     except (db.WarehouseError, catalog.CatalogError, duckdb.Error, WriterBusy) as exc:
         raise fail(str(exc)) from None
     render(
@@ -71,7 +74,7 @@ def _resolved(raw: str, memory: float | None, provider: str | None):
     from scrapers import sources
     from transforms import gpu_names
 
-    providers = [provider] if provider else [s for s in sources.SOURCES if s != "fx"]
+    providers = [provider] if provider else list(sources.PROVIDERS)
     parts = _catalog_frame("select name, memory_gb from gpus")
     aliases = _catalog_frame("select provider, gpu_raw, memory_gb, gpu, note from gpu_aliases")
     names = pl.DataFrame({"gpu_raw": [raw], "gpu_memory_gb": [memory]}, schema=gpu_names.NAMES_SCHEMA)
@@ -80,13 +83,3 @@ def _resolved(raw: str, memory: float | None, provider: str | None):
     joined = pl.concat(rows).join(parts.rename({"name": "gpu", "memory_gb": "part_memory_gb"}), on="gpu", how="left")
     return joined.select("provider", "gpu_raw", "gpu_memory_gb", "gpu", "part_memory_gb", "gpu_rule")
 
-
-def models(fmt: FormatOption = Format.table) -> None:
-    """List the model catalogue."""
-    render(
-        _catalog_rows(
-            "select model_id, arch, total_params_b, active_params_b, experts, experts_per_token, layers, "
-            "kv_bytes_per_token, native_precision, context_max from models order by model_id"
-        ),
-        fmt,
-    )

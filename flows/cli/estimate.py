@@ -51,6 +51,25 @@ def _rounded(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.col(pl.Float64).round(4))
 
 
+def _request_tokens(context: int | None, prompt: int | None, answer: int | None) -> int:
+    """The tokens of one request: its prompt plus its answer when both are given (a --context beside them must
+    agree), else --context (default the preset's)."""
+    if prompt is not None and answer is not None:
+        if context is not None and context != prompt + answer:
+            raise fail(f"--context {context:,} disagrees with --input-tokens {prompt:,} + --output-tokens {answer:,} "
+                       f"= {prompt + answer:,}: give the lengths, or the context")
+        return prompt + answer
+    return presets.DEFAULT_CONTEXT_TOKENS if context is None else context
+
+
+def _check_context(models: pl.DataFrame, model_id: str, tokens: int) -> None:
+    """A request longer than the model's context is refused: the estimate would describe a model that does not exist."""
+    context_max = models.filter(pl.col("model_id") == model_id)["context_max"][0]
+    if context_max is not None and tokens > context_max:
+        raise fail(f"a request of {tokens:,} tokens is longer than {model_id}'s context of {context_max:,} tokens "
+                   "(context_max)")
+
+
 def estimate(
     model: Annotated[str | None, typer.Option(help="Model id (see `gpuledger models`); required but with --params.")] = None,
     method: Annotated[str, typer.Option(help="measured (the serving model fitted to benchmark "
@@ -59,20 +78,26 @@ def estimate(
     gpu: Annotated[list[str] | None, typer.Option(help="GPU by name, unique prefix or short label (e.g. 'H200 141GB'); "
                                                              "repeat for several (default: all).")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8 or int4 (fp4); default: the preset's rule.")] = None,
-    context: Annotated[int, typer.Option(help="Tokens of context per stream.", **TOKENS)] = presets.DEFAULT_CONTEXT_TOKENS,
-    streams: Annotated[int, typer.Option(help="Concurrent streams per replica.", **STREAMS)] = presets.DEFAULT_STREAMS,
+    context: Annotated[int | None, typer.Option(**TOKENS,
+        help=f"Tokens of context per stream (default {presets.DEFAULT_CONTEXT_TOKENS:,}, or --input-tokens + "
+             "--output-tokens when both are given).")] = None,
+    streams: Annotated[int | None, typer.Option(**STREAMS,
+        help=f"Concurrent streams per replica (default {presets.DEFAULT_STREAMS}; with --curve, the last point: "
+             "default where memory fills).")] = None,
     max_load: Annotated[bool, typer.Option(
         "--max-load", help="Measured method: as many streams as memory and the engine's batch limit allow (instead of "
                            "--streams), with data-parallel attention for an MLA mixture of experts on a group.")] = False,
-    tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it).",
+    tp: Annotated[int | None, typer.Option(help="GPUs per replica (default: the smallest power of two that holds it); "
+                                                "parts this TP cannot hold are left out, or refused when named.",
                                            **GPUS)] = None,
     input_tokens: Annotated[int | None, typer.Option(**TOKENS,
         help="Prompt tokens per request (measured; default: the context less the answer, or the context split at input_per_output, 3:1).")] = None,
     output_tokens: Annotated[int | None, typer.Option(**TOKENS,
         help="Answer tokens per request (measured; default: the context less the prompt, or its share at input_per_output).")] = None,
     assignments: Annotated[list[str] | None, typer.Option("--set", help="Override a parameter: NAME=VALUE (repeat).")] = None,
-    show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu.")] = False,
-    show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters and exit.")] = False,
+    show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu, at every "
+                                                             "other option given.")] = False,
+    show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters (with --set) and exit.")] = False,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
 ) -> None:
     """Throughput of one model per GPU by one estimator method: sizing, memory, decode, prefill and power."""
@@ -82,12 +107,9 @@ def estimate(
     except presets.ParamError as exc:
         raise fail(str(exc)) from None
     if show_params:
-        docs = presets.parameter_docs()
-        render(pl.DataFrame({
-            "parameter": [n for n, _ in docs],
-            "value": [str(getattr(params, n)) for n, _ in docs],
-            "meaning": [d for _, d in docs],
-        }), fmt, title=f"parameters of {params.name}")
+        _list_params(params, fmt, model=model, gpu=gpu, precision=precision, context=context, streams=streams, tp=tp,
+                     input_tokens=input_tokens, output_tokens=output_tokens, curve=show_curve or None,
+                     max_load=max_load or None)
         return
     if model is None:
         raise fail("--model is required (see `gpuledger models`)")
@@ -95,32 +117,73 @@ def estimate(
     model_id = resolve_name(model, {m.lower(): m for m in frames["models"]["model_id"]}, "model")
     chosen_gpus = [resolve_name(g, gpu_names(frames["gpus"]), "GPU") for g in gpu or []]
     gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], method)
+    tokens = _request_tokens(context, input_tokens, output_tokens)
+    _check_context(frames["models"], model_id, tokens)
+    lengths = _lengths(params, input_tokens, output_tokens)
     try:
         if show_curve:
             if len(chosen_gpus) != 1:
                 raise fail("--curve needs exactly one --gpu")
-            out = estimator.curve(frames["models"], gpus, model_id, chosen_gpus[0], chosen_precision, context, params)
-            render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}: tokens/s as streams grow ({params.name})")
+            if max_load:
+                raise fail("--max-load chooses the streams itself, --curve runs through them: give one")
+            out = estimator.curve(frames["models"], gpus, model_id, chosen_gpus[0], chosen_precision, tokens, params,
+                                  tp=tp, input_tokens=input_tokens, output_tokens=output_tokens, streams=streams)
+            render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}: tokens/s as streams grow, "
+                                              f"{_request(out)} ({params.name})")
             return
-        grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [context],
+        if max_load and streams is not None:
+            raise fail("--max-load chooses the streams itself: give it or --streams, not both")
+        streams = presets.DEFAULT_STREAMS if streams is None else streams
+        grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [tokens],
                                    [None if max_load else streams])
-        grid = grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64), **_lengths(params, input_tokens, output_tokens))
-        out = estimator.estimate(frames["models"], gpus, grid, params)
+        out = estimator.estimate(frames["models"], gpus, grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64), **lengths),
+                                 params)
+        left_out = _unheld(out, gpus, tp, named=bool(chosen_gpus))
     except estimator.EstimatorError as exc:
         raise fail(str(exc)) from None
+    out = out.filter(~pl.col("gpu").is_in(left_out))
     if not chosen_gpus:
         out = out.sort("agg_tok_s", descending=True, nulls_last=True)
     out = out.select(*LEAD_COLUMNS, *TAIL_COLUMNS)
     if fmt in (Format.table, Format.markdown):
+        notes = ["~: the FP4 figure is estimated. uncertain: an input spec is uncertain, or was inferred from a "
+                 "published estimate's figures rather than a datasheet."]
+        notes += [BAND_NOTE] if params.band_ratio_low else []
+        if left_out:
+            named = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
+            notes.append(f"TP {tp} cannot hold {model_id} on {len(left_out)} part(s), left out: {named}")
         render(
             display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens",
                                              *([] if max_load else ["streams"])),
             fmt,
             title=f"{model_id}, {params.name}: {_request(out)} x {'max-load' if max_load else streams} streams "
                   f"(estimator {estimator.ESTIMATOR_VERSION})",
-            caption="~: the FP4 figure is estimated. uncertain: an input spec is uncertain, or was inferred from a "
-                    "published estimate's figures rather than a datasheet."
-            + (f"\n{BAND_NOTE}" if params.band_ratio_low else ""),
+            caption="\n".join(notes),
         )
     else:
         render(_rounded(out), fmt)
+
+
+def _unheld(out: pl.DataFrame, gpus: pl.DataFrame, tp: int | None, *, named: bool) -> list[str]:
+    """The parts a given --tp cannot hold the model on: refused when the parts were named (or none holds it), else
+    left out of the table; none when the estimate sized the replica."""
+    if tp is None:
+        return []
+    unheld = out.filter(estimator.cannot_hold())
+    if named or unheld.height == out.height:
+        estimator.refuse_unheld(unheld, gpus)
+    return unheld["gpu"].to_list()
+
+
+def _list_params(params: presets.Params, fmt: Format, **ignored) -> None:
+    """The method's parameters; options that do not change them are refused rather than silently ignored."""
+    given = [f"--{name.replace('_', '-')}" for name, value in ignored.items() if value is not None]
+    if given:
+        raise fail(f"--params lists the method's parameters, which only --method and --set change: {', '.join(given)} "
+                   "would not apply; leave them out")
+    docs = presets.parameter_docs()
+    render(pl.DataFrame({
+        "parameter": [n for n, _ in docs],
+        "value": [str(getattr(params, n)) for n, _ in docs],
+        "meaning": [d for _, d in docs],
+    }), fmt, title=f"parameters of {params.name}")

@@ -7,6 +7,10 @@ It serves one of two directory layouts:
 - a raw archive (warehouse/archive.py): any directory holding NNNN.meta.json + NNNN.body.gz files, at any
   depth (a run, a date, a source or raw/ itself). When several recordings share a method and path, the one
   whose request body matches is served, else the first.
+A manifest may also name "hf_configs": a folder of Hugging Face config.json files as <owner>/<name>/config.json
+(tests/fixtures/hf_configs), served at /<owner>/<name>/resolve/main/config.json, and "hf_gated": the repositories
+among them that answer 401 without a Bearer token. Hugging Face configs are served as Hugging Face serves them: with
+an ETag (the file's git blob hash), and 304 without a body to a request whose If-None-Match is that ETag.
 The vast.ai search path applies the request's filters (eq, neq, gt, gte, lt, lte, in, notin on fields the
 offers carry), `order` and `limit` to the recorded offers, so query splitting and full searches can be tested.
 
@@ -16,6 +20,7 @@ string:F, type:CT) and redirects (redirect:CODE to another origin, redirect:CODE
 """
 
 import functools
+import hashlib
 import json
 import logging
 import threading
@@ -33,7 +38,8 @@ log = logging.getLogger("gpuledger.replay")
 MANIFEST = "replay.json"
 VASTAI_SEARCH = "/api/v0/bundles/"
 URL_SETTINGS = ("GPULEDGER_VASTAI_URL", "GPULEDGER_RUNPOD_URL", "GPULEDGER_VERDA_URL", "GPULEDGER_ECB_URL",
-                "GPULEDGER_FRANKFURTER_URL", "GPULEDGER_OPENROUTER_URL")
+                "GPULEDGER_FRANKFURTER_URL", "GPULEDGER_OPENROUTER_URL", "GPULEDGER_HF_URL")
+HF_CONFIG = "/{repo}/resolve/main/config.json"
 _OPS = {
     "eq": lambda v, x: v == x, "neq": lambda v, x: v != x, "gt": lambda v, x: v > x, "gte": lambda v, x: v >= x,
     "lt": lambda v, x: v < x, "lte": lambda v, x: v <= x, "in": lambda v, x: v in x, "notin": lambda v, x: v not in x,
@@ -50,6 +56,19 @@ class Route:
     status: int = 200
     auth: str | None = None
     request_body: str | None = None
+    etag: bool = False  # answer with the served body's ETag, and 304 to a request that already holds it
+
+
+def git_etag(body: bytes) -> str:
+    """Hugging Face's ETag of a file kept in git (config.json): its quoted git blob hash."""
+    return '"' + hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest() + '"'
+
+
+def hf_routes(directory: Path, gated: list[str]) -> list[Route]:
+    """Every <owner>/<name>/config.json under directory, at its Hugging Face resolve path."""
+    return [Route("GET", HF_CONFIG.format(repo=f"{p.parent.parent.name}/{p.parent.name}"), p.read_bytes(),
+                  auth="bearer" if f"{p.parent.parent.name}/{p.parent.name}" in gated else None, etag=True)
+            for p in sorted(directory.glob("*/*/config.json"))]
 
 
 @dataclass
@@ -64,6 +83,7 @@ class Logged:
     at: float  # time.monotonic()
     served: str = ""  # the status or fault served
     host: str = ""  # the Host header: another name than the server's own means a client followed a redirect
+    holds: str | None = None  # the If-None-Match sent
 
 
 def _matches(value, condition: dict) -> bool:
@@ -91,6 +111,8 @@ def load_routes(directory: Path) -> tuple[list[Route], dict]:
         routes = [Route(r["method"].upper(), r["path"], (directory / r["file"]).read_bytes(),
                         r.get("content_type", "application/json"), r.get("status", 200), r.get("auth"))
                   for r in manifest["routes"]]
+        if manifest.get("hf_configs"):
+            routes += hf_routes(directory / manifest["hf_configs"], manifest.get("hf_gated", []))
         return routes, manifest
     routes = []
     for run in sorted({p.parent for p in directory.rglob("[0-9][0-9][0-9][0-9].meta.json")}):
@@ -99,7 +121,7 @@ def load_routes(directory: Path) -> tuple[list[Route], dict]:
                 continue
             routes.append(Route(meta["method"], meta["path"], archive.read_body(meta),
                                 meta.get("content_type") or "application/octet-stream", meta["status"],
-                                request_body=meta.get("request_body")))
+                                request_body=meta.get("request_body"), etag="etag" in (meta.get("headers") or {})))
     if not routes:
         raise FileNotFoundError(f"{directory}: no {MANIFEST} and no archived responses (NNNN.meta.json)")
     return routes, {}
@@ -263,7 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         entry = Logged(self.command, parts.path, parts.query, body,
                        (self.headers.get("Authorization") or "").startswith("Bearer "), time.monotonic(),
-                       host=self.headers.get("Host") or "")
+                       host=self.headers.get("Host") or "", holds=self.headers.get("If-None-Match"))
         replay.log.append(entry)
         if replay.latency_s:
             time.sleep(replay.latency_s)
@@ -300,4 +322,10 @@ class _Handler(BaseHTTPRequestHandler):
             entry.served = "500"
             self._send(500, json.dumps({"error": f"fault {fault!r} cannot apply: {exc}"}).encode())
             return
-        self._send(route.status, payload, content_type, mode=fault if fault in faults.TRANSPORT else "")
+        headers = {}
+        if route.etag and route.status == 200:
+            headers["ETag"] = git_etag(payload)
+            if fault not in faults.TRANSPORT and entry.holds == headers["ETag"]:  # a transport fault sends it all
+                self._send(304, b"", content_type, headers)
+                return
+        self._send(route.status, payload, content_type, headers, mode=fault if fault in faults.TRANSPORT else "")

@@ -1,6 +1,8 @@
 import csv
+import functools
 import io
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -105,7 +107,8 @@ def test_a_parameter_or_an_option_out_of_its_range_is_a_clear_error_not_a_number
 
 
 def test_the_curve_runs_from_one_stream_to_where_memory_fills():
-    points = json.loads(gpuledger("estimate", *PAGE_001, "--gpu", "GB300 NVL72 GPU", "--curve", "-f", "json").output)
+    setting = PAGE_001[:-2]  # without --streams, which would end the curve there
+    points = json.loads(gpuledger("estimate", *setting, "--gpu", "GB300 NVL72 GPU", "--curve", "-f", "json").output)
     assert points[0]["streams"] == 1 and points[-1]["streams"] == points[-1]["max_streams"] == 417
     assert "--curve needs exactly one --gpu" in message("estimate", *PAGE_001, "--curve")
 
@@ -121,9 +124,128 @@ def test_estimate_before_init_says_what_to_do(monkeypatch, tmp_path):
     assert "run `gpuledger init` first" in message("estimate", *PAGE_001)
 
 
+ONE_PART = ("--model", "deepseek-v3", "--gpu", "B200 SXM")
+# Every option of `estimate`, and what each output must then show: column -> value (alone, the estimate picks fp8,
+# TP 8, 32,768 tokens split 3:1, 32 streams and the measured method for this model and part).
+OPTIONS = {
+    "precision": (("--precision", "int4"), {"precision": "int4"}),
+    "context": (("--context", "8192"), {"context_tokens": 8192, "input_tokens": 6144, "output_tokens": 2048}),
+    "tp": (("--tp", "16"), {"tp": 16}),
+    "lengths": (("--input-tokens", "800", "--output-tokens", "3886"),
+                {"input_tokens": 800, "output_tokens": 3886, "context_tokens": 4686}),
+    "streams": (("--streams", "16"), {"streams": 16}),
+    "method": (("--method", "calculator"), {"method": "calculator", "input_tokens": None}),
+    "set": (("--set", "bandwidth_efficiency=0.5"), {"method": "measured[bandwidth_efficiency=0.5]"}),
+}
+
+
+def typed(value: str):
+    """A csv or table cell as the json would give it."""
+    try:
+        return int(value.replace(",", ""))
+    except ValueError:
+        return None if value in ("", "—") else value
+
+
+def table_cells(output: str) -> tuple[str, list[dict]]:
+    """The title and the rows of a table drawn for a pipe."""
+    lines = output.splitlines()
+    body = [[c.strip() for c in line.strip("│┃").split("│" if line.startswith("│") else "┃")]
+            for line in lines if line.startswith(("│", "┃"))]
+    return lines[0], [dict(zip(body[0], row, strict=True)) for row in body[1:]]
+
+
+@functools.cache  # the catalogues every test loads are the same: one answer per question
+def shown(args: tuple[str, ...], fmt: str) -> list[dict]:
+    """The rows an output shows, each with every column it has (a table: its title's streams and method too)."""
+    output = gpuledger("estimate", *args, "-f", fmt).output
+    if fmt == "json":
+        return json.loads(output)
+    if fmt == "csv":
+        return [{k: typed(v) for k, v in r.items()} for r in csv.DictReader(io.StringIO(output))]
+    title, cells = table_cells(output)
+    request = re.search(r"(?:([\d,]+) in \+ ([\d,]+) out tokens|([\d,]+) tokens)", title)
+    method = re.search(r"\(([^()]*(?:\[[^\]]*\])?)\)$|, (\S+): ", title)
+    extra = {"method": next(m for m in method.groups() if m)}
+    if "streams" not in cells[0]:  # the table of every part: streams and the request are in its title
+        extra["streams"] = int(re.search(r"x (\d+) streams", title)[1])
+        prompt, answer = (typed(request[1]), typed(request[2])) if request[1] else (None, None)
+        extra |= {"input_tokens": prompt, "output_tokens": answer,
+                  "context_tokens": typed(request[3]) if request[3] else prompt + answer}
+    return [{k: typed(v) for k, v in row.items()} | extra for row in cells]
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+@pytest.mark.parametrize("curve", [False, True], ids=["table", "curve"])
+@pytest.mark.parametrize("option", OPTIONS)
+def test_every_option_applies_to_every_output(option, curve, fmt):
+    given, expected = OPTIONS[option]
+    rows = shown((*ONE_PART, *given, *(("--curve",) if curve else ())), fmt)
+    last = rows[-1]
+    for column, value in expected.items():
+        if column == "streams" and curve:  # the curve's streams run up to the option's
+            assert [r["streams"] for r in rows][:1] + [last["streams"]] == [1, value]
+            continue
+        assert {r[column] for r in rows} == {value}, (column, rows[0])
+    if curve:  # every point is the replica and the requests the table answers for (sized, like the curve, for the
+        # streams asked, else for one)
+        sized = () if option == "streams" else ("--streams", "1")
+        table = shown((*ONE_PART, *given, *sized), "json")[0]
+        keys = ("tp", "precision", "context_tokens", "input_tokens", "output_tokens", "method")
+        assert {tuple(r[k] for k in keys) for r in rows} == {tuple(table[k] for k in keys)}
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_params_lists_what_method_and_set_change_and_refuses_the_rest(option):
+    given, expected = OPTIONS[option]
+    if option in ("method", "set"):
+        listing = rows(gpuledger("estimate", *given, "--params", "-f", "csv").output, key="parameter")
+        efficiency = listing["bandwidth_efficiency"]["value"]
+        assert (efficiency == "0.5") == (option == "set")
+        return
+    assert "--params lists the method's parameters" in message("estimate", *given, "--params")
+    assert given[0] in message("estimate", *given, "--params")
+
+
+def test_the_curve_answers_the_configuration_asked_not_another():
+    """TP 8 and a request of 800 + 3,886 tokens: every point is that replica serving those requests, and the point at
+    N streams is the table's estimate at --streams N (the curve once answered TP 4 at a 3:1 split)."""
+    asked = (*ONE_PART, "--precision", "int4", "--tp", "8", "--input-tokens", "800", "--output-tokens", "3886")
+    points = json.loads(gpuledger("estimate", *asked, "--curve", "-f", "json").output)
+    assert {(p["tp"], p["input_tokens"], p["output_tokens"]) for p in points} == {(8, 800, 3886)}
+    middle = points[len(points) // 2]
+    table = json.loads(gpuledger("estimate", *asked, "--streams", str(middle["streams"]), "-f", "json").output)[0]
+    assert table["agg_tok_s"] == middle["agg_tok_s"] and points[-1]["streams"] == min(table["max_streams"], 4096)
+
+
+def test_a_tp_that_cannot_hold_the_model_is_an_error_naming_both():
+    for args in [("--tp", "1"), ("--tp", "1", "--curve")]:
+        assert "TP 1 cannot hold deepseek-v3 (fp8) on B200 SXM: 1 x 180 GB fill before one stream of 24,576 + " \
+               "8,192 tokens" in message("estimate", *ONE_PART, *args)
+    every_part = gpuledger("estimate", "--model", "deepseek-v3", "--tp", "8", "-f", "csv").output
+    assert "B200 SXM" in every_part and "GeForce RTX 4090 24GB" not in every_part  # the parts it cannot hold left out
+    assert "TP 8 cannot hold deepseek-v3 on" in gpuledger("estimate", "--model", "deepseek-v3", "--tp", "8").output
+
+
+def test_a_request_longer_than_the_models_context_is_an_error_naming_both():
+    too_long = "a request of 200,000 tokens is longer than deepseek-v3's context of 163,840 tokens"
+    assert too_long in message("estimate", *ONE_PART, "--context", "200000")
+    assert too_long in message("estimate", *ONE_PART, "--input-tokens", "190000", "--output-tokens", "10000", "--curve")
+    assert "--context 4,096 disagrees with --input-tokens 800 + --output-tokens 3,886 = 4,686" in message(
+        "estimate", *ONE_PART, "--context", "4096", "--input-tokens", "800", "--output-tokens", "3886")
+
+
 def test_max_load_batches_what_memory_and_the_engine_allow():
     at = rows(gpuledger("estimate", "--model", "deepseek-r1", "--gpu", "B200 SXM", "--precision", "fp8", "--context",
                         "2000", "--max-load", "-f", "csv").output)["B200 SXM"]
     # data-parallel attention over the group: a batch limit per rank, past the single-scheduler limit
     assert int(at["streams"]) == int(at["max_streams"]) > 4096
     assert "max load (no streams) is a question for the measured method" in message("estimate", *PAGE_001, "--max-load")
+
+
+def test_max_load_answers_the_table_and_is_refused_where_it_cannot_apply():
+    assert "--max-load chooses the streams itself, --curve runs through them" in message(
+        "estimate", *ONE_PART, "--max-load", "--curve")
+    assert "give it or --streams, not both" in message("estimate", *ONE_PART, "--max-load", "--streams", "8")
+    assert "--max-load would not apply" in message("estimate", "--max-load", "--params")
+

@@ -61,9 +61,9 @@ def test_every_priced_listing_lands_once_per_price_kind(replay):
     replay()
     con, rows = run()
     assert {s: r.status for s, r in rows.items()} == {"fx": "ok", "vastai": "ok", "runpod": "ok", "verda": "ok",
-                                                      "openrouter": "ok"}
+                                                      "openrouter": "ok", "huggingface": "ok"}
     assert query(con, "select snapshot_date, status, source_status from runs") == [
-        (SNAPSHOT, "ok", "fx=ok,vastai=ok,runpod=ok,verda=ok,openrouter=ok")]
+        (SNAPSHOT, "ok", "fx=ok,vastai=ok,runpod=ok,verda=ok,openrouter=ok,huggingface=ok")]
     priced = {o["id"] for o in VAST if o["dph_base"] > 0 and o["num_gpus"] > 0}
     assert kinds(con, "vastai") == {
         "on_demand": len(priced), "interruptible": len({o["id"] for o in VAST if (o.get("min_bid") or 0) > 0} & priced)}
@@ -77,9 +77,13 @@ def test_every_priced_listing_lands_once_per_price_kind(replay):
         "on_demand": len(gpu_types), "interruptible": sum(float(t["spot_price"]) > 0 for t in gpu_types),
         "dynamic": sum(float(t["dynamic_price"] or 0) > 0 for t in gpu_types)}
     assert query(con, "select count(*) from offers where gpu is null") == [(0,)]  # every fixture name is mapped
-    assert query(con, "select source, record_count, offers_loaded, truncated from fetches order by source") == [
+    assert query(con, "select source, record_count, offers_loaded, truncated from fetches where source <> "
+                      "'huggingface' order by source") == [
         ("fx", 58, 0, False), ("openrouter", 27, 0, False), ("runpod", 20, 39, False), ("vastai", 47, 89, False),
         ("verda", 21, 56, False)]
+    # one config.json answer per repository followed, each a record
+    assert query(con, "select record_count = requests, offers_loaded from fetches where source = 'huggingface'") == [
+        (True, 0)]
 
 
 def test_the_quirk_records_are_handled_as_documented(replay):
@@ -178,11 +182,11 @@ def test_a_permanent_500_fails_that_source_only_and_the_cli_exits_non_zero(repla
     assert (vast.status, vast.http_status, vast.requests) == ("failed", 500, 3)
     assert vast.error.startswith("vastai: POST /api/v0/bundles/: HTTP 500 after 3 attempts")
     assert {s: r.status for s, r in rows.items() if s != "vastai"} == {"fx": "ok", "runpod": "ok", "verda": "ok",
-                                                                       "openrouter": "ok"}
+                                                                       "openrouter": "ok", "huggingface": "ok"}
     assert query(con, "select status, error from fetches where source = 'vastai'") == [("failed", vast.error)]
     assert query(con, "select count(*) from offers where provider = 'vastai'") == [(0,)]
     assert query(con, "select status, source_status from runs") == [
-        ("partial", "fx=ok,vastai=failed,runpod=ok,verda=ok,openrouter=ok")]
+        ("partial", "fx=ok,vastai=failed,runpod=ok,verda=ok,openrouter=ok,huggingface=ok")]
     con.close()
     result = CliRunner().invoke(app, ["fetch"])
     assert result.exit_code == 1
@@ -238,6 +242,8 @@ def test_any_day_can_be_reparsed_from_the_archive_without_network_and_without_du
     con, rows = run()
     before = query(con, "select provider, price_kind, count(*) from offers group by all order by all")
     api_before = query(con, "select * from api_prices order by all")
+    models_before = query(con, "select * from model_configs order by all")
+    assert len(models_before) > 50  # Hugging Face's answers (200s and 404s) are reparsed like the others
     server.stop()
     con.close()
     config.db_path().unlink()
@@ -247,7 +253,8 @@ def test_any_day_can_be_reparsed_from_the_archive_without_network_and_without_du
             load_source(fresh, Path(row.archive_dir))  # again: replaces, never duplicates
         assert query(fresh, "select provider, price_kind, count(*) from offers group by all order by all") == before
         assert query(fresh, "select * from api_prices order by all") == api_before
-        assert query(fresh, "select count(*) from fetches") == [(5,)]
+        assert query(fresh, "select * from model_configs order by all") == models_before
+        assert query(fresh, "select count(*) from fetches") == [(6,)]
 
 
 def test_the_raw_archive_itself_can_be_replayed(replay):
@@ -375,7 +382,7 @@ def test_a_failing_api_source_leaves_the_gpu_day_whole_and_not_suspect(replay):
     con, rows = run()
     assert rows["openrouter"].status == "failed" and "openrouter: GET /api/v1/models: HTTP 503" in rows["openrouter"].error
     assert {s: r.status for s, r in rows.items() if s != "openrouter"} == dict.fromkeys(
-        ("fx", "vastai", "runpod", "verda"), "ok")
+        ("fx", "vastai", "runpod", "verda", "huggingface"), "ok")
     _, verdict = derive_date(con, SNAPSHOT)
     assert verdict.quality == "ok"
     compared = query(con, "select count(*), count(api_usd_per_mtok_output) from own_rent_api")

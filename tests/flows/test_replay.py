@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from flows.cli.app import app
 from flows.replay.faults import FaultPlan, parse_faults
-from flows.replay.server import ReplayServer, vastai_search
+from flows.replay.server import ReplayServer, git_etag, vastai_search
 from tests.sources_support import FIXTURES, fixture, fixture_json, raw
 from warehouse import archive
 
@@ -36,6 +36,23 @@ def test_bearer_routes_refuse_requests_without_a_token(server):
     assert ok.json() == fixture_json("verda_locations.json")
     assert [(r.path, r.authorized, r.served) for r in server.log] == [("/v1/locations", False, "401"),
                                                                        ("/v1/locations", True, "ok")]
+
+
+def test_hugging_face_configs_are_served_with_their_etag_and_304_once_held(server):
+    path = "/Qwen/Qwen3-8B/resolve/main/config.json"
+    body = (FIXTURES.parent / "hf_configs" / "Qwen" / "Qwen3-8B" / "config.json").read_bytes()
+    first = httpx.get(server.url + path)
+    assert first.status_code == 200 and first.content == body and first.headers["etag"] == git_etag(body)
+    again = httpx.get(server.url + path, headers={"If-None-Match": first.headers["etag"]})
+    assert (again.status_code, again.content, again.headers["etag"]) == (304, b"", first.headers["etag"])
+    assert httpx.get(server.url + path, headers={"If-None-Match": '"other"'}).status_code == 200
+    server.set_fault(path, "missing:num_hidden_layers")  # an edited config is another file: another ETag
+    edited = httpx.get(server.url + path, headers={"If-None-Match": first.headers["etag"]})
+    assert edited.status_code == 200 and "num_hidden_layers" not in edited.json()
+    gated = "/meta-llama/Llama-3.3-70B-Instruct/resolve/main/config.json"  # hf_gated in the manifest
+    assert httpx.get(server.url + gated).status_code == 401
+    assert httpx.get(server.url + gated, headers={"Authorization": "Bearer x"}).status_code == 200
+    assert httpx.get(server.url + "/nobody/nothing/resolve/main/config.json").status_code == 404
 
 
 def test_env_points_every_source_at_the_server_and_pins_the_recording_time(server):
@@ -175,3 +192,11 @@ def test_a_directory_with_nothing_to_serve_is_refused(tmp_path):
 def test_the_cli_refuses_a_bad_fault_before_serving():
     result = CliRunner().invoke(app, ["replay", "--dir", str(FIXTURES), "--fault", "/graphql=sometimes"])
     assert result.exit_code == 2 and "use an HTTP status" in result.output
+
+
+def test_a_started_server_used_with_with_serves_once_and_stops_for_good():
+    server = ReplayServer(FIXTURES).start()
+    with server:
+        assert httpx.get(server.url + "/v1/latest").status_code == 200
+    time.sleep(0.2)
+    assert not [t for t in threading.enumerate() if t.name == "replay" and t.is_alive()]

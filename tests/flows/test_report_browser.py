@@ -135,6 +135,8 @@ def test_switching_precision_and_streams_follows_cost_per_mtok(browser, publishe
         assert visit.points("scatter") == shown.height  # one point per priced row
         cheapest = visit.page.locator("[data-card='cheapest per M tokens'] .usd-m").inner_text()
         assert cheapest == display.usd_label(min(joined["usd_per_mtok_held"]))
+        cards = visit.page.locator("#vendor-table, #calc-cards").all_inner_texts()
+        assert not any("null" in text or "undefined" in text for text in cards), cards  # what is known, or a dash
         seen.add(tuple(shown["usd_per_mtok"]))
     assert len(seen) == 4  # every setting drew its own numbers
     visit.page.locator("#scatter").scroll_into_view_if_needed()

@@ -21,28 +21,35 @@ import pytest
 from flows import fetch, pipeline
 from flows.replay.faults import CONTROL, parse_faults
 from flows.replay.server import ReplayServer
-from scrapers import fx, openrouter, runpod, vastai, verda
+from scrapers import fx, huggingface, openrouter, runpod, vastai, verda
 from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures
 from warehouse import config, db
 
 EARLIER = date(2026, 11, 26)
 CAP = 2**20  # the size cap in these tests: above every fixture, far below the 'huge' fault
-HANG_S = 2.0  # how long a 'timeout' fault holds a request and a 'trickle' takes: past the bounds below
+HANG_S = 3.0  # how long a 'timeout' fault holds a request and a 'trickle' takes: past the bounds below
+HF_WAVE_S = 2.0  # Hugging Face's ~110 config.json requests (each archived), asked once the others are loaded
 ENV = FAST_ENV | {"GPULEDGER_HTTP_TIMEOUT_S": "0.5", "GPULEDGER_HTTP_DEADLINE_S": "0.5",
                   "GPULEDGER_HTTP_MAX_BYTES": str(CAP), "VERDA_CLIENT_ID": "matrix-client-id",
                   "VERDA_CLIENT_SECRET": "matrix-client-secret"}
 # A source joins the matrix here: its name in SOURCES, its paths in TARGET and REFUSED, and its entry in every
 # Fault below that is given per source (a dict keyed by source: plan, outcome, expect);
-# test_every_fault_defines_each_sources_outcome names any entry left out. (The Hugging Face config source's rows
-# go here too.)
-SOURCES = ("fx", "vastai", "runpod", "verda", "openrouter")
-# Where each source's fault goes: FX's primary (ECB), and the path that carries each provider's prices.
+# test_every_fault_defines_each_sources_outcome names any entry left out.
+SOURCES = ("fx", "vastai", "runpod", "verda", "openrouter", "huggingface")
+# Where each source's fault goes: FX's primary (ECB), the path that carries each provider's prices, and one curated
+# repository's config.json (asked once a run with the ETag held: a clean answer is a 304 without a body).
 TARGET = {"fx": fx.ECB_PATH, "vastai": vastai.PATH, "runpod": runpod.GRAPHQL_PATH, "verda": verda.TYPES_PATH,
-          "openrouter": openrouter.PATH}
-# A refused connection replaces a base URL by a closed port: the source's first request there is refused.
+          "openrouter": openrouter.PATH, "huggingface": huggingface.CONFIG_PATH.format(repo="Qwen/Qwen3-8B")}
+# A refused connection replaces a base URL by a closed port: the source's first request there is refused
+# (Hugging Face's: whichever repository's config.json it asks first).
 REFUSED = {"fx": ("GPULEDGER_ECB_URL", fx.ECB_PATH), "vastai": ("GPULEDGER_VASTAI_URL", vastai.PATH),
            "runpod": ("GPULEDGER_RUNPOD_URL", runpod.GRAPHQL_PATH),
-           "verda": ("GPULEDGER_VERDA_URL", verda.TOKEN_PATH), "openrouter": ("GPULEDGER_OPENROUTER_URL", openrouter.PATH)}
+           "verda": ("GPULEDGER_VERDA_URL", verda.TOKEN_PATH), "openrouter": ("GPULEDGER_OPENROUTER_URL", openrouter.PATH),
+           "huggingface": ("GPULEDGER_HF_URL", "/resolve/main/config.json")}
+# A config.json is one repository's record: a payload it cannot be read from sets that repository aside with the
+# reason (model_configs, unmapped_models), as a record is quarantined, and the night goes on. A config has no
+# array of records to empty or repeat: those faults are not sent to it.
+HF_FIELD = "num_hidden_layers"
 DATA_TABLES = ("offers", "quarantine", "unmapped_gpus")
 API_TABLES = ("api_prices", "api_aliases", "unmapped_api_models")  # by api_provider
 
@@ -59,7 +66,7 @@ class Fault:
     expect: str | dict[str, str] = ""  # in the error (FX: in a note), or the quarantined field
     env: dict = field(default_factory=dict)
     server: dict = field(default_factory=dict)
-    within_s: float = 10.0  # the whole run's wall time
+    within_s: float = 10.0 + HF_WAVE_S  # the whole run's wall time
     attempts: int | None = None  # requests the faulted path gets before the source gives up on it
 
     def faults(self, source: str) -> dict[str, str]:
@@ -79,13 +86,18 @@ class Fault:
         return REFUSED[source][1] if self.plan is None else next(iter(self.faults(source)))
 
 
+def but_hf(outcome: str, hf: str) -> dict[str, str]:
+    """One outcome for every source, another for Hugging Face's config.json."""
+    return dict.fromkeys(SOURCES, outcome) | {"huggingface": hf}
+
+
 def midway(plan: str) -> dict[str, str]:
     """The plan for every source, but on vast.ai's third search: two good ones are archived, and none may load."""
     return dict.fromkeys(SOURCES, plan) | {"vastai": f"ok,ok,{plan}"}
 
 
 NOT_PARSED = {"fx": "not XML", "vastai": "body is not JSON", "runpod": "body is not JSON", "verda": "body is not JSON",
-              "openrouter": "body is not JSON"}
+              "openrouter": "body is not JSON", "huggingface": "config.json"}
 FAULTS = [
     Fault("429 with Retry-After", "429", "recovered", server={"retry_after": "0.3"}),
     Fault("429 without Retry-After", "429,429", "recovered", server={"retry_after": None}),
@@ -95,66 +107,76 @@ FAULTS = [
     Fault("connection dropped", "drop", "recovered"),
     Fault("read timeout", "timeout", "recovered"),
     Fault("slow trickle", midway("trickle*"), "failed", "DeadlineExceeded after 2 attempts",
-          env={"GPULEDGER_HTTP_ATTEMPTS": "2"}, within_s=2 * 0.5 + 1.5, attempts=2),  # without the deadline: 2 × 2 s
+          env={"GPULEDGER_HTTP_ATTEMPTS": "2"}, within_s=2 * 0.5 + 1.5 + HF_WAVE_S, attempts=2),  # without the deadline: 2 × 3 s
     Fault("truncated body", "truncate", "recovered"),
-    Fault("invalid JSON or XML", midway("invalid*"), "failed", NOT_PARSED),
-    Fault("HTML error page with status 200", midway("html*"), "failed",
+    Fault("invalid JSON or XML", midway("invalid*"), but_hf("failed", "quarantined"), NOT_PARSED),
+    Fault("HTML error page with status 200", midway("html*"), but_hf("failed", "quarantined"),
           NOT_PARSED | {"fx": "no dated Cube", "vastai": "served as text/html"}),
-    Fault("empty result", "empty*", "failed", {
+    Fault("empty result", dict.fromkeys(SOURCES, "empty*") | {"huggingface": "ok"}, but_hf("failed", "unchanged"), {
         "fx": "field 'Cube/Cube/Cube': empty result", "vastai": "field 'offers': empty result",
         "runpod": "field 'data.gpuTypes': empty result", "verda": "/v1/instance-types: empty result",
         "openrouter": "field 'data': empty result"}),
     # vast: the second search, as the first offer of the first is the fixture's zero-priced one (quarantined anyway)
     # runpod: a cloud it offers without its price (gpu_raw is the type id, so displayName is no longer needed)
     Fault("missing field", {"fx": "missing:currency", "vastai": "ok,missing:gpu_name", "runpod": "missing:securePrice",
-                            "verda": "missing:instance_type", "openrouter": "missing:completion"}, "quarantined",
+                            "verda": "missing:instance_type", "openrouter": "missing:completion",
+                            "huggingface": f"missing:{HF_FIELD}"}, "quarantined",
           {"fx": "currency", "vastai": "gpu_name", "runpod": "securePrice", "verda": "instance_type",
-           "openrouter": "pricing.completion"}),
+           "openrouter": "pricing.completion", "huggingface": HF_FIELD}),
     Fault("renamed field", {"fx": "rename:rate*", "vastai": "rename:dph_base*", "runpod": "rename:securePrice*",
-                            "verda": "rename:price_per_hour*", "openrouter": "rename:completion*"}, "failed",
+                            "verda": "rename:price_per_hour*", "openrouter": "rename:completion*",
+                            "huggingface": f"rename:{HF_FIELD}*"}, but_hf("failed", "quarantined"),
           {"fx": "field 'rate': absent from all 29 records", "vastai": "field 'dph_base': absent from all",
            "runpod": "field 'securePrice': absent from all", "verda": "field 'price_per_hour': absent from all",
-           "openrouter": "field 'pricing.completion': absent from all 27 records"}),
+           "openrouter": "field 'pricing.completion': absent from all 27 records", "huggingface": HF_FIELD}),
     # ECB's rates are strings already: FX is tested on Frankfurter's JSON
+    # a config's counts must be numbers: a layer count sent as "36" is not read as one
     Fault("number sent as a string", {"fx": "/v1/latest=string:EUR*", "vastai": "string:dph_base*",
                                       "runpod": "string:securePrice*", "verda": "string:number_of_gpus*",
-                                      "openrouter": "string:context_length*"}, "unchanged"),
+                                      "openrouter": "string:context_length*", "huggingface": f"string:{HF_FIELD}*"},
+          but_hf("unchanged", "quarantined"), {"huggingface": HF_FIELD}),
     Fault("null where a number belongs", {"fx": "null:rate", "vastai": "ok,null:dph_base", "runpod": "null:securePrice",
-                                          "verda": "null:price_per_hour", "openrouter": "null:completion"}, "quarantined",
+                                          "verda": "null:price_per_hour", "openrouter": "null:completion",
+                                          "huggingface": f"null:{HF_FIELD}"}, "quarantined",
           {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour",
-           "openrouter": "pricing.completion"}),
-    Fault("duplicate listings", "dup*", "deduplicated", {"fx": "duplicate rate", "vastai": "duplicate listing",
-                                                         "runpod": "duplicate listing", "verda": "duplicate listing",
-                                                         "openrouter": "duplicate model"}),
+           "openrouter": "pricing.completion", "huggingface": HF_FIELD}),
+    Fault("duplicate listings", dict.fromkeys(SOURCES, "dup*") | {"huggingface": "ok"},
+          but_hf("deduplicated", "unchanged"), {"fx": "duplicate rate", "vastai": "duplicate listing",
+                                                "runpod": "duplicate listing", "verda": "duplicate listing",
+                                                "openrouter": "duplicate model"}),
     Fault("response far larger than normal", midway("huge"), "failed", f"exceeds the {CAP}-byte cap", attempts=1),
     Fault("wrong content type", "type:application/octet-stream*", "unchanged"),
     # Payloads a hostile or broken provider may send: none stops the night, each reaches its defined outcome.
     # An absurd number (1e308): a rate out of bounds, a price too large to convert or above the bound.
     Fault("absurd number", {"fx": "absurd:rate*", "vastai": "ok,absurd:dph_base", "runpod": "absurd:securePrice*",
-                            "verda": "absurd:price_per_hour*", "openrouter": "absurd:completion*"}, "quarantined",
+                            "verda": "absurd:price_per_hour*", "openrouter": "absurd:completion*",
+                            "huggingface": f"absurd:{HF_FIELD}*"}, "quarantined",
           {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour",
-           "openrouter": "pricing.completion"}),
-    Fault("nested too deep to read", midway("deep*"), "failed",
-          dict.fromkeys(SOURCES, "body is not JSON (nested too deep to read") | {"fx": "no dated Cube"}),
+           "openrouter": "pricing.completion", "huggingface": HF_FIELD}),
+    Fault("nested too deep to read", midway("deep*"), but_hf("failed", "quarantined"),
+          dict.fromkeys(SOURCES, "body is not JSON (nested too deep to read") | {
+              "fx": "no dated Cube", "huggingface": NOT_PARSED["huggingface"]}),
     # Every redirect status, each at another origin: refused before anything (a token request's client secret
-    # included) is sent there. Within the origin, only a GET without credentials follows.
+    # included) is sent there. Within the origin, only a GET follows (a token stays on the host it was set for).
     Fault("redirect to another origin", {
         "fx": "redirect:301", "vastai": "redirect:302", "runpod": "redirect:303",
-        "verda": f"{verda.TOKEN_PATH}=redirect:307", "openrouter": "redirect:308"},
+        "verda": f"{verda.TOKEN_PATH}=redirect:307", "openrouter": "redirect:308", "huggingface": "redirect:307"},
         "failed", "refused: it leaves http://127.0.0.1:", attempts=1),
     Fault("redirect within the origin", {
         "fx": "redirect:308:same", "vastai": "redirect:307:same", "runpod": "redirect:301:same",
-        "verda": "redirect:302:same", "openrouter": "redirect:303:same"},
-        {"fx": "recovered", "vastai": "failed", "runpod": "failed", "verda": "failed", "openrouter": "recovered"},
-        {"vastai": "refused: only a GET follows a redirect", "runpod": "refused: only a GET follows a redirect",
-         "verda": "refused: the request carries a credential"}),
+        "verda": "redirect:302:same", "openrouter": "redirect:303:same", "huggingface": "redirect:307:same"},
+        {"fx": "recovered", "vastai": "failed", "runpod": "failed", "verda": "recovered", "openrouter": "recovered",
+         "huggingface": "recovered"},
+        {"vastai": "refused: only a GET follows a redirect", "runpod": "refused: only a GET follows a redirect"}),
     # Terminal escapes, NUL and CR in provider text: kept as sent (the output escapes them); in XML they are no
-    # longer XML, so ECB fails and Frankfurter stands.
+    # longer XML, so ECB fails and Frankfurter stands; a config's dtype so wrapped is no precision (set aside, the
+    # reason quoting it escaped).
     Fault("control characters in text", {"fx": "control:currency*", "vastai": "ok,control:gpu_name",
                                          "runpod": "control:displayName*", "verda": "control:name*",
-                                         "openrouter": "control:name*"},
-          {"fx": "failed", "vastai": "kept", "runpod": "kept", "verda": "kept", "openrouter": "kept"},
-          {"fx": "not XML"}),
+                                         "openrouter": "control:name*", "huggingface": "control:torch_dtype*"},
+          {"fx": "failed", "vastai": "kept", "runpod": "kept", "verda": "kept", "openrouter": "kept",
+           "huggingface": "quarantined"},
+          {"fx": "not XML", "huggingface": "torch_dtype"}),
 ]
 
 
@@ -164,8 +186,8 @@ class Run:
 
     fetch: dict
     items: dict[str, set]  # providers: (offer_id, price_kind, usd_per_hr); fx: (quote, FX source, rate);
-    # openrouter: (api_model_id, price_kind, tier, usd_per_mtok_output)
-    quarantine: dict[str, set]  # (offer_id, price_kind, field, reason)
+    # openrouter: (api_model_id, price_kind, tier, usd_per_mtok_output); huggingface: (repo, status, config sha256)
+    quarantine: dict[str, set]  # (offer_id, price_kind, field, reason); huggingface: (repo, None, field, reason)
     status: tuple  # the runs row: status, source_status
 
     @classmethod
@@ -180,8 +202,16 @@ class Run:
         items["fx"] = grouped("select 'fx', quote, source, rate from fx_rates where run_id = ?")["fx"]
         items["openrouter"] = grouped("select api_provider, api_model_id, price_kind, tier, usd_per_mtok_output "
                                       "from api_prices where run_id = ?")["openrouter"]
-        return cls({r.source: r for r in rows}, items,
-                   grouped("select provider, offer_id, price_kind, field, reason from quarantine where run_id = ?"),
+        # the catalogue's repositories this run checked (model_configs holds each one's latest check): read, or set
+        # aside; those the API listings name move with OpenRouter's outcome, a fault of its own
+        catalogued = "run_id = ? and lower(repo) in (select repo from model_repos where origin = 'curated')"
+        items["huggingface"] = grouped("select 'huggingface', repo, http_status, config_sha256 from model_configs "
+                                       f"where {catalogued} and reason is null")["huggingface"]
+        quarantine = grouped("select provider, offer_id, price_kind, field, reason from quarantine where run_id = ?")
+        quarantine["huggingface"] = grouped(
+            "select 'huggingface', repo, null, coalesce(nullif(regexp_extract(reason, 'field ''([^'']+)''', 1), ''), "
+            f"'config.json'), reason from model_configs where {catalogued} and reason is not null")["huggingface"]
+        return cls({r.source: r for r in rows}, items, quarantine,
                    con.execute("select status, source_status from runs where run_id = ?", [run_id]).fetchone())
 
 
@@ -244,7 +274,7 @@ def closed_port_url() -> str:
 
 
 def run_with(warehouse: Warehouse, monkeypatch, faults: dict[str, str], *, env: dict = None, server: dict = None,
-             within_s: float = 10.0):
+             within_s: float = 10.0 + HF_WAVE_S):
     """The faulty day's run on a copy of the warehouse: (connection, what the run left, the replay server)."""
     config.home().mkdir(parents=True, exist_ok=True)
     shutil.copy(warehouse.path, config.db_path())
@@ -320,6 +350,8 @@ def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: 
         for table in API_TABLES:
             assert con.execute(f"select count(*) from {table} where run_id = 'faulty' and api_provider = ?",
                                [source]).fetchone() == (0,)
+        if source == "huggingface":  # no repository's state moved
+            assert con.execute("select count(*) from model_configs where run_id = 'faulty'").fetchone() == (0,)
         assert con.execute("select status, error from fetches where run_id = 'faulty' and source = ?",
                            [source]).fetchall() == [("failed", fetch.error)]
         return
@@ -336,8 +368,10 @@ def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: 
         assert (run.items[source], run.quarantine[source]) == (clean.items[source], clean.quarantine[source])
         if outcome == "deduplicated":
             assert any(expected in note for note in fetch.notes)
-        if outcome == "recovered":
-            assert_retried(fault, server, fault.faults(source), fetch.requests - clean.fetch[source].requests)
+        if outcome == "recovered":  # Hugging Face asks ~110 paths: a slow answer elsewhere may cost a retry there
+            extra = (len(server.requests_to(path)) - 1 if source == "huggingface"
+                     else fetch.requests - clean.fetch[source].requests)
+            assert_retried(fault, server, fault.faults(source), extra)
         if outcome == "kept":
             assert_kept_as_sent(con, source)
 

@@ -16,6 +16,7 @@ SENTINELS = {
     "RUNPOD_API_KEY": "sentinel-runpod-key-1c9e4d7a",
     "VERDA_CLIENT_ID": "sentinel-verda-id-83fa21c0",
     "VERDA_CLIENT_SECRET": "sentinel-verda-secret-5e77b9d2",  # from the owner-only secrets file
+    "HF_TOKEN": "hf_sentinelHuggingFaceToken9d41",  # for the gated repositories (the replay's hf_gated)
 }
 
 
@@ -49,6 +50,7 @@ def test_no_secret_reaches_a_file_a_log_the_warehouse_or_the_output(monkeypatch,
         monkeypatch.delenv("VERDA_CLIENT_SECRET")
         env = dict(os.environ) | FAST_ENV | {"RUNPOD_API_KEY": SENTINELS["RUNPOD_API_KEY"],
                                              "VERDA_CLIENT_ID": SENTINELS["VERDA_CLIENT_ID"],
+                                             "HF_TOKEN": SENTINELS["HF_TOKEN"],
                                              "PREFECT_HOME": str(home / "prefect")}  # searched with the rest
         runs = [gpuledger("nightly", env=env), gpuledger("fetch", env=env),
                 gpuledger("export", "--format", "csv", env=env), gpuledger("status", env=env),
@@ -61,6 +63,9 @@ def test_no_secret_reaches_a_file_a_log_the_warehouse_or_the_output(monkeypatch,
     with db.connect(read_only=True) as con:  # the runs really used the keyed APIs
         apis = {a for (a,) in con.execute("select distinct extras->>'api' from offers where provider = 'runpod'").fetchall()}
     assert apis == {"rest_v2"}
+    with db.connect(read_only=True) as con:  # the gated configs came with the token
+        gated = con.execute("select http_status from model_configs where repo = 'meta-llama/Llama-3.3-70B-Instruct'")
+        assert gated.fetchall() in ([(200,)], [(304,)])
     for name, value in SENTINELS.items():
         assert value not in printed, name
         assert value not in warehouse_text(), name

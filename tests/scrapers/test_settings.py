@@ -38,3 +38,16 @@ def test_unknown_names_in_the_file_are_refused_by_line(tmp_path):
 
 def test_no_file_means_environment_only(tmp_path):
     assert from_env({"GPULEDGER_SECRETS_FILE": str(tmp_path / "absent.env")}).runpod_api_key is None
+
+
+def test_hugging_face_settings_the_repositories_to_follow_and_the_token(tmp_path):
+    env = secrets(tmp_path, "HF_TOKEN=hf_from_the_file\n") | {
+        "GPULEDGER_HF_MODELS": "Qwen/Qwen3-VL-8B-Instruct, google/gemma-3-27b-it\nmistralai/Mistral-Nemo-Instruct-2407",
+        "GPULEDGER_HF_URL": "http://hf.test"}
+    settings = from_env(env)
+    assert settings.hf_models == ("Qwen/Qwen3-VL-8B-Instruct", "google/gemma-3-27b-it",
+                                  "mistralai/Mistral-Nemo-Instruct-2407")
+    assert (settings.huggingface_url, settings.hf_token) == ("http://hf.test", "hf_from_the_file")
+    assert "hf_from_the_file" in settings.secrets() and "hf_from_the_file" not in repr(settings)
+    with pytest.raises(SettingsError, match=r"GPULEDGER_HF_MODELS: 'gemma' is not a Hugging Face repository"):
+        from_env({"GPULEDGER_HF_MODELS": "Qwen/Qwen3-8B gemma"})

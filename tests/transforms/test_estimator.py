@@ -281,6 +281,17 @@ def test_the_curve_climbs_bends_where_compute_binds_and_stops_where_memory_fills
     assert points["memory_used_pct"][-1] <= 100
 
 
+def test_the_curve_keeps_the_replica_and_requests_it_is_given_and_refuses_one_that_cannot_hold_the_model(
+        models, calculator_gpus):
+    points = estimator.curve(models, calculator_gpus, V4_FLASH, "H20 96GB", "int4", 4096, CALCULATOR, tp=8, streams=50)
+    assert set(points["tp"]) == {8} and points["streams"][-1] == 50 and points["max_streams"][0] > 50
+    alone = estimator.curve(models, calculator_gpus, V4_FLASH, "H20 96GB", "int4", 4096, CALCULATOR)
+    assert set(alone["tp"]) == {2} and alone["max_streams"][0] < points["max_streams"][0]  # sized for one stream
+    with pytest.raises(estimator.EstimatorError, match=r"^TP 1 cannot hold deepseek-v4-flash \(int4\) on H20 96GB: "
+                                                       r"1 x 96 GB fill before one stream of 4,096 tokens"):
+        estimator.curve(models, calculator_gpus, V4_FLASH, "H20 96GB", "int4", 4096, CALCULATOR, tp=1)
+
+
 def test_the_ceiling_curve_runs_to_the_stream_limit(models, ceiling_gpus):
     points = estimator.curve(models, ceiling_gpus, V41_FLASH, "H200 SXM", None, 8192, CEILING)
     assert points["streams"][-1] == estimator.STREAMS_MAX and points["max_streams"].null_count() == points.height

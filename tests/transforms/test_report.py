@@ -92,6 +92,22 @@ def test_the_cards_carry_their_replicas_listings(calculator):
     assert (cheapest["gpu"], cheapest["offer_ids"], cheapest["usd_per_mtok_label"]) == ("H200 SXM", "h200-node", "$1.68")
 
 
+def test_a_card_without_a_throughput_figure_shows_what_is_known_never_null():
+    """A part the method has no figure for (no compute peak): its card names the replica and its price, no tok/s;
+    at the same group size a part with a figure is the one shown."""
+    est = estimates(dict(gpu="H200 SXM", tp=1, agg_tok_s=None), dict(gpu="B200 SXM", tp=1, agg_tok_s=900.0))
+    replicas = tables.cheapest_replicas(replica_prices(offers(dict(offer_id="h200", gpu_count=1, usd_per_gpu_hr=2.0)),
+                                                       tps=[1]))
+    table = tables.calculator_view(est, GPUS, replicas)
+    cards = report.card_rows(tables.calculator_cards(table, est, replicas), replicas)
+    fewest = cards.filter(pl.col("card") == "NVIDIA: fewest GPUs").row(0, named=True)
+    assert fewest["part_label"] == "1 x B200 SXM, 900 tok/s"
+    alone = report.card_rows(tables.calculator_cards(table.filter(pl.col("gpu") == "H200 SXM"), est, replicas), replicas)
+    assert alone.filter(pl.col("card") == "NVIDIA: fewest GPUs")["part_label"].to_list() == [
+        "1 x H200 SXM for $2.00/hr (vastai)"]
+    assert not any("null" in label or "None" in label for label in alone["part_label"])
+
+
 def test_a_cards_label_rounds_the_exact_price_once(calculator):
     """$11.974649 is $11.97; rounded first to the page's five significant digits (11.975) it would show $11.98."""
     _, replicas, cards = calculator

@@ -172,6 +172,33 @@ def test_a_changed_file_replaces_its_table_and_a_bad_one_leaves_the_old_tables(r
         assert con.execute("select count(*) from gpus").fetchall()[0][0] >= 108
 
 
+def test_curated_rows_win_over_user_rows_and_user_rows_over_derived_ones(reference):
+    def row(model_id: str, repo: str | None, **fields) -> dict:
+        return {"model_id": model_id, "name": model_id, "vendor": "v", "arch": "dense", "total_params_b": 1.0,
+                "active_params_b": 1.0, "native_precision": "bf16", "source": "test", "hf_repo": repo} | fields
+
+    def origins(con) -> dict[str, str]:
+        return dict(con.execute("select model_id, origin from models where origin <> 'curated' or model_id in "
+                                "('qwen3-8b', 'phi-4')").fetchall())
+
+    with db.connect() as con:
+        catalog.load_catalogs(con, reference)
+        catalog.replace_models(con, "derived", catalog.models_frame(
+            [row("vl-8b", "Qwen/Qwen3-VL-8B-Instruct"), row("mine-too", "owner/mine"), row("soon-curated", "x/soon")]))
+        catalog.replace_models(con, "user", catalog.models_frame([row("mine", "OWNER/Mine"), row("phi-4-mine", None)]))
+        assert origins(con) == {"qwen3-8b": "curated", "phi-4": "curated", "vl-8b": "derived", "soon-curated": "derived",
+                                "mine": "user", "phi-4-mine": "user"}  # mine-too gave way: its repository is mine's
+        edit(reference / "models.csv", "Qwen/Qwen3-14B,,", "Qwen/Qwen3-14B,x/soon,")  # a curated row takes x/soon
+        catalog.load_catalogs(con, reference)
+        assert origins(con) == {"qwen3-8b": "curated", "phi-4": "curated", "vl-8b": "derived", "mine": "user",
+                                "phi-4-mine": "user"}
+        catalog.replace_models(con, "derived", catalog.models_frame([row("vl-8b", "Qwen/Qwen3-VL-8B-Instruct",
+                                                                         total_params_b=8.19)]),
+                               repos=["qwen/qwen3-vl-8b-instruct"])  # one repository's row replaced, the rest stay
+        assert con.execute("select total_params_b from models where model_id = 'vl-8b'").fetchall() == [(8.19,)]
+        assert con.execute("select count(*) from models where origin <> 'curated'").fetchall() == [(3,)]
+
+
 def test_every_model_names_its_hugging_face_repository_once():
     models = catalog.read_all()["models"]
     assert models.filter(pl.col("hf_repo").is_null()).height == 0

@@ -1,4 +1,4 @@
--- 0015: the lake as Delta tables. When each table's upkeep (compaction, vacuum, checkpoint) is due: the nightly run
+-- 0016: the lake as Delta tables. When each table's upkeep (compaction, vacuum, checkpoint) is due: the nightly run
 -- does it once $GPULEDGER_LAKE_UPKEEP_DAYS have passed since the last one, or since this warehouse first published
 -- the table. The versions themselves live in each table's Delta log.
 CREATE TABLE lake_upkeep (

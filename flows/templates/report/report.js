@@ -133,14 +133,13 @@
       document.getElementById("calc-cards").replaceChildren(...best.map((i) => el("div", { class: "card", "data-card": c.card[i] },
         el("div", { class: "title", text: c.card[i] }),
         el("div", { class: "part", text: `${c.tp[i]} x ${c.gpu[i]}` }),
-        el("dl", {}, el("dt", { text: "Tokens/s" }), el("dd", { class: "tok", text: c.agg_tok_s_label[i] }),
+        el("dl", {}, el("dt", { text: "Tokens/s" }), el("dd", { class: "tok", text: c.agg_tok_s_label[i] ?? dash }),
           el("dt", { text: "Per hour" }), el("dd", { class: "usd-hr", text: c.replica_usd_per_hr_label[i] }),
           el("dt", { text: "Per M tokens" }), el("dd", { class: "usd-m", text: c.usd_per_mtok_label[i] }),
           el("dt", { text: "Memory used" }), el("dd", { text: c.memory_used_pct_label[i] })),
         el("div", { class: "src", text: c.provider[i]
           ? `${c.provider[i]} ${c.price_kind[i]}, listings ${c.offer_ids[i]}, seen ${c.price_observed_at[i]}` : "no live price" }))));
-      const part = (i) => i === undefined ? dash : `${c.tp[i]} x ${c.gpu[i]}, ${c.agg_tok_s_label[i]} tok/s`
-        + (c.replica_usd_per_hr[i] === null ? "" : ` for ${c.replica_usd_per_hr_label[i]}/hr (${c.usd_per_mtok_label[i]}/M, ${c.provider[i]})`);
+      const part = (i) => i === undefined ? dash : c.part_label[i];
       document.querySelector("#vendor-table tbody").replaceChildren(...[...vendors].map(([vendor, picks]) =>
         el("tr", { "data-vendor": vendor }, el("td", { text: vendor }),
           el("td", { class: "wrap", text: part(picks["best value"]), title: picks["best value"] === undefined ? null

@@ -1,4 +1,4 @@
--- 0015: only replicas someone could deploy answer "what does it cost" (docs/deployability.md). A tensor-parallel
+-- 0017: only replicas someone could deploy answer "what does it cost" (docs/deployability.md). A tensor-parallel
 -- group runs inside one host, or across the nodes of a cluster the provider sells with a scale-out fabric; a group
 -- across separately rented machines, or consumer and workstation cards across hosts, is not deployable. Such rows
 -- stay queryable, flagged, with the reason; the published answers leave them out.

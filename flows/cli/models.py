@@ -1,0 +1,233 @@
+"""`gpuledger models`: the model catalogue (curated, derived from Hugging Face configs, added by users); `models add`
+for a model nobody tracks and `models show` for one model's fields and where each came from.
+
+A quick command group: only typer, duckdb and the light CLI modules load at import; `add` and `show` load what they
+need in their bodies (never polars for `models` and `models show`).
+"""
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Annotated
+
+import duckdb
+import typer
+
+from flows.cli.common import FormatOption, fail, open_read_only, resolve_name
+from flows.cli.output import Format, Rows, render
+from warehouse import config, db
+from warehouse.lock import WriterBusy, writer_lock
+
+app = typer.Typer(no_args_is_help=False)
+MODEL_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
+SHOWN = ("model_id", "origin", "name", "vendor", "arch", "total_params_b", "active_params_b", "active_params_in_b",
+         "experts", "experts_per_token", "shared_experts", "layers", "kv_bytes_per_token", "kv_cache_dtype",
+         "state_bytes_per_stream", "window_tokens", "window_kv_bytes_per_token", "attention", "kv_heads",
+         "attn_flops_per_ctx_token", "context_max", "native_precision", "hf_repo", "hf_ids",
+         "api_ids", "source", "uncertain", "notes", "config_sha256", "derived_on")
+# The fields a config.json gives (the rest is the catalogue's own: names, ids, notes), by the part that reads them.
+FROM_CONFIG = {"context_max": "context_max", "native_precision": "native_precision",
+               **dict.fromkeys(("arch", "total_params_b", "active_params_b", "experts", "experts_per_token",
+                                "shared_experts", "layers", "kv_bytes_per_token", "state_bytes_per_stream",
+                                "window_tokens", "window_kv_bytes_per_token", "attention", "kv_heads",
+                                "attn_flops_per_ctx_token"), "shape")}
+
+
+@app.callback(invoke_without_command=True)
+def models(ctx: typer.Context, fmt: FormatOption = Format.table) -> None:
+    """List the model catalogue: curated, derived from Hugging Face configs, and added with `models add`."""
+    if ctx.invoked_subcommand is not None:
+        return
+    con = open_read_only()
+    try:
+        render(Rows.of(con.sql(
+            "select model_id, origin, arch, total_params_b, active_params_b, experts, experts_per_token, layers, "
+            "kv_bytes_per_token, native_precision, context_max, hf_repo from models order by model_id")), fmt)
+    finally:
+        con.close()
+
+
+@app.command()
+def add(
+    config_file: Annotated[Path | None, typer.Option("--config", help="A config.json on disk.", dir_okay=False)] = None,
+    hf: Annotated[str | None, typer.Option("--hf", help="A Hugging Face repository (owner/name): its config.json is "
+                                                        "fetched (HF_TOKEN for a gated one).")] = None,
+    model_id: Annotated[str | None, typer.Option("--id", help="The id to know it by (default: the repository's name, "
+                                                              "or the config's folder, in lower case).")] = None,
+) -> None:
+    """Add a model nobody tracks, from its config.json: every command, the nightly tables and the report use it."""
+    from flows import catalogue
+    from transforms import model_catalogue
+    from transforms.model_config import slug
+    from warehouse import user_models
+
+    if (config_file is None) == (hf is None):
+        raise fail("give --config FILE or --hf OWNER/NAME (one of them)")
+    entry = _from_file(config_file) if config_file else _from_hub(hf)
+    entry["model_id"] = model_id or slug(hf or config_file.resolve().parent.name)
+    if not MODEL_ID.fullmatch(entry["model_id"]):
+        raise fail(f"--id {entry['model_id']!r}: use lower-case letters, digits, '.', '_' and '-'")
+    try:
+        with writer_lock("models add", wait_s=config.lock_wait_s()), db.connect() as con:
+            catalogue.load(con)  # the catalogue as it stands, before this model is weighed against it
+            models = [dict(zip(("model_id", "origin", "hf_repo", "hf_ids"), r, strict=True)) for r in con.execute(
+                "select model_id, origin, hf_repo, hf_ids from models").fetchall()]
+            _, refused = model_catalogue.user_rows([entry], models)
+            if refused:
+                raise fail(refused[0])
+            path = user_models.write(entry)
+            catalogue.load(con)
+            row = Rows.of(con.sql("select model_id, origin, arch, total_params_b, active_params_b, layers, "
+                                  "kv_bytes_per_token, context_max, native_precision, hf_repo from models "
+                                  "where model_id = ?", params=[entry["model_id"]]))
+    except (db.WarehouseError, duckdb.Error, WriterBusy) as exc:
+        raise fail(str(exc)) from None
+    render(row, title=f"added {entry['model_id']} (kept in {path})")
+
+
+def _entry(config_data: dict, sha256: str, added: dict) -> dict:
+    """A user model file's entry (warehouse/user_models.py) but its id."""
+    now = config.utc_now()
+    return {"repo": None, "path": None, "url": None, "etag": None, "added_on": now.date().isoformat(),
+            "added_at": now.isoformat(), "config_sha256": sha256, "config": config_data} | added
+
+
+def _from_file(path: Path) -> dict:
+    try:
+        body = path.read_bytes()
+        data = json.loads(body)
+    except OSError as exc:
+        raise fail(f"--config {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise fail(f"--config {path}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise fail(f"--config {path}: not a config.json (a JSON object)")
+    return _entry(data, hashlib.sha256(body).hexdigest(), {"path": str(path.resolve())})
+
+
+def _from_hub(repo: str) -> dict:
+    """The repository's config.json, fetched as the nightly Hugging Face source fetches it."""
+    import asyncio
+
+    from scrapers import huggingface
+    from scrapers.base import SourceError
+    from scrapers.http import SourceClient
+    from scrapers.settings import REPO, SettingsError, from_env
+    from transforms.model_catalogue import REFUSALS
+
+    if not REPO.fullmatch(repo):
+        raise fail(f"--hf {repo!r} is not a Hugging Face repository (owner/name)")
+    try:
+        settings = from_env()
+    except SettingsError as exc:
+        raise fail(str(exc)) from None
+
+    async def fetch():
+        async with SourceClient(huggingface.NAME, settings) as client:
+            return await huggingface.fetch_repos(client, settings, [huggingface.Tracked(repo, "user")])
+
+    try:
+        (answer,) = huggingface.parse(asyncio.run(fetch())).model_configs
+    except SourceError as exc:
+        raise fail(str(exc)) from None
+    if answer.http_status != 200:
+        raise fail(f"{repo}: HTTP {answer.http_status}: {REFUSALS.get(answer.http_status, 'no config received')}")
+    if answer.error:
+        raise fail(f"{repo}: {answer.error}")
+    url = settings.huggingface_url.rstrip("/") + huggingface.CONFIG_PATH.format(repo=repo)
+    return _entry(answer.config, answer.config_sha256, {"repo": repo, "url": url, "etag": answer.etag})
+
+
+@app.command()
+def show(
+    model: Annotated[str, typer.Argument(help="Model id (see `gpuledger models`).")],
+    fmt: FormatOption = Format.table,
+) -> None:
+    """Every field of one model and where it came from.
+
+    A field comes from the curated catalogue, or from the config.json a user gave or Hugging Face sent (the fields
+    the reader read in it follow); a curated model whose config.json was fetched shows what that config says."""
+    con = open_read_only()
+    try:
+        ids = {m.lower(): m for (m,) in con.execute("select model_id from models").fetchall()}
+        model_id = resolve_name(model, ids, "model")
+        (row,) = Rows.of(con.sql(f"select {', '.join(SHOWN)} from models where model_id = ?", params=[model_id])).dicts()
+        origin, config_data, where = _config_of(con, row)
+    finally:
+        con.close()
+    read, says = {}, {}
+    if config_data is not None:
+        from transforms.model_config import ModelConfigError, derive_with_keys
+
+        try:
+            says, read = derive_with_keys(config_data, row["hf_repo"], model_id=model_id, path=row["source"])
+        except ModelConfigError as exc:
+            where += f" (the reader cannot read it: {exc})"
+    fields = [{"field": name, "value": row[name], "from": _from(name, origin, where, bool(read)),
+               **({"config_json_says": says.get(name)} if origin == "curated" and says else {})}
+              for name in SHOWN]
+    keys = [{"part": part, "field": key, "value": json.dumps(value)[:120]} for part, found in read.items()
+            for key, value in found.items()]
+    if fmt is Format.json:
+        import sys
+
+        sys.stdout.write(json.dumps({"model": model_id, "origin": origin, "config": where, "fields": fields,
+                                     "config_fields_read": keys}, default=str, indent=1) + "\n")
+        return
+    render(_rows(fields), fmt, title=f"{model_id} ({origin})", caption=where)
+    if keys and fmt is not Format.csv:
+        render(_rows(keys), fmt, title="config.json fields the reader read")
+
+
+def _rows(dicts: list[dict]) -> Rows:
+    columns = list(dicts[0])
+    return Rows(columns, [False] * len(columns), [tuple(str(d[c]) if d[c] is not None else None for c in columns)
+                                                  for d in dicts])
+
+
+def _from(field: str, origin: str, where: str, read: bool) -> str:
+    if field in ("model_id", "origin", "config_sha256", "derived_on"):
+        return "gpuledger"
+    if origin == "curated":
+        return "warehouse/reference/models.csv"
+    return f"config.json: {FROM_CONFIG[field]}" if field in FROM_CONFIG and read else "gpuledger"
+
+
+def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[str, dict | None, str]:
+    """(origin, the config.json the row came from or was checked against, where that config came from)."""
+    from warehouse import user_models
+
+    origin = con.execute("select origin from models where model_id = ?", [row["model_id"]]).fetchall()[0][0]
+    if origin == "user":
+        entries, _ = user_models.read_all()
+        entry = next((e for e in entries if e["model_id"] == row["model_id"]), None)
+        if entry is None:
+            return origin, None, f"its file {user_models.path_of(row['model_id'])} is gone"
+        fetched = entry["url"] or entry["path"]
+        return origin, entry["config"], f"added {entry['added_on']} from {fetched} (sha256 {entry['config_sha256']})"
+    found = con.execute(
+        "select c.repo, c.checked_on, c.changed_on, c.http_status, c.config_sha256, f.archive_dir from model_configs c "
+        "left join fetches f on f.run_id = c.config_run_id and f.source = 'huggingface' "
+        "where lower(c.repo) = lower(?) and c.config_run_id is not null", [row["hf_repo"] or ""]).fetchall()
+    if not found:
+        held = "curated in warehouse/reference/models.csv" if origin == "curated" else "no config.json held"
+        return origin, None, f"{held}; no config.json of {row['hf_repo']} fetched yet" if row["hf_repo"] else held
+    repo, checked, changed, status, sha256, archive_dir = found[0]
+    where = (f"{'curated in warehouse/reference/models.csv; ' if origin == 'curated' else ''}{repo} config.json "
+             f"fetched {changed} (sha256 {sha256}), last checked {checked} (HTTP {status})")
+    return origin, _archived_config(archive_dir, repo), where
+
+
+def _archived_config(archive_dir: str | None, repo: str) -> dict | None:
+    """The config.json of the repository among a run's archived answers."""
+    from scrapers import huggingface
+    from scrapers.base import loads
+    from warehouse import archive
+
+    if archive_dir is None or not Path(archive_dir).exists():
+        return None
+    for raw in archive.read_responses(Path(archive_dir)):
+        if huggingface.repo_of(raw).lower() == repo.lower():
+            return loads(raw.body)
+    return None

@@ -1,0 +1,109 @@
+"""Hugging Face: the config.json of every model repository gpuledger follows, `GET /{repo}/resolve/main/config.json`.
+
+Which repositories: every hf_repo and hf_ids of the catalogue's curated and derived models, every hugging_face_id
+the API providers listed in their latest successful fetch, and GPULEDGER_HF_MODELS. The source reads them from the
+warehouse when it fetches (warehouse.queries.tracked_repos), so it depends on no other source's code: the
+pipeline fetches it after the other sources are loaded (scrapers.sources.AFTER_LOAD), so the day's OpenRouter
+listings are among them; on a day OpenRouter failed, its last good listings are.
+
+Unchanged configs are not downloaded again: every config is fetched with the ETag Hugging Face sent with it as
+If-None-Match, and Hugging Face answers 304 (no body) while the file is the same (its ETag is the file's git blob
+hash). A repository answered 401 (gated or private: HF_TOKEN, sent as a Bearer token to the configured host only),
+403 or 404 is that repository's answer, never the source's failure; a server error or a transport failure after
+the retries fails the source as for any other. Resolve may redirect to /api/resolve-cache/models/{repo}/{commit}/…
+on the same host: the archived URL is then that one, and the parse reads the repository from either.
+"""
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from scrapers import base
+from scrapers.base import ModelConfig, ParseResult, SchemaError, SourceError
+from scrapers.settings import REPO
+from warehouse import db, queries
+from warehouse.records import RawResponse
+
+NAME = "huggingface"
+CONFIG_PATH = "/{repo}/resolve/main/config.json"
+# A 304 and these are answers about one repository: recorded, never the source's failure.
+REPO_ANSWERS = (304, 401, 403, 404, 410)
+PARSES_EVERY_STATUS = True  # the parse reads the 304s and 404s too: they are answers, not failed fetches
+_PATHS = (re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)/resolve/[^/]+/config\.json$"),
+          re.compile(r"^/api/resolve-cache/models/(?P<repo>[\w.-]+/[\w.-]+)/[^/]+/config\.json$"))
+
+
+@dataclass(frozen=True)
+class Tracked:
+    repo: str
+    wanted_by: str  # curated | derived | api listing | GPULEDGER_HF_MODELS
+    etag: str | None = None  # of the config already held: sent as If-None-Match
+
+
+def tracked(settings) -> list[Tracked]:
+    """The repositories to fetch, from the warehouse (see the module's docstring) and settings.hf_models."""
+    with db.connect(read_only=True) as con:
+        rows = queries.tracked_repos(con, list(settings.hf_models))
+    return [Tracked(repo, wanted_by, etag) for repo, wanted_by, etag in rows]
+
+
+async def fetch(client, settings) -> list[RawResponse]:
+    try:
+        repos = tracked(settings)
+    except db.WarehouseError as exc:
+        raise SourceError(f"{NAME}: the repositories to follow are read from the warehouse: {exc}") from None
+    return await fetch_repos(client, settings, repos)
+
+
+async def fetch_repos(client, settings, repos: list[Tracked]) -> list[RawResponse]:
+    """Each repository's config.json, conditional on the ETag held; a repository's 304/401/403/404 is recorded and
+    the next one asked. Repositories past the request budget wait for the next night, with a note."""
+    unsound = [t.repo for t in repos if not REPO.fullmatch(t.repo)]
+    if unsound:
+        client.note(f"{NAME}: {len(unsound)} listed id(s) are not owner/name and were not asked: {', '.join(unsound)}")
+    asked = [t for t in repos if REPO.fullmatch(t.repo)]
+    base_url = settings.huggingface_url.rstrip("/")
+    for index, item in enumerate(asked):
+        if client.remaining <= 0:
+            client.note(f"{NAME}: request budget used up; {len(asked) - index} repositories wait for the next run")
+            break
+        headers = {"If-None-Match": item.etag} if item.etag else {}
+        if settings.hf_token:
+            headers["Authorization"] = f"Bearer {settings.hf_token}"
+        answered = len(client.responses)
+        try:
+            await client.request("GET", base_url + CONFIG_PATH.format(repo=item.repo), headers=headers)
+        except SourceError:  # the repository's own answer was recorded; anything else (no answer) fails the source
+            if len(client.responses) == answered or client.responses[-1].status not in REPO_ANSWERS:
+                raise
+    return client.responses
+
+
+def repo_of(raw: RawResponse) -> str:
+    """The repository a response answers for, from its (possibly redirected) URL path."""
+    for pattern in _PATHS:
+        match = pattern.match(raw.path)
+        if match:
+            return match["repo"]
+    raise SchemaError(NAME, raw.path, "not a config.json path of a Hugging Face repository")
+
+
+def parse(responses: list[RawResponse]) -> ParseResult:
+    """One ModelConfig per response, the config parsed (JSON) for a 200; the derivation is transforms' work."""
+    result = ParseResult()
+    for raw in responses:
+        repo = repo_of(raw)
+        result.record_count += 1
+        etag = raw.headers.get("etag")
+        if raw.status != 200:
+            result.model_configs.append(ModelConfig(repo, raw.status, raw.fetched_at, etag=etag))
+            continue
+        sha256, config, error = hashlib.sha256(raw.body).hexdigest(), None, None
+        try:
+            config = base.loads(raw.body)
+        except (ValueError, RecursionError) as exc:
+            error = f"config.json is not JSON ({str(exc)[:120] or type(exc).__name__})"
+        if error is None and not isinstance(config, dict):
+            config, error = None, f"config.json is not a JSON object (a {type(config).__name__})"
+        result.model_configs.append(ModelConfig(repo, 200, raw.fetched_at, etag, config, sha256, error))
+    return result

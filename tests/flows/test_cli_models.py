@@ -1,0 +1,116 @@
+"""`gpuledger models`, `models add` and `models show`: a model nobody tracks, added from its config.json, is priced
+by every command and kept across `init` and `rebuild`; on a warehouse with a replayed published day."""
+
+import csv
+import io
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from flows import pipeline
+from flows.cli.app import app
+from tests.pipeline_support import serve_fixtures
+from tests.sources_support import FIXTURES, SNAPSHOT
+from warehouse import user_models
+
+CONFIG = FIXTURES.parent / "hf_configs" / "Qwen" / "Qwen3-VL-8B-Instruct" / "config.json"
+runner = CliRunner()
+
+
+def gpuledger(*args: str, code: int = 0) -> str:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, result.output
+    return result.output
+
+
+def rows(output: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(output)))
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    home = tmp_path_factory.mktemp("models") / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPULEDGER_HOME", str(home))
+        with serve_fixtures(mp):
+            pipeline.run(None, SNAPSHOT, export_format="", trigger="test")
+    return home
+
+
+@pytest.fixture
+def home(published, gpuledger_home, monkeypatch):
+    """A private copy of the published warehouse, without the replay (commands read it only)."""
+    shutil.copytree(published, gpuledger_home)
+    monkeypatch.setenv("GPULEDGER_NOW", f"{SNAPSHOT}T22:00:00")
+    return gpuledger_home
+
+
+def test_a_model_added_from_its_config_is_priced_and_its_derived_fields_are_in_the_warehouse(home):
+    assert "added my-model" in gpuledger("models", "add", "--config", str(CONFIG), "--id", "my-model")
+    priced = json.loads(gpuledger("table", "--model", "my-model", "-f", "json"))
+    assert priced["table"] and any(r["usd_per_mtok"] is not None for r in priced["table"])
+    (row,) = rows(gpuledger("sql", "select * from models where model_id = 'my-model'", "-f", "csv"))
+    assert (row["origin"], row["arch"], row["layers"], row["context_max"], row["native_precision"]) == (
+        "user", "dense", "36", "262144", "bf16")
+    assert row["total_params_b"] == "8.19" and row["kv_bytes_per_token"] == "147456.0" and row["hf_repo"] == ""
+    assert row["derived_on"] == str(SNAPSHOT) and len(row["config_sha256"]) == 64
+    assert row["source"] == f"derived from {CONFIG.resolve()}"
+    assert "my-model" in {r["model_id"] for r in rows(gpuledger("models", "-f", "csv"))}
+
+
+def test_a_user_model_survives_init_and_rebuild_and_reaches_the_nightly_tables(home):
+    gpuledger("models", "add", "--config", str(CONFIG))  # its id: the config's folder, in lower case
+    assert user_models.path_of("qwen3-vl-8b-instruct").exists()
+    assert "1 read" in gpuledger("init", "--force")
+    gpuledger("rebuild", "--from", str(SNAPSHOT), "--no-prefect")
+    cost = rows(gpuledger("sql", "select count(*) as n, count(distinct method) as methods from cost_per_mtok "
+                                 "where model = 'qwen3-vl-8b-instruct'", "-f", "csv"))
+    assert int(cost[0]["n"]) > 0 and cost[0]["methods"] == "3"  # every method of the estimate grid
+    assert rows(gpuledger("sql", "select origin from models where model_id = 'qwen3-vl-8b-instruct'", "-f", "csv")) == [
+        {"origin": "user"}]
+    page = gpuledger("report", "--model", "qwen3-vl-8b-instruct", "--out", str(home / "site")).strip().splitlines()[-1]
+    assert (home / "site" / f"date={SNAPSHOT}" / "qwen3-vl-8b-instruct.html").exists() and page.endswith("index.html")
+
+
+def test_show_names_every_field_and_where_it_came_from(home):
+    gpuledger("models", "add", "--config", str(CONFIG), "--id", "my-model")
+    shown = json.loads(gpuledger("models", "show", "my-model", "-f", "json"))
+    fields = {f["field"]: f for f in shown["fields"]}
+    assert (shown["origin"], fields["layers"]["value"], fields["layers"]["from"]) == ("user", 36, "config.json: shape")
+    assert fields["context_max"]["from"] == "config.json: context_max"
+    assert shown["config"].startswith(f"added {SNAPSHOT} from {CONFIG.resolve()} (sha256 ")
+    read = {(r["part"], r["field"]): r["value"] for r in shown["config_fields_read"]}
+    assert read[("context_max", "max_position_embeddings")] == "262144" and read[("shape", "num_hidden_layers")] == "36"
+    curated = json.loads(gpuledger("models", "show", "qwen3-8b", "-f", "json"))  # its config.json fetched that night
+    says = {f["field"]: f["config_json_says"] for f in curated["fields"]}
+    assert curated["origin"] == "curated" and "Qwen/Qwen3-8B config.json fetched 2026-11-27" in curated["config"]
+    assert says["layers"] == 36 and says["context_max"] == 40960
+    table = gpuledger("models", "show", "my-model")
+    assert "config.json fields the reader read" in table and "max_position_embeddings" in table
+
+
+def test_a_model_that_cannot_be_added_says_why(home, tmp_path):
+    assert "the curated model qwen3-8b already has this id" in gpuledger(
+        "models", "add", "--config", str(CONFIG), "--id", "qwen3-8b", code=1)
+    broken = tmp_path / "config.json"
+    broken.write_text(json.dumps({"hidden_size": 8}))
+    assert f"{broken.resolve()}: config.json field 'model_type' is missing" in gpuledger(
+        "models", "add", "--config", str(broken), "--id", "broken", code=1)
+    assert not user_models.path_of("broken").exists()
+    assert "give --config FILE or --hf OWNER/NAME" in gpuledger("models", "add", code=1)
+    assert "not a Hugging Face repository" in gpuledger("models", "add", "--hf", "no-slash", code=1)
+    assert "unknown model 'nope'" in gpuledger("models", "show", "nope", code=1)
+
+
+def test_a_model_is_added_from_its_repository_as_the_nightly_source_fetches_it(home, monkeypatch):
+    with serve_fixtures(monkeypatch):
+        gpuledger("models", "add", "--hf", "Qwen/Qwen3-VL-32B-Instruct")
+        assert "HTTP 404: no such repository" in gpuledger("models", "add", "--hf", "nobody/nothing", code=1)
+    entry = json.loads(user_models.path_of("qwen3-vl-32b-instruct").read_text())
+    assert entry["repo"] == "Qwen/Qwen3-VL-32B-Instruct" and entry["etag"].startswith('"')
+    assert entry["url"].endswith("/Qwen/Qwen3-VL-32B-Instruct/resolve/main/config.json")
+    (row,) = rows(gpuledger("sql", "select origin, hf_repo, total_params_b from models "
+                                   "where model_id = 'qwen3-vl-32b-instruct'", "-f", "csv"))
+    assert row == {"origin": "user", "hf_repo": "Qwen/Qwen3-VL-32B-Instruct", "total_params_b": "32.76"}

@@ -1,0 +1,145 @@
+"""Hugging Face config.json files: conditional fetches (ETag), a gated repository's token, and each repository's
+answer (200, 304, 401, 404) parsed as that repository's, never as the source's failure."""
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scrapers import huggingface
+from scrapers.base import SchemaError, SourceError
+from scrapers.settings import Pacing
+from tests.sources_support import fast_settings, fetch_with, raw
+from warehouse import catalog, db, queries
+
+CONFIGS = Path(__file__).parents[1] / "fixtures" / "hf_configs"
+QWEN = "Qwen/Qwen3-8B"
+BODY = (CONFIGS / QWEN / "config.json").read_bytes()
+ETAG = '"8f4fd0a5a6cce2a07b1ab29cbad3ed42ad9a8b38"'
+HF = "http://hf.test"
+
+
+def settings(**overrides):
+    return fast_settings(huggingface_url=HF, **overrides)
+
+
+def fetch(repos: list[huggingface.Tracked], answer, **overrides):
+    """fetch_repos over the given repositories (the source's fetch reads them from the warehouse)."""
+    return fetch_with(huggingface, settings(**overrides), answer,
+                      fetch=lambda client, s: huggingface.fetch_repos(client, s, repos))
+
+
+def answer_by_repo(answers: dict[str, httpx.Response]):
+    def answer(request: httpx.Request) -> httpx.Response:
+        return answers.get(huggingface.repo_of(raw(huggingface.NAME, "GET", request.url.path, b"")),
+                           httpx.Response(404, json={"error": "Repository not found"}))
+    return answer
+
+
+def test_each_config_is_asked_with_the_etag_held_and_each_repositorys_answer_is_its_own():
+    repos = [huggingface.Tracked(QWEN, "curated", ETAG), huggingface.Tracked("meta-llama/Llama-3.3-70B-Instruct", "curated"),
+             huggingface.Tracked("nobody/nothing", "api listing"), huggingface.Tracked("Qwen/Qwen3-14B", "curated")]
+    fetched = fetch(repos, answer_by_repo({
+        QWEN: httpx.Response(304, headers={"ETag": ETAG}),
+        "meta-llama/Llama-3.3-70B-Instruct": httpx.Response(401, json={"error": "Access to model is restricted"}),
+        "Qwen/Qwen3-14B": httpx.Response(200, content=BODY, headers={"ETag": '"other"', "X-Repo-Commit": "abc"})}))
+    sent = [(str(r.url), r.headers.get("if-none-match")) for r in fetched.seen]
+    assert sent == [(f"{HF}/Qwen/Qwen3-8B/resolve/main/config.json", ETAG),
+                    (f"{HF}/meta-llama/Llama-3.3-70B-Instruct/resolve/main/config.json", None),
+                    (f"{HF}/nobody/nothing/resolve/main/config.json", None),
+                    (f"{HF}/Qwen/Qwen3-14B/resolve/main/config.json", None)]
+    assert not any("authorization" in r.headers for r in fetched.seen)  # no token set: none sent
+    answers = {c.repo: c for c in huggingface.parse(fetched.responses).model_configs}
+    assert {repo: c.http_status for repo, c in answers.items()} == {
+        QWEN: 304, "meta-llama/Llama-3.3-70B-Instruct": 401, "nobody/nothing": 404, "Qwen/Qwen3-14B": 200}
+    assert answers[QWEN].etag == ETAG and answers[QWEN].config is None
+    fetched_one = answers["Qwen/Qwen3-14B"]
+    assert fetched_one.config == json.loads(BODY) and fetched_one.etag == '"other"' and len(fetched_one.config_sha256) == 64
+    assert fetched.responses[-1].headers["x-repo-commit"] == "abc"  # which commit the config came from, archived
+
+
+def test_the_token_goes_as_a_bearer_to_the_configured_host_only():
+    def answer(request):
+        if request.url.host == "hf.test":  # resolve redirecting to another host (a CDN): the token must not follow
+            return httpx.Response(302, headers={"Location": "http://cdn.test/Qwen/Qwen3-8B/resolve/main/config.json"})
+        return httpx.Response(200, content=BODY)
+
+    fetched = fetch([huggingface.Tracked(QWEN, "curated")], answer, hf_token="hf_secret_token_value")
+    assert [(r.url.host, r.headers.get("authorization")) for r in fetched.seen] == [
+        ("hf.test", "Bearer hf_secret_token_value"), ("cdn.test", None)]
+    assert "hf_secret_token_value" not in json.dumps([r.headers for r in fetched.responses])
+
+
+def test_a_server_error_or_a_transport_failure_fails_the_source():
+    with pytest.raises(SourceError, match=r"^huggingface: GET /Qwen/Qwen3-8B/resolve/main/config.json: HTTP 503 after 3"):
+        fetch([huggingface.Tracked(QWEN, "curated")], lambda request: httpx.Response(503))
+
+
+def test_repositories_past_the_request_budget_wait_for_the_next_run_with_a_note():
+    repos = [huggingface.Tracked(f"owner/model-{i}", "api listing") for i in range(5)]
+    fetched = fetch(repos, lambda request: httpx.Response(404), pacing={"huggingface": Pacing(0.0, 2)})
+    assert len(fetched.seen) == 2
+    assert fetched.client.notes == ["huggingface: request budget used up; 3 repositories wait for the next run"]
+
+
+def test_a_listed_id_that_is_not_a_repository_is_never_asked():
+    repos = [huggingface.Tracked("not a repo", "api listing"), huggingface.Tracked(QWEN, "curated")]
+    fetched = fetch(repos, lambda request: httpx.Response(200, content=BODY))
+    assert [r.url.path for r in fetched.seen] == ["/Qwen/Qwen3-8B/resolve/main/config.json"]
+    assert "1 listed id(s) are not owner/name and were not asked: not a repo" in fetched.client.notes[0]
+
+
+def test_the_repository_is_read_from_a_resolve_path_or_the_cache_it_redirects_to():
+    redirected = f"/api/resolve-cache/models/{QWEN}/0a1b2c3d/config.json"
+    (config,) = huggingface.parse([raw(huggingface.NAME, "GET", redirected, BODY)]).model_configs
+    assert (config.repo, config.http_status, config.config["model_type"]) == (QWEN, 200, "qwen3")
+    with pytest.raises(SchemaError, match="not a config.json path of a Hugging Face repository"):
+        huggingface.parse([raw(huggingface.NAME, "GET", "/api/models/Qwen/Qwen3-8B", BODY)])
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    (BODY[: len(BODY) // 2], "config.json is not JSON"),
+    (b"[1, 2]", "config.json is not a JSON object (a list)"),
+    (b"<!DOCTYPE html><html>Service unavailable</html>", "config.json is not JSON")])
+def test_a_body_that_is_no_config_is_that_repositorys_problem(body, error):
+    (config,) = huggingface.parse([raw(huggingface.NAME, "GET", f"/{QWEN}/resolve/main/config.json", body)]).model_configs
+    assert config.error.startswith(error) and config.config is None and config.http_status == 200
+
+
+def test_the_repositories_followed_come_from_the_warehouse():
+    """The catalogue's hf_repo and hf_ids, the API listings of each provider's latest good fetch and the asked ones,
+    once each without case; the etag only where a model or a reason still stands for it."""
+    with db.connect() as con:
+        catalog.load_catalogs(con)
+        con.execute("insert into fetches (run_id, source, snapshot_date, started_at, status) values "
+                    "('r1', 'openrouter', '2026-08-18', '2026-08-18 22:00', 'ok'), "
+                    "('r2', 'openrouter', '2026-08-19', '2026-08-19 22:00', 'ok')")
+        for run_id, repo in (("r1", "old/listing"), ("r2", "zai-org/GLM-4.6"), ("r2", "qwen/qwen3-8b")):
+            con.execute("insert into api_prices (snapshot_date, run_id, api_provider, api_model_id, price_kind, tier, "
+                        "hugging_face_id, usd_per_mtok_input, usd_per_mtok_output, fetched_at, response_sha256) values "
+                        "('2026-08-19', ?, 'openrouter', ?, 'standard', 'base', ?, 1, 2, '2026-08-19', 'x')",
+                        [run_id, repo, repo])
+        con.execute("insert into model_configs (repo, http_status, etag, reason, checked_on, run_id) values "
+                    "('Qwen/Qwen3-8B', 200, '\"held\"', null, '2026-08-18', 'r1'), "
+                    "('zai-org/GLM-4.6', 200, '\"unreadable\"', 'its reason', '2026-08-18', 'r1'), "
+                    "('gone/derived', 200, '\"stale\"', null, '2026-08-18', 'r1')")
+        followed = {repo: (wanted_by, etag) for repo, wanted_by, etag in queries.tracked_repos(
+            con, ["gone/derived", "user/asked", "QWEN/qwen3-8b"])}
+    curated = {r for m in catalog.read_all()["models"].iter_rows(named=True)
+               for r in (m["hf_repo"], *(m["hf_ids"] or "").split()) if r}
+    assert set(followed) == curated | {"zai-org/GLM-4.6", "gone/derived", "user/asked"}
+    assert followed[QWEN] == ("curated", '"held"') and followed["zai-org/GLM-4.6"] == ("api listing", '"unreadable"')
+    assert followed["gone/derived"] == ("GPULEDGER_HF_MODELS", None)  # no row and no reason: fetched whole
+    assert "old/listing" not in followed  # an older fetch's listing
+
+
+def test_a_repository_that_never_answers_fails_the_source_even_after_one_that_did():
+    def answer(request):
+        if "Qwen3-8B" in request.url.path:
+            return httpx.Response(304)
+        raise httpx.ConnectError("connection refused", request=request)
+
+    repos = [huggingface.Tracked(QWEN, "curated", ETAG), huggingface.Tracked("Qwen/Qwen3-14B", "curated", ETAG)]
+    with pytest.raises(SourceError, match=r"Qwen3-14B/resolve/main/config.json: ConnectError after 3 attempts"):
+        fetch(repos, answer)

@@ -1,0 +1,109 @@
+"""Which rows a night's config.json answers give, and who wins where two rows name one model or repository."""
+
+import json
+from datetime import date, datetime
+from pathlib import Path
+
+from scrapers.base import ModelConfig
+from transforms.model_catalogue import UNKNOWN_304, checked, user_rows
+
+CONFIGS = Path(__file__).parents[1] / "fixtures" / "hf_configs"
+DAY, BEFORE, AFTER = date(2026, 8, 19), date(2026, 8, 18), date(2026, 8, 20)
+VL8 = "Qwen/Qwen3-VL-8B-Instruct"
+CURATED = [{"model_id": "qwen3-8b", "origin": "curated", "hf_repo": "Qwen/Qwen3-8B", "hf_ids": None},
+           {"model_id": "glm-5", "origin": "curated", "hf_repo": "zai-org/GLM-5", "hf_ids": "zai-org/GLM-5-FP8"}]
+
+
+def answer(repo: str, status: int = 200, *, config: str | None = None, etag: str | None = '"e1"') -> ModelConfig:
+    body = (CONFIGS / (config or repo) / "config.json").read_text() if status == 200 else None
+    return ModelConfig(repo, status, datetime(2026, 8, 19, 22), etag=etag, config=body and json.loads(body),
+                       config_sha256="a" * 64 if body else None)
+
+
+def state(repo: str, checked_on: date = BEFORE, **fields) -> dict:
+    return {"repo": repo, "http_status": 200, "etag": '"e0"', "config_sha256": "0" * 64, "model": None, "reason": None,
+            "checked_on": checked_on, "changed_on": checked_on, "run_id": "r0", "config_run_id": "r0"} | fields
+
+
+def by_repo(done) -> dict[str, dict]:
+    return {s["repo"]: s for s in done.states}
+
+
+def test_a_config_nobody_serves_derives_a_row_and_a_curated_one_wins_where_both_exist():
+    done = checked([answer(VL8), answer("Qwen/Qwen3-8B"), answer("zai-org/GLM-5-FP8", config="zai-org/GLM-5")],
+                   CURATED, {}, DAY, "r1")
+    (row,) = done.models
+    assert (row["model_id"], row["hf_repo"], row["arch"], row["derived_on"]) == ("qwen3-vl-8b-instruct", VL8, "dense", DAY)
+    states = by_repo(done)
+    assert states[VL8]["model"] == "qwen3-vl-8b-instruct" and states[VL8]["reason"] is None
+    assert states["Qwen/Qwen3-8B"]["model"] is None and states["zai-org/GLM-5-FP8"]["model"] is None  # served
+    assert sorted(done.refetched) == sorted([VL8, "Qwen/Qwen3-8B", "zai-org/GLM-5-FP8"]) and done.unmapped == []
+    assert states[VL8]["etag"] == '"e1"' and states[VL8]["changed_on"] == DAY and states[VL8]["config_run_id"] == "r1"
+
+
+def test_a_served_repositorys_config_is_read_though_no_row_is_written_from_it():
+    done = checked([answer("zai-org/GLM-5", config="deepseek-ai/DeepSeek-V4-Pro")], CURATED, {}, DAY, "r1")
+    (only,) = done.states
+    assert only["reason"].startswith("zai-org/GLM-5: config.json field 'compress_ratios'") and only["served"]
+    assert done.models == [] and done.unmapped == []  # its curated row still serves it
+
+
+def test_an_id_another_repository_holds_is_taken_with_the_owner():
+    other = [*CURATED, {"model_id": "qwen3-vl-8b-instruct", "origin": "user", "hf_repo": None, "hf_ids": None}]
+    (row,) = checked([answer(VL8)], other, {}, DAY, "r1").models
+    assert row["model_id"] == "qwen-qwen3-vl-8b-instruct"
+
+
+def test_an_unreadable_config_or_a_refusal_is_the_reason_the_repository_stays_unmapped():
+    done = checked([answer("deepseek-ai/DeepSeek-V4-Pro"), answer("gated/model", 401), answer("gone/model", 404)],
+                   CURATED, {}, DAY, "r1")
+    states = by_repo(done)
+    assert states["deepseek-ai/DeepSeek-V4-Pro"]["reason"].startswith(
+        "deepseek-ai/DeepSeek-V4-Pro: config.json field 'compress_ratios' belongs to an architecture")
+    assert states["gated/model"]["reason"] == "HTTP 401: gated or private: set HF_TOKEN to a token with access to it"
+    assert states["gone/model"]["reason"] == "HTTP 404: no such repository, or no config.json in it"
+    assert done.models == [] and len(done.unmapped) == 3
+    assert "config.json of 3 repositories: 2 refused (HTTP 401/403/404), 1 unreadable" in done.notes
+
+
+def test_a_304_keeps_what_the_config_gave_and_a_404_keeps_a_derived_row_standing():
+    held = {VL8.lower(): state(VL8, model="qwen3-vl-8b-instruct"),
+            "owner/was-derived": state("owner/was-derived", model="was-derived")}
+    done = checked([answer(VL8, 304), answer("owner/was-derived", 404)], CURATED, held, DAY, "r1")
+    states = by_repo(done)
+    assert states[VL8] == state(VL8, model="qwen3-vl-8b-instruct") | {"http_status": 304, "checked_on": DAY,
+                                                                          "run_id": "r1", "served": False}
+    assert (states["owner/was-derived"]["model"], states["owner/was-derived"]["etag"]) == ("was-derived", None)
+    assert done.models == [] and done.refetched == [] and done.unmapped == []
+
+
+def test_a_304_for_a_config_this_warehouse_never_held_asks_for_it_whole_next_time():
+    (only,) = checked([answer(VL8, 304)], CURATED, {}, DAY, "r1").states
+    assert only["reason"] == UNKNOWN_304 and only["etag"] is None
+
+
+def test_a_rebuild_of_an_earlier_day_leaves_what_a_later_check_learnt():
+    held = {VL8.lower(): state(VL8, checked_on=AFTER, model="qwen3-vl-8b-instruct")}
+    done = checked([answer(VL8, 404)], CURATED, held, DAY, "r1")
+    assert done.states == [] and done.models == []
+    assert done.notes == ["1 repositories were checked on a later day than this run: their state stands"]
+
+
+def test_a_user_model_is_derived_again_and_refused_where_a_curated_one_has_its_id_or_repository():
+    config = json.loads((CONFIGS / VL8 / "config.json").read_text())
+    entries = [{"model_id": "mine", "repo": None, "path": "/tmp/config.json", "config": config,
+                "config_sha256": "b" * 64, "added_on": "2026-08-19"},
+               {"model_id": "qwen3-8b", "repo": None, "path": "/tmp/c.json", "config": config,
+                "config_sha256": "c" * 64, "added_on": "2026-08-19"},
+               {"model_id": "glm", "repo": "zai-org/GLM-5-FP8", "config": config, "config_sha256": "d" * 64,
+                "added_on": "2026-08-19"},
+               {"model_id": "broken", "repo": None, "path": "/tmp/b.json", "config": {"hidden_size": 1},
+                "config_sha256": "e" * 64, "added_on": "2026-08-19"}]
+    rows, refused = user_rows(entries, CURATED)
+    (row,) = rows
+    assert (row["model_id"], row["name"], row["vendor"], row["hf_repo"], row["source"]) == (
+        "mine", "mine", "user", None, "derived from /tmp/config.json")
+    assert (row["config_sha256"], row["derived_on"], row["total_params_b"]) == ("b" * 64, DAY, 8.19)
+    assert refused == ["user model qwen3-8b: the curated model qwen3-8b already has this id",
+                       "user model glm: the curated model glm-5 already has zai-org/GLM-5-FP8",
+                       "user model broken: /tmp/b.json: config.json field 'model_type' is missing"]

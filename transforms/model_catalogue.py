@@ -1,0 +1,151 @@
+"""Models beside the curated catalogue: rows derived from the config.json files the Hugging Face source fetched and
+from the ones users add (`gpuledger models add`), and which row stands where two name one model or repository.
+
+Pure Python, no polars (the quick `gpuledger models` commands read it). Precedence, as warehouse.catalog.ORIGINS:
+a curated row wins over a user row, a user row over a derived one; a derived row is never written where another
+row already serves its repository (hf_repo or hf_ids), nor under another model's id.
+"""
+
+from dataclasses import dataclass, field
+from datetime import date
+
+from scrapers.base import ModelConfig
+from transforms.model_config import ModelConfigError, derive_model, slug
+
+# Why a repository's config could not be read, by the status Hugging Face answered.
+REFUSALS = {
+    401: "gated or private: set HF_TOKEN to a token with access to it",
+    403: "access not granted to the HF_TOKEN account (a gated repository's terms not accepted)",
+    404: "no such repository, or no config.json in it",
+    410: "the repository is gone",
+}
+UNKNOWN_304 = ("HTTP 304: unchanged since a config this warehouse does not hold (rebuilt from a later day); the next "
+               "run fetches it whole")
+
+
+@dataclass
+class Checked:
+    """What one run's answers change: derived rows to write (replacing those of `refetched` repositories) and the
+    model_configs rows of the repositories answered."""
+
+    models: list[dict] = field(default_factory=list)
+    refetched: list[str] = field(default_factory=list)  # repositories answered 200: their old derived rows go
+    states: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def unmapped(self) -> list[dict]:
+        """The states whose repository no model serves once the rows are written (the unmapped_models view's)."""
+        return [s for s in self.states if s["reason"] is not None and s["model"] is None and not s.get("served")]
+
+
+def _served(models: list[dict], origins: tuple[str, ...]) -> dict[str, str]:
+    """Repository (lower case) -> the model of one of `origins` that serves it through hf_repo or hf_ids."""
+    return {repo.lower(): m["model_id"] for m in models if m["origin"] in origins
+            for repo in " ".join(filter(None, (m["hf_repo"], m["hf_ids"]))).split()}
+
+
+def _model_id(repo: str, taken: dict[str, str]) -> str | None:
+    """The repository's name as an id, else owner-name when another repository's model has that one; None when
+    both are taken."""
+    return next((candidate for candidate in (slug(repo), slug(repo.replace("/", "-")))
+                 if taken.get(candidate, repo.lower()) == repo.lower()), None)
+
+
+def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, dict], day: date,
+            run_id: str) -> Checked:
+    """The rows one run's answers give: `models` are the warehouse's rows (model_id, origin, hf_repo, hf_ids) and
+    `states` its model_configs rows by lower-cased repository. A state checked on a later day than `day` stands (a
+    rebuild of an earlier day does not undo what later runs learnt)."""
+    out = Checked()
+    served = _served(models, ("curated", "user"))
+    taken = {m["model_id"]: (m["hf_repo"] or "").lower() for m in models}
+    later = unknown = 0
+    for config in sorted(configs, key=lambda c: c.repo.lower()):
+        key, prior = config.repo.lower(), states.get(config.repo.lower())
+        if prior and prior["checked_on"] > day:
+            later += 1
+            continue
+        held = {k: prior[k] for k in ("etag", "config_sha256", "model", "reason", "changed_on", "config_run_id")} \
+            if prior else dict.fromkeys(("etag", "config_sha256", "model", "reason", "changed_on", "config_run_id"))
+        state = {"repo": prior["repo"] if prior else config.repo, "http_status": config.http_status,
+                 "checked_on": day, "run_id": run_id} | held
+        if config.http_status == 304:
+            if prior is None:
+                unknown += 1
+                state["reason"] = UNKNOWN_304
+        elif config.http_status != 200:  # a derived row already held stands; the next run asks again, whole
+            state |= {"etag": None, "reason": f"HTTP {config.http_status}: "
+                                              f"{REFUSALS.get(config.http_status, 'no config received')}"}
+        else:
+            out.refetched.append(config.repo)
+            state |= {"etag": config.etag, "config_sha256": config.config_sha256, "changed_on": day,
+                      "config_run_id": run_id, "model": None, "reason": config.error}
+            if config.error is None and key in served:  # read all the same: a curated config gone unreadable shows
+                state["reason"] = _unreadable(config)
+            elif config.error is None:
+                state |= _derived(config, taken, out, day)
+        out.states.append(state | {"served": key in served})
+    answered = {}
+    for state in out.states:
+        kind = ("unchanged (304)" if state["http_status"] == 304 else "refused (HTTP 401/403/404)"
+                if state["http_status"] != 200 else "unreadable" if state["reason"]
+                else "served by the catalogue" if state["served"] else "derived")
+        answered[kind] = answered.get(kind, 0) + 1
+    if answered:
+        out.notes.append(f"config.json of {len(out.states)} repositories: "
+                         + ", ".join(f"{n} {kind}" for kind, n in sorted(answered.items())))
+    if later:
+        out.notes.append(f"{later} repositories were checked on a later day than this run: their state stands")
+    if unknown:
+        out.notes.append(f"{unknown} repositories answered 304 for a config this warehouse does not hold")
+    return out
+
+
+def _unreadable(config: ModelConfig) -> str | None:
+    """Why the reader cannot read a config, or None."""
+    try:
+        derive_model(config.config, config.repo)
+    except ModelConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date) -> dict:
+    """The derived row of a fetched config, added to out.models; the state's model, or its reason."""
+    key = config.repo.lower()
+    for model_id in [m for m, repo in taken.items() if repo == key]:  # its former row is replaced
+        del taken[model_id]
+    model_id = _model_id(config.repo, taken)
+    if model_id is None:
+        return {"reason": f"model id {slug(config.repo)!r} already names another model ({taken[slug(config.repo)]})"}
+    try:
+        row = derive_model(config.config, config.repo, model_id=model_id)
+    except ModelConfigError as exc:
+        return {"reason": str(exc)}
+    taken[model_id] = key
+    out.models.append(row | {"config_sha256": config.config_sha256, "derived_on": day})
+    return {"model": model_id}
+
+
+def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list[str]]:
+    """The models rows of user model files' entries (warehouse/user_models.py), each derived again from its config
+    by this version of the reader, and why any other was refused: an unreadable config, or an id or repository a
+    curated model already has (`models` as in checked)."""
+    curated = {m["model_id"] for m in models if m["origin"] == "curated"}
+    served = _served(models, ("curated",))
+    rows, refused = [], []
+    for entry in entries:
+        model_id, repo = entry["model_id"], entry.get("repo")
+        try:
+            row = derive_model(entry["config"], repo, model_id=model_id, path=entry.get("path"))
+        except ModelConfigError as exc:
+            refused.append(f"user model {model_id}: {exc}")
+            continue
+        if model_id in curated or (repo or "").lower() in served:
+            holder = model_id if model_id in curated else served[repo.lower()]
+            refused.append(f"user model {model_id}: the curated model {holder} already has "
+                           f"{'this id' if model_id in curated else repo}")
+            continue
+        rows.append(row | {"config_sha256": entry["config_sha256"], "derived_on": date.fromisoformat(entry["added_on"])})
+    return rows, refused

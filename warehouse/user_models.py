@@ -1,0 +1,50 @@
+"""User models: one JSON file per model under $GPULEDGER_HOME/models/<model_id>.json, outside the warehouse file, so
+they survive `init`, `rebuild`, a lost warehouse and upgrades (the row is derived again from the config each time
+the catalogues load). A file holds:
+
+    model_id      the id every command knows the model by
+    repo          the Hugging Face repository it was fetched from (owner/name), or null for a file on disk
+    path          the file it was read from (a config on disk), or null
+    url           where it was fetched from (a repository), or null
+    etag          the ETag Hugging Face sent with it, or null
+    added_on      the day it was added (YYYY-MM-DD); added_at, the moment (UTC)
+    config_sha256 sha256 of the config as received
+    config        the config.json itself
+"""
+
+import json
+from pathlib import Path
+
+from warehouse import config
+from warehouse.archive import atomic_write
+
+
+def directory() -> Path:
+    return config.home() / "models"
+
+
+def path_of(model_id: str) -> Path:
+    return directory() / f"{model_id}.json"
+
+
+def read_all() -> tuple[list[dict], list[str]]:
+    """Every user model's entry, and a problem naming each file that is not one (the others still load)."""
+    entries, problems = [], []
+    for path in sorted(directory().glob("*.json")):
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            problems.append(f"{path}: not a user model file ({exc})")
+            continue
+        if not isinstance(entry, dict) or entry.get("model_id") != path.stem or not isinstance(entry.get("config"), dict):
+            problems.append(f"{path}: not a user model file (model_id {path.stem!r} and a config are required)")
+            continue
+        entries.append(entry)
+    return entries, problems
+
+
+def write(entry: dict) -> Path:
+    """Write (or replace) a user model's file, atomically."""
+    path = path_of(entry["model_id"])
+    atomic_write(path, json.dumps(entry, indent=1, sort_keys=True).encode())
+    return path
