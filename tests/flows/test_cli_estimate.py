@@ -240,7 +240,7 @@ def test_max_load_batches_what_memory_and_the_engine_allow():
                         "2000", "--max-load", "-f", "csv").output)["B200 SXM"]
     # data-parallel attention over the group: a batch limit per rank, past the single-scheduler limit
     assert int(at["streams"]) == int(at["max_streams"]) > 4096
-    assert "max load (no streams) is a question for the measured method" in message("estimate", *PAGE_001, "--max-load")
+    assert "max load (no streams) is a question for the measured method" in message("estimate", *PAGE_001[:-2], "--max-load")  # without --streams
 
 
 def test_max_load_answers_the_table_and_is_refused_where_it_cannot_apply():

@@ -304,7 +304,7 @@ def test_whatever_a_parse_raises_fails_that_source_and_the_night_goes_on(replay,
     monkeypatch.setattr(runpod, "parse", broken(ArithmeticError("a bug")))  # after the fetch
     summary = pipeline.run(None, export_format="", derive=False)
     assert summary.status == "partial" and summary.sources == {
-        "fx": "ok", "vastai": "failed", "runpod": "failed", "verda": "ok", "openrouter": "ok"}
+        "fx": "ok", "vastai": "failed", "runpod": "failed", "verda": "ok", "openrouter": "ok", "huggingface": "ok"}
     assert summary.errors == {
         "vastai": "vastai: unexpected RecursionError reading its answers: maximum recursion depth exceeded",
         "runpod": "runpod: unexpected ArithmeticError reading its answers: a bug"}

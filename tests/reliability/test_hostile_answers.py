@@ -111,7 +111,7 @@ def gpuledger(*args: str, code: int = 0) -> str:
 
 
 def exported_csv(night: Night, table: str) -> str:
-    (path,) = (night.exports / table / f"date={SNAPSHOT}").glob("*.csv")
+    (path,) = (night.exports / "csv" / table / f"date={SNAPSHOT}").glob("*.csv")
     return path.read_text()
 
 
@@ -158,8 +158,7 @@ def test_csv_exports_neutralise_formulas_and_keep_numbers_while_parquet_keeps_th
     assert any(ids.startswith("'" + FORMULA) for ids in offer_ids) and not any(ids.startswith("=") for ids in offer_ids)
     monkeypatch.setenv("GPULEDGER_EXPORTS", str(tmp_path / "parquet"))
     gpuledger("export", "--table", "offers", "--format", "parquet")
-    (raw,) = (tmp_path / "parquet" / "offers" / f"date={SNAPSHOT}").glob("*.parquet")
-    parquet = pl.read_parquet(raw)
+    parquet = pl.read_delta(str(tmp_path / "parquet" / "offers"))  # the lake's Delta table
     assert {FORMULA, MARKUP} <= set(parquet["offer_id"]) and REGION in set(parquet["region"])
     numbers = parquet.sort("provider", "offer_id", "price_kind").select("usd_per_hr", "usd_per_gpu_hr")
     from_csv = offers.sort("provider", "offer_id", "price_kind").select(

@@ -60,15 +60,25 @@ def test_each_config_is_asked_with_the_etag_held_and_each_repositorys_answer_is_
 
 
 def test_the_token_goes_as_a_bearer_to_the_configured_host_only():
+    seen = []
+
     def answer(request):
-        if request.url.host == "hf.test":  # resolve redirecting to another host (a CDN): the token must not follow
-            return httpx.Response(302, headers={"Location": "http://cdn.test/Qwen/Qwen3-8B/resolve/main/config.json"})
-        return httpx.Response(200, content=BODY)
+        seen.append((request.url.host, request.headers.get("authorization")))
+        if request.url.path.startswith("/api/resolve-cache/"):
+            return httpx.Response(200, content=BODY)
+        if request.url.path.startswith("/other/"):  # resolve redirecting to another host: nothing follows it there
+            return httpx.Response(302, headers={"Location": "http://cdn.test/other/model/resolve/main/config.json"})
+        return httpx.Response(307, headers={"Location": f"/api/resolve-cache/models/{QWEN}/abc/config.json"})
 
     fetched = fetch([huggingface.Tracked(QWEN, "curated")], answer, hf_token="hf_secret_token_value")
-    assert [(r.url.host, r.headers.get("authorization")) for r in fetched.seen] == [
-        ("hf.test", "Bearer hf_secret_token_value"), ("cdn.test", None)]
+    token = "Bearer hf_secret_token_value"
+    assert seen == [("hf.test", token)] * 2  # resolve's redirect within its host keeps the token (a gated repository)
+    assert fetched.responses[0].url.endswith(f"/api/resolve-cache/models/{QWEN}/abc/config.json")
     assert "hf_secret_token_value" not in json.dumps([r.headers for r in fetched.responses])
+    seen.clear()
+    with pytest.raises(SourceError, match="HTTP 302 redirect to http://cdn.test/.* refused: it leaves http://hf.test"):
+        fetch([huggingface.Tracked("other/model", "curated")], answer, hf_token="hf_secret_token_value")
+    assert seen == [("hf.test", token)]
 
 
 def test_a_server_error_or_a_transport_failure_fails_the_source():
