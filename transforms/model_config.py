@@ -5,7 +5,8 @@ warehouse/reference/models.csv; nothing is read or written here. The model_type 
 multimodal config) selects the reader; a config it cannot read raises ModelConfigError naming the repository and
 the field, never a guessed number. An unknown model_type is read as a dense Llama-like model only when it has
 every field that needs and nothing that would change the count (experts, windows, recurrent layers, low-rank
-attention).
+attention). A field a family's published config leaves to its transformers class default (Gemma 3's vocabulary,
+context and sliding pattern) is read at that default, and the row's notes name it.
 
 What the row counts, as the curated rows do (the tests compare every curated row with its config.json):
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
@@ -96,12 +97,17 @@ class _Config:
         self.model_type = self.text.get("model_type") or config.get("model_type")
         self.part = "shape"  # what the fields read now count towards (derive_with_keys)
         self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
+        self.defaulted: dict[str, object] = {}  # fields the config leaves out, read at the family's class default
 
     def get(self, key: str, default=None):
         for where in (self.text, self.top):
             if where.get(key) is not None:
                 self.read.setdefault(self.part, {})[key] = where[key]
                 return where[key]
+        family = _CLASS_DEFAULTS.get(self.model_type, {})
+        if key in family:
+            self.defaulted[key] = family[key]
+            return family[key]
         return default
 
     def need(self, key: str):
@@ -224,11 +230,18 @@ def _experts(c: _Config) -> tuple[int, int]:
 def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
     """(input embedding, output head) parameters; the head is free when tied to the embedding."""
     vocab = c.number("vocab_size")
-    tied = c.get("tie_word_embeddings", _TIED_BY_DEFAULT.get(c.model_type, False))
+    tied = c.get("tie_word_embeddings", False)
     return vocab * hidden, 0 if tied else vocab * hidden
 
 
-_TIED_BY_DEFAULT = {"gemma4_text": True}  # transformers' default when a config leaves tie_word_embeddings out
+# transformers' class defaults (Gemma3TextConfig, Gemma4TextConfig) for the fields a published config leaves out:
+# google/gemma-3-27b-it's config.json states neither its vocabulary, its context, its activation nor which layers
+# slide, and transformers (as vLLM, which loads the config through it) fills them in from the class.
+_CLASS_DEFAULTS = {
+    "gemma4_text": {"tie_word_embeddings": True},
+    "gemma3_text": {"tie_word_embeddings": True, "vocab_size": 262_208, "max_position_embeddings": 131_072,
+                    "hidden_activation": "gelu_pytorch_tanh", "sliding_window_pattern": 6},
+}
 
 
 def _layer_types(c: _Config, layers: int) -> list[str]:
@@ -241,6 +254,11 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
         if c.get("attention_chunk_size"):  # Llama 4: chunked-local attention on the RoPE layers
             no_rope = c.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]  # transformers' rule
             return ["chunked_attention" if uses_rope else "full_attention" for uses_rope in no_rope]
+        if c.get("sliding_window_pattern") is not None:  # Gemma 3: every n-th layer global, the others slide
+            step = c.number("sliding_window_pattern")
+            if not step:
+                raise c.error("sliding_window_pattern", "is 0")
+            return ["full_attention" if (i + 1) % step == 0 else "sliding_attention" for i in range(layers)]
         if c.get("sliding_window") is not None and c.get("use_sliding_window") is not False:
             raise c.error("sliding_window", "is set but no layer_types say which layers slide")
         return ["full_attention"] * layers
@@ -403,11 +421,59 @@ def _read_gemma4(c: _Config) -> _Shape:
     return _Shape(out, embedding, head, shared_experts=0 if experts else None, notes=notes)
 
 
+def _per_layer(c: _Config, key: str, layers: int) -> list[int]:
+    """A count the config gives once or per layer (HunYuan's moe_topk, num_shared_expert), one value per layer."""
+    value = c.get(key)
+    if not isinstance(value, list):
+        return [c.number(key)] * layers
+    if len(value) != layers or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= COUNT_MAX
+                                       for v in value):
+        raise c.error(key, f"is not one count per layer ({len(value)} values for {layers} layers)")
+    return value
+
+
+def _read_hunyuan(c: _Config) -> _Shape:
+    """HunYuan MoE (Hunyuan-A13B; the remote-code model_type 'hunyuan', transformers' hunyuan_v1_moe), as vLLM's
+    hunyuan_v1.py builds it: every layer routes to `num_experts` experts of moe_intermediate_size (else
+    intermediate_size), `moe_topk` of them per token, beside a shared MLP of intermediate_size x num_shared_expert
+    (use_mixed_mlp_moe); with cross-layer attention (use_cla) only every cla_share_factor-th layer projects and
+    caches K and V, the layers between attend to its KV with their own queries."""
+    hidden, layers, heads = c.number("hidden_size"), c.number("num_hidden_layers"), c.number("num_attention_heads")
+    if c.get("use_mla", False):
+        raise c.error("use_mla", "is set: HunYuan's latent attention is not among the families checked")
+    kv_heads = c.number("num_key_value_heads", heads)
+    head_dim = c.number("head_dim") if c.get("head_dim") else c.number("attention_head_dim", hidden // heads)
+    share = c.number("cla_share_factor") if c.get("use_cla", False) else 1
+    experts = c.number("num_experts", 1)
+    if experts > 1:
+        per_token = _per_layer(c, "moe_topk", layers)
+        shared = _per_layer(c, "num_shared_expert", layers) if c.get("use_mixed_mlp_moe", False) else [0] * layers
+        widths = (_per_layer(c, "moe_intermediate_size", layers) if c.get("moe_intermediate_size") is not None
+                  else [c.number("intermediate_size")] * layers)
+    out = []
+    for i in range(layers):
+        layer = _gqa(c, hidden, heads, kv_heads, head_dim)
+        if i % share:  # cross-layer attention: q and o only, the KV of the layer it shares
+            layer.mixer = "attention reusing a sharing layer's KV (CLA)"
+            layer.attention_params -= hidden * 2 * kv_heads * head_dim
+            layer.kv_bytes_per_token = 0.0
+        if experts > 1:
+            layer.expert_params = _mlp_params(c, hidden, widths[i])
+            layer.experts, layer.experts_per_token = experts, per_token[i]
+            layer.dense_params = hidden * experts + _mlp_params(c, hidden, c.number("intermediate_size") * shared[i])
+        else:
+            layer.dense_params = _mlp_params(c, hidden, c.number("intermediate_size"))
+        out.append(layer)
+    embedding, head = _embeddings(c, hidden)
+    return _Shape(out, embedding, head, shared_experts=max(shared) if experts > 1 else None)
+
+
 # model_type -> reader: the families checked against real configs (tests/fixtures/hf_configs; GLM-4.7-Flash's
 # glm4_moe_lite against a reduced copy). Any other model_type goes to the Llama-like reader only as _reader allows.
 _READERS = {
     **dict.fromkeys((
         "llama", "qwen2", "qwen3", "phi3",  # dense GQA
+        "gemma3_text",  # dense GQA, 5 sliding-window layers per global one
         "mixtral", "qwen3_moe", "gpt_oss", "minimax_m2", "glm4_moe",  # GQA MoE (gpt-oss: sliding layers)
         "llama4_text",  # GQA MoE, chunked-local attention on 3 of 4 layers
         "deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe_lite", "glm_moe_dsa",  # MLA (+DSA)
@@ -415,6 +481,7 @@ _READERS = {
     ), _read_transformer),
     "nemotron_h": _read_nemotron_h,
     "gemma4_text": _read_gemma4,
+    **dict.fromkeys(("hunyuan", "hunyuan_v1_moe"), _read_hunyuan),
 }
 # Fields a Llama-like reader would silently miscount: an unknown model_type carrying one is refused.
 # The most telling first, so that the error names what the reader is missing.
@@ -550,6 +617,9 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     c.part = "native_precision"
     precision = _precision(c)
     c.part = "notes"
+    if c.defaulted:
+        notes.append(f"fields the config leaves out read at transformers' {c.model_type} defaults: "
+                     + ", ".join(f"{key} {value}" for key, value in c.defaulted.items()))
     if c.multimodal:
         notes.append("language model only: the vision/audio tower is not counted")
     if c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules"):

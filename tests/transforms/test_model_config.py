@@ -186,6 +186,55 @@ def test_layers_reusing_earlier_kv_cache_nothing_of_their_own():
     assert (row["window_tokens"], row["window_kv_bytes_per_token"]) == (512, sliding * 2 * 2 * 256 * 2)
 
 
+def test_gemma3_reads_the_class_defaults_its_published_config_leaves_out():
+    """google/gemma-3-27b-it's published config.json states neither its vocabulary, its context, its activation nor
+    which layers slide (the fixture is that config as transformers writes it back, the defaults written out):
+    transformers' Gemma3TextConfig defaults fill them, 5 sliding layers then a global one."""
+    raw = copy.deepcopy(config("google/gemma-3-27b-it"))
+    for key in ("vocab_size", "max_position_embeddings", "hidden_activation", "layer_types", "_sliding_window_pattern"):
+        del raw["text_config"][key]
+    published = derive_model(raw, "google/gemma-3-27b-it")
+    written_out = derive("google/gemma-3-27b-it")
+    assert {k: published[k] for k in (*SHAPE, *PARAMS)} == {k: written_out[k] for k in (*SHAPE, *PARAMS)}
+    assert "read at transformers' gemma3_text defaults" in published["notes"]
+    for default in ("vocab_size 262208", "max_position_embeddings 131072", "hidden_activation gelu_pytorch_tanh",
+                    "sliding_window_pattern 6"):
+        assert default in published["notes"]
+    assert written_out["kv_bytes_per_token"] == 10 * 2 * 16 * 128 * 2  # layers 6, 12, ... 60 attend globally
+    assert (written_out["window_tokens"], written_out["window_kv_bytes_per_token"]) == (1024, 52 * 2 * 16 * 128 * 2)
+    raw["text_config"]["sliding_window_pattern"] = 2  # a config that states its pattern is read by it
+    assert derive_model(raw, "google/gemma-3-27b-it")["kv_bytes_per_token"] == 31 * 2 * 16 * 128 * 2
+
+
+def test_cross_layer_attention_caches_kv_on_every_sharing_layer_only():
+    """HunYuan's CLA (use_cla, cla_share_factor 2): the odd layers project only q and o and attend to the KV of the
+    layer before them (vLLM's hunyuan_v1.py)."""
+    plain = derive("tencent/Hunyuan-A13B-Instruct")
+    raw = config("tencent/Hunyuan-A13B-Instruct") | {"use_cla": True}
+    shared = derive_model(raw, "tencent/Hunyuan-A13B-Instruct")
+    assert plain["kv_bytes_per_token"] == 32 * 2 * 8 * 128 * 2
+    assert shared["kv_bytes_per_token"] == plain["kv_bytes_per_token"] / 2
+    assert plain["total_params_b"] - shared["total_params_b"] == pytest.approx(16 * 2 * 4096 * 8 * 128 / 1e9, abs=0.01)
+    assert shared["attn_flops_per_ctx_token"] == plain["attn_flops_per_ctx_token"]  # every layer still attends
+    assert "16 x attention reusing a sharing layer's KV (CLA)" in shared["notes"]
+
+
+@pytest.mark.parametrize(("repo", "total_b", "active_b", "active_with_embeddings"), [
+    ("google/gemma-3-27b-it", 27, 27, True),  # Gemma 3 27B (the 0.4B vision tower apart)
+    ("MiniMaxAI/MiniMax-M2", 230, 10, False),  # MiniMax: 230B total, 10B activated, the embeddings apart
+    ("tencent/Hunyuan-A13B-Instruct", 80, 13, True),  # Tencent: 80B total, 13B active
+])
+def test_the_published_parameter_counts(repo, total_b, active_b, active_with_embeddings):
+    """Vendors' own totals and active counts, within 3%; where a vendor leaves the embeddings out of its active
+    count, they are left out here too (the row counts them, as for every model)."""
+    row, raw = derive(repo), config(repo)
+    text = raw.get("text_config", raw)
+    embeddings_b = text["vocab_size"] * text["hidden_size"] * (1 if text.get("tie_word_embeddings") else 2) / 1e9
+    assert row["total_params_b"] == pytest.approx(total_b, rel=0.03)
+    active = row["active_params_b"] - (0 if active_with_embeddings else embeddings_b)
+    assert active == pytest.approx(active_b, rel=0.03)
+
+
 def test_two_different_windows_are_refused_naming_the_field():
     """The catalogue holds one window per model: a config mixing sliding (128) and chunked (8192) layers is refused."""
     raw = config("openai/gpt-oss-120b")
@@ -272,12 +321,19 @@ def test_an_unknown_layer_type_is_named():
     ("Qwen/Qwen3-Next-80B-A3B-Thinking", "linear_num_value_heads"),
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "ssm_state_size"),
     ("openai/gpt-oss-120b", "sliding_window"),
+    ("tencent/Hunyuan-A13B-Instruct", "moe_topk"),
 ])
 def test_a_missing_field_of_a_known_family_is_named(repo, field):
     raw = config(repo)
     del raw[field]
     with pytest.raises(ModelConfigError, match=rf"^{re.escape(repo)}: config.json field '{field}' is missing"):
         derive_model(raw, repo)
+
+
+def test_a_per_layer_count_needs_one_value_per_layer():
+    raw = config("tencent/Hunyuan-A13B-Instruct") | {"moe_topk": [8] * 31}
+    with pytest.raises(ModelConfigError, match=r"field 'moe_topk' is not one count per layer \(31 values for 32 layers"):
+        derive_model(raw, "tencent/Hunyuan-A13B-Instruct")
 
 
 def test_the_model_id_is_the_repository_name_unless_given():
