@@ -226,7 +226,11 @@ def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: da
     for name in ASSETS:
         _atomic_copy(TEMPLATES / name, assets / name)
     settings = _settings(con, data.day)
-    model_ids = models or data.models["model_id"].sort().to_list()
+    known = data.models["model_id"].sort().to_list()
+    chosen = models or config.report_models()
+    model_ids = [m for m in chosen if m in known] if chosen else known
+    if chosen and len(model_ids) < len(chosen):
+        log.warning("no model %s in the catalogue: no page for it", ", ".join(sorted(set(chosen) - set(known))))
     common = {
         "day": data.day.isoformat(), "run": run, "sources": _sources(con, data.day),
         "plotly": _plotly_asset(assets), "assets": "../assets",

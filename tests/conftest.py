@@ -42,6 +42,16 @@ def gpuledger_home(tmp_path, monkeypatch) -> Path:
     return home
 
 
+@pytest.fixture
+def one_report_page(monkeypatch):
+    """The nightly report draws one model's page besides the market page: for tests whose subject is not the
+    report, where a page per catalogue model (tens of seconds a run) would be most of each run."""
+    from tests.pipeline_support import REPORT_PAGE
+
+    for name, value in REPORT_PAGE.items():
+        monkeypatch.setenv(name, value)
+
+
 @pytest.fixture(scope="session")
 def s3_server():
     """One moto S3 server on 127.0.0.1 for the session; tests take their own bucket from it."""

@@ -7,6 +7,9 @@ from tests.sources_support import FAST_ENV, FIXTURES
 
 CREDENTIALS = {"VERDA_CLIENT_ID": "pipeline-test-client", "VERDA_CLIENT_SECRET": "pipeline-test-secret"}
 CREDENTIAL_NAMES = ("RUNPOD_API_KEY", "VERDA_CLIENT_ID", "VERDA_CLIENT_SECRET")
+# The report draws one model's page (and the market page) in tests whose subject is not the report: a page per
+# catalogue model would be most of each nightly run they make (the one_report_page fixture sets it).
+REPORT_PAGE = {"GPULEDGER_REPORT_MODELS": "llama-3.3-70b"}
 
 
 def serve_fixtures(monkeypatch, directory: Path = FIXTURES, *, credentials: dict[str, str] = CREDENTIALS,

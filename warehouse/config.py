@@ -51,6 +51,13 @@ def raw_mirror() -> str | None:
     return os.environ.get("GPULEDGER_RAW_MIRROR") or None
 
 
+def report_models() -> list[str] | None:
+    """$GPULEDGER_REPORT_MODELS (unset: every model): the models the nightly report draws a page for, comma- or
+    space-separated (a page takes a few tenths of a second, and the catalogue grows with every model an API sells)."""
+    listed = os.environ.get("GPULEDGER_REPORT_MODELS", "").replace(",", " ").split()
+    return listed or None
+
+
 def lock_wait_s() -> float:
     """$GPULEDGER_LOCK_WAIT_S (default 30): how long a command waits for another process to free the warehouse."""
     return float(os.environ.get("GPULEDGER_LOCK_WAIT_S", "30"))

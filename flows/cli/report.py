@@ -23,7 +23,7 @@ def _folder(text: str | None) -> Path | None:
 
 def report(
     day: Annotated[str | None, typer.Option("--date", help="The day to publish (YYYY-MM-DD); default the latest.")] = None,
-    model: Annotated[list[str] | None, typer.Option(help="Only these models' pages (repeatable); default every model.")] = None,
+    model: Annotated[list[str] | None, typer.Option(help="Only these models' pages (repeatable); default $GPULEDGER_REPORT_MODELS, else every model.")] = None,
     out: Annotated[str | None, typer.Option(metavar="FOLDER",
                                             help="The report's root folder; default $GPULEDGER_EXPORTS/report, or "
                                                  "$GPULEDGER_HOME/report when the exports are an object store.")] = None,

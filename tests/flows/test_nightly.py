@@ -11,6 +11,8 @@ from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
 from warehouse import config, db, queries
 
+pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+
 DERIVED = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
 
 

@@ -130,13 +130,15 @@ def test_the_nightly_run_writes_the_report_after_the_exports(home, monkeypatch, 
     from tests.pipeline_support import serve_fixtures
 
     monkeypatch.setenv("GPULEDGER_EXPORTS", str(tmp_path / "exports"))
+    monkeypatch.setenv("GPULEDGER_REPORT_MODELS", "deepseek-v4-flash, llama-3.3-70b no-such-model")
     with serve_fixtures(monkeypatch):
         summary = pipeline.run(None, SNAPSHOT, export_format="csv", trigger="test")
     day = tmp_path / "exports" / "report" / f"date={SNAPSHOT}"
     assert summary.publication == "published" and (day / "index.html").exists()
     assert (tmp_path / "exports" / "csv" / "cost_per_mtok" / f"date={SNAPSHOT}" / "_manifest.json").exists()
-    assert (day / "deepseek-v4-flash.html").exists() and report.published_days(tmp_path / "exports" / "report") == [
-        str(SNAPSHOT)]
+    # the pages of the models GPULEDGER_REPORT_MODELS names (an unknown one is skipped), and the market page
+    assert sorted(p.name for p in day.iterdir()) == ["deepseek-v4-flash.html", "index.html", "llama-3.3-70b.html"]
+    assert report.published_days(tmp_path / "exports" / "report") == [str(SNAPSHOT)]
 
 
 def test_a_model_page_shows_the_api_price_beside_self_hosting(published):

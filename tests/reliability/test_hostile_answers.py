@@ -88,6 +88,7 @@ def night(tmp_path_factory) -> Night:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPULEDGER_HOME", str(base / "home"))
         mp.setenv("GPULEDGER_EXPORTS", str(base / "exports"))
+        mp.setenv("GPULEDGER_REPORT_MODELS", MODEL)  # the page whose chart holds the listings below
         with serve_fixtures(mp, hostile_fixtures(base / "fixtures")) as server:
             mp.setenv("GPULEDGER_NOW", f"{SNAPSHOT}T21:00:00")  # an hour before the nightly
             earlier = pipeline.run(None, SNAPSHOT, export_format="", derive=False)

@@ -11,6 +11,8 @@ import pytest
 from tests.pipeline_support import serve_fixtures
 from warehouse import catalog, config, db
 
+pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+
 PARTS = catalog.read_all()["gpus"].height  # the GPU catalogue's size
 
 ROOT = Path(__file__).parents[2]

@@ -12,6 +12,8 @@ from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FAST_ENV
 from warehouse import config, db
 
+pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+
 SENTINELS = {
     "RUNPOD_API_KEY": "sentinel-runpod-key-1c9e4d7a",
     "VERDA_CLIENT_ID": "sentinel-verda-id-83fa21c0",
