@@ -1,39 +1,32 @@
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from flows.cli.app import app
+from tests.cli_support import invoke
 from warehouse import catalog
 
 PARTS = catalog.read_all()["gpus"].height  # the GPU catalogue's size
 
-runner = CliRunner()
-
-
-def gpuledger(*args: str, code: int = 0):
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == code, result.output
-    return result
 
 
 @pytest.fixture
 def initialised():
-    gpuledger("init")
+    invoke("init")
 
 
 def test_init_twice_reports_unchanged_catalogues():
-    assert "loaded" in gpuledger("init").output
-    second = gpuledger("init").output
+    assert "loaded" in invoke("init").output
+    second = invoke("init").output
     assert "unchanged" in second and "loaded" not in second
 
 
 @pytest.mark.usefixtures("initialised")
 def test_sql_prints_csv_and_json():
-    counted = gpuledger("sql", "select count(*) as n from gpus", "--format", "csv").output
+    counted = invoke("sql", "select count(*) as n from gpus", "--format", "csv").output
     assert counted.splitlines() == ["n", str(PARTS)]
     query = "select model_id from models where model_id like 'deepseek-v%' order by 1 limit 2"
-    rows = json.loads(gpuledger("sql", query, "-f", "json").output)
+    rows = json.loads(invoke("sql", query, "-f", "json").output)
     assert rows == [{"model_id": "deepseek-v3"}, {"model_id": "deepseek-v3.1"}]
 
 
@@ -46,9 +39,9 @@ def test_sql_prints_csv_and_json():
     "create table t as select 1",
 ])
 def test_sql_refuses_anything_but_reads(statement):
-    result = gpuledger("sql", statement, code=1)
+    result = invoke("sql", statement, code=1)
     assert "read-only" in result.output
-    assert gpuledger("sql", "select count(*) from gpus", "-f", "csv").output.splitlines()[1] == str(PARTS)
+    assert invoke("sql", "select count(*) from gpus", "-f", "csv").output.splitlines()[1] == str(PARTS)
 
 
 @pytest.mark.usefixtures("initialised")
@@ -66,7 +59,7 @@ def test_read_only_sql_writes_no_file_reads_nothing_outside_and_downloads_nothin
     monkeypatch.setenv("HOME", str(tmp_path))  # where DuckDB would install an extension (~/.duckdb)
     (tmp_path / "outside.csv").write_text("a\n1\n")
     before = sorted(tmp_path.rglob("*"))
-    result = gpuledger("sql", statement.format(tmp=tmp_path), code=1)
+    result = invoke("sql", statement.format(tmp=tmp_path), code=1)
     assert refusal in result.output and "Traceback" not in result.output
     assert sorted(tmp_path.rglob("*")) == before  # no log, no profile, no ~/.duckdb
 
@@ -79,30 +72,30 @@ def test_read_only_sql_reads_the_warehouse_and_the_exports_folder(tmp_path, monk
     (tmp_path / "exports").mkdir()
     pl.DataFrame({"usd_per_hr": [2.5]}).write_parquet(tmp_path / "exports" / "prices.parquet")
     query = f"select usd_per_hr from read_parquet('{tmp_path}/exports/prices.parquet')"
-    assert gpuledger("sql", query, "-f", "csv").output.splitlines() == ["usd_per_hr", "2.5"]
-    assert gpuledger("sql", "select count(*) from gpus", "-f", "csv").output.splitlines()[1] == str(PARTS)
+    assert invoke("sql", query, "-f", "csv").output.splitlines() == ["usd_per_hr", "2.5"]
+    assert invoke("sql", "select count(*) from gpus", "-f", "csv").output.splitlines()[1] == str(PARTS)
 
 
 def test_sql_before_init_says_what_to_do():
-    assert "run `gpuledger init` first" in gpuledger("sql", "select 1", code=1).output
+    assert "run `gpuledger init` first" in invoke("sql", "select 1", code=1).output
 
 
 @pytest.mark.usefixtures("initialised")
 def test_sql_reports_errors_without_a_traceback():
-    result = gpuledger("sql", "select * from no_such_table", code=1)
+    result = invoke("sql", "select * from no_such_table", code=1)
     assert "no_such_table" in result.output and "Traceback" not in result.output
 
 
 @pytest.mark.usefixtures("initialised")
 def test_catalogue_listings():
-    assert "deepseek-v4.1-flash" in gpuledger("models", "-f", "csv").output
-    amd = gpuledger("gpus", "--vendor", "amd", "-f", "csv").output.splitlines()
+    assert "deepseek-v4.1-flash" in invoke("models", "-f", "csv").output
+    amd = invoke("gpus", "--vendor", "amd", "-f", "csv").output.splitlines()
     assert len(amd) > 10 and all(",AMD," in line for line in amd[1:])
 
 
 def test_every_command_has_help():
     for command in ("init", "sql", "gpus", "models"):
-        assert "Usage" in gpuledger(command, "--help").output
+        assert "Usage" in invoke(command, "--help").output
 
 
 HEAVY = ("polars", "prefect", "httpx", "scrapers.sources", "flows.fetch", "transforms.estimator", "deltalake")
@@ -126,12 +119,12 @@ def test_quick_commands_never_import_the_heavy_libraries(args):
 def test_lazy_commands_are_listed_with_their_docstring_and_run_when_named():
     from flows.cli.app import LazyGroup, load_command
 
-    listing = " ".join(gpuledger("--help").output.split())
+    listing = " ".join(invoke("--help").output.split())
     for name, (_, short_help) in LazyGroup.lazy.items():
         command = load_command(name)
         assert " ".join(command.help.split()).startswith(short_help), name
         assert f"{name} {' '.join(short_help.split()[:3])}" in listing
-    assert "--fleet" in gpuledger("table", "--help").output
+    assert "--fleet" in invoke("table", "--help").output
 
 
 def _words(output: str) -> str:
@@ -155,11 +148,11 @@ def test_help_describes_the_methods_by_what_they_do_never_by_reference_page_numb
         return found
 
     commands = walk(typer.main.get_command(app))
-    screens = {"gpuledger": gpuledger("--help").output}
+    screens = {"gpuledger": invoke("--help").output}
     for words in commands:
-        screens[" ".join(words)] = gpuledger(*words, "--help").output
+        screens[" ".join(words)] = invoke(*words, "--help").output
     for method in ("measured", "calculator", "ceiling"):
-        screens[f"estimate --params --method {method}"] = gpuledger("estimate", "--params", "--method", method).output
+        screens[f"estimate --params --method {method}"] = invoke("estimate", "--params", "--method", method).output
     assert {"table", "estimate", "nightly", "lake history", "report"} <= set(screens)
     for shown, output in screens.items():
         assert "page 0" not in _words(output), shown

@@ -5,27 +5,20 @@ import json
 import re
 
 import pytest
-from typer.testing import CliRunner
 
-from flows.cli.app import app
+from tests.cli_support import invoke
 from tests.reference_pages import observed
 from transforms.display import PAGE_000_PRECISION, compact_label, integer_label
 
-runner = CliRunner()
 CSV_LEAD = "gpu,precision,tp,memory_used_pct,single_stream_tok_s,per_stream_tok_s,agg_tok_s,prefill_tok_s,power_kw,max_streams"
 PAGE_001 = ("--model", "deepseek-v4-flash", "--method", "calculator", "--precision", "int4", "--context", "32768",
             "--streams", "32")
 
 
-def gpuledger(*args: str, code: int = 0):
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == code, result.output
-    return result
-
 
 def message(*args: str) -> str:
     """The error of a failing command, unwrapped."""
-    return " ".join(gpuledger(*args, code=1).output.split())
+    return " ".join(invoke(*args, code=1).output.split())
 
 
 def rows(output: str, key: str = "gpu") -> dict[str, dict]:
@@ -38,11 +31,11 @@ def number(text: str) -> float | None:
 
 @pytest.fixture(autouse=True)
 def initialised():
-    gpuledger("init")
+    invoke("init")
 
 
 def test_page_000_from_the_command_line():
-    out = rows(gpuledger("estimate", "--model", "deepseek-v4.1-flash", "--method", "ceiling", "-f", "csv").output)
+    out = rows(invoke("estimate", "--model", "deepseek-v4.1-flash", "--method", "ceiling", "-f", "csv").output)
     shown = {
         page["catalog_key"]: (
             PAGE_000_PRECISION[out[page["catalog_key"]]["precision"]], out[page["catalog_key"]]["tp"],
@@ -58,7 +51,7 @@ def test_page_000_from_the_command_line():
 
 
 def test_page_001_from_the_command_line():
-    result = gpuledger("estimate", *PAGE_001, "-f", "csv")
+    result = invoke("estimate", *PAGE_001, "-f", "csv")
     assert result.output.startswith(CSV_LEAD + ",")
     out = rows(result.output)
     for page in observed("seed001_table").to_dicts():
@@ -70,12 +63,12 @@ def test_page_001_from_the_command_line():
 
 
 def test_the_table_shows_the_page_labels():
-    output = gpuledger("estimate", *PAGE_001, "--gpu", "TPU 8t announced", "--gpu", "B200 SXM").output
+    output = invoke("estimate", *PAGE_001, "--gpu", "TPU 8t announced", "--gpu", "B200 SXM").output
     assert "TPU 8t" in output and "~1.4k" in output and "1.5k" in output and "100%" in output
 
 
 def test_a_page_label_or_a_unique_prefix_names_the_canonical_gpu():
-    out = rows(gpuledger("estimate", *PAGE_001, "--gpu", "H200 141GB", "--gpu", "gb300", "-f", "csv").output)
+    out = rows(invoke("estimate", *PAGE_001, "--gpu", "H200 141GB", "--gpu", "gb300", "-f", "csv").output)
     assert list(out) == ["H200 SXM", "GB300 NVL72 GPU"]
 
 
@@ -88,8 +81,8 @@ def test_unknown_names_get_close_matches():
 
 
 def test_set_overrides_a_parameter_and_names_an_unknown_one():
-    base = rows(gpuledger("estimate", *PAGE_001, "--gpu", "H200 SXM", "-f", "csv").output)["H200 SXM"]
-    faster = rows(gpuledger("estimate", *PAGE_001, "--gpu", "H200 SXM", "--set", "bandwidth_efficiency=0.9", "-f",
+    base = rows(invoke("estimate", *PAGE_001, "--gpu", "H200 SXM", "-f", "csv").output)["H200 SXM"]
+    faster = rows(invoke("estimate", *PAGE_001, "--gpu", "H200 SXM", "--set", "bandwidth_efficiency=0.9", "-f",
                             "csv").output)["H200 SXM"]
     assert float(faster["per_stream_tok_s"]) == pytest.approx(float(base["per_stream_tok_s"]) * 0.9 / 0.75, rel=1e-4)
     assert faster["method"] == "calculator[bandwidth_efficiency=0.9]"
@@ -102,20 +95,20 @@ def test_a_parameter_or_an_option_out_of_its_range_is_a_clear_error_not_a_number
     assert "bandwidth_efficiency must lie in (0, 1], not nan" in message(
         "estimate", *PAGE_001, "--set", "bandwidth_efficiency=nan")
     for option, value in (("--context", "0"), ("--streams", "-1"), ("--tp", "0"), ("--output-tokens", "1000000000")):
-        refused = gpuledger("estimate", "--model", "deepseek-v4-flash", option, value, code=2).output
+        refused = invoke("estimate", "--model", "deepseek-v4-flash", option, value, code=2).output
         assert f"Invalid value for '{option}'" in refused and "is not in the range" in refused, refused
 
 
 def test_the_curve_runs_from_one_stream_to_where_memory_fills():
     setting = PAGE_001[:-2]  # without --streams, which would end the curve there
-    points = json.loads(gpuledger("estimate", *setting, "--gpu", "GB300 NVL72 GPU", "--curve", "-f", "json").output)
+    points = json.loads(invoke("estimate", *setting, "--gpu", "GB300 NVL72 GPU", "--curve", "-f", "json").output)
     assert points[0]["streams"] == 1 and points[-1]["streams"] == points[-1]["max_streams"] == 417
     assert "--curve needs exactly one --gpu" in message("estimate", *PAGE_001, "--curve")
 
 
 def test_help_and_parameter_listing():
-    assert "--curve" in gpuledger("estimate", "--help").output
-    listing = rows(gpuledger("estimate", "--method", "ceiling", "--params", "-f", "csv").output, key="parameter")
+    assert "--curve" in invoke("estimate", "--help").output
+    listing = rows(invoke("estimate", "--method", "ceiling", "--params", "-f", "csv").output, key="parameter")
     assert listing["batch_gain_max"]["value"] == "1.7" and listing["bytes_int4"]["value"] == "0.5"
 
 
@@ -158,7 +151,7 @@ def table_cells(output: str) -> tuple[str, list[dict]]:
 @functools.cache  # the catalogues every test loads are the same: one answer per question
 def shown(args: tuple[str, ...], fmt: str) -> list[dict]:
     """The rows an output shows, each with every column it has (a table: its title's streams and method too)."""
-    output = gpuledger("estimate", *args, "-f", fmt).output
+    output = invoke("estimate", *args, "-f", fmt).output
     if fmt == "json":
         return json.loads(output)
     if fmt == "csv":
@@ -199,7 +192,7 @@ def test_every_option_applies_to_every_output(option, curve, fmt):
 def test_params_lists_what_method_and_set_change_and_refuses_the_rest(option):
     given, expected = OPTIONS[option]
     if option in ("method", "set"):
-        listing = rows(gpuledger("estimate", *given, "--params", "-f", "csv").output, key="parameter")
+        listing = rows(invoke("estimate", *given, "--params", "-f", "csv").output, key="parameter")
         efficiency = listing["bandwidth_efficiency"]["value"]
         assert (efficiency == "0.5") == (option == "set")
         return
@@ -211,10 +204,10 @@ def test_the_curve_answers_the_configuration_asked_not_another():
     """TP 8 and a request of 800 + 3,886 tokens: every point is that replica serving those requests, and the point at
     N streams is the table's estimate at --streams N (the curve once answered TP 4 at a 3:1 split)."""
     asked = (*ONE_PART, "--precision", "int4", "--tp", "8", "--input-tokens", "800", "--output-tokens", "3886")
-    points = json.loads(gpuledger("estimate", *asked, "--curve", "-f", "json").output)
+    points = json.loads(invoke("estimate", *asked, "--curve", "-f", "json").output)
     assert {(p["tp"], p["input_tokens"], p["output_tokens"]) for p in points} == {(8, 800, 3886)}
     middle = points[len(points) // 2]
-    table = json.loads(gpuledger("estimate", *asked, "--streams", str(middle["streams"]), "-f", "json").output)[0]
+    table = json.loads(invoke("estimate", *asked, "--streams", str(middle["streams"]), "-f", "json").output)[0]
     assert table["agg_tok_s"] == middle["agg_tok_s"] and points[-1]["streams"] == min(table["max_streams"], 4096)
 
 
@@ -222,9 +215,9 @@ def test_a_tp_that_cannot_hold_the_model_is_an_error_naming_both():
     for args in [("--tp", "1"), ("--tp", "1", "--curve")]:
         assert "TP 1 cannot hold deepseek-v3 (fp8) on B200 SXM: 1 x 180 GB fill before one stream of 24,576 + " \
                "8,192 tokens" in message("estimate", *ONE_PART, *args)
-    every_part = gpuledger("estimate", "--model", "deepseek-v3", "--tp", "8", "-f", "csv").output
+    every_part = invoke("estimate", "--model", "deepseek-v3", "--tp", "8", "-f", "csv").output
     assert "B200 SXM" in every_part and "GeForce RTX 4090 24GB" not in every_part  # the parts it cannot hold left out
-    assert "TP 8 cannot hold deepseek-v3 on" in gpuledger("estimate", "--model", "deepseek-v3", "--tp", "8").output
+    assert "TP 8 cannot hold deepseek-v3 on" in invoke("estimate", "--model", "deepseek-v3", "--tp", "8").output
 
 
 def test_a_request_longer_than_the_models_context_is_an_error_naming_both():
@@ -236,7 +229,7 @@ def test_a_request_longer_than_the_models_context_is_an_error_naming_both():
 
 
 def test_max_load_batches_what_memory_and_the_engine_allow():
-    at = rows(gpuledger("estimate", "--model", "deepseek-r1", "--gpu", "B200 SXM", "--precision", "fp8", "--context",
+    at = rows(invoke("estimate", "--model", "deepseek-r1", "--gpu", "B200 SXM", "--precision", "fp8", "--context",
                         "2000", "--max-load", "-f", "csv").output)["B200 SXM"]
     # data-parallel attention over the group: a batch limit per rank, past the single-scheduler limit
     assert int(at["streams"]) == int(at["max_streams"]) > 4096

@@ -6,22 +6,15 @@ from datetime import datetime
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
-from flows.cli.app import app
 from flows.derive import derive_date
+from tests.cli_support import gpuledger
 from tests.trends_support import MARKET, NOV, day_offers
 from transforms import presets
 from warehouse import catalog, config, db, export, lake, load
 
-runner = CliRunner()
 DAYS = (1, 2, 4)  # the generated market up to 4 November
 
-
-def gpuledger(*args: str, code: int = 0) -> str:
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == code, result.output
-    return result.output
 
 
 def load_day(con, day: int) -> None:

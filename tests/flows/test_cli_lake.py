@@ -4,51 +4,42 @@ import json
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
-from flows.cli.app import app
+from tests.cli_support import invoke
 from warehouse import config, db
-
-runner = CliRunner()
-
-
-def gpuledger(*args: str, code: int = 0):
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == code, result.output
-    return result
 
 
 @pytest.fixture
 def two_versions():
     """fx_rates of 2026-11-27 published twice: version 1 with two rates, version 2 with one."""
-    gpuledger("init")
+    invoke("init")
     with db.connect() as con:
         con.execute("insert into fx_rates values ('2026-11-27', 'EUR', 'USD', 1.1171, 'ecb', 'r1', '2026-11-27 16:00'),"
                     " ('2026-11-27', 'EUR', 'CNY', 7.444, 'ecb', 'r1', '2026-11-27 16:00')")
-    gpuledger("export", "--table", "fx_rates", "--date", "2026-11-27")
+    invoke("export", "--table", "fx_rates", "--date", "2026-11-27")
     with db.connect() as con:
         con.execute("delete from fx_rates where quote = 'CNY'")
-    gpuledger("export", "--table", "fx_rates", "--date", "2026-11-27")
+    invoke("export", "--table", "fx_rates", "--date", "2026-11-27")
 
 
 @pytest.mark.usefixtures("two_versions")
 def test_history_lists_each_version_with_its_rows():
-    versions = json.loads(gpuledger("lake", "history", "-f", "json").output)
+    versions = json.loads(invoke("lake", "history", "-f", "json").output)
     assert [(v["table"], v["version"], v["operation"], v["rows"], v["replaced_rows"]) for v in versions] == [
         ("fx_rates", 2, "WRITE", 1, 2), ("fx_rates", 1, "WRITE", 2, 0), ("fx_rates", 0, "CREATE TABLE", None, None)]
     assert all(v["run_id"].startswith("export-") for v in versions[:2])
     assert "gpus" in json.loads(versions[0]["catalogues"])  # the catalogues' sha256 the commit was made with
-    assert "no lake table offers" in gpuledger("lake", "history", "--table", "offers", code=1).output
+    assert "no lake table offers" in invoke("lake", "history", "--table", "offers", code=1).output
 
 
 @pytest.mark.usefixtures("two_versions")
 def test_export_and_sql_as_of_a_version_read_what_it_held(tmp_path):
-    gpuledger("export", "--as-of", "1", "--table", "fx_rates", "--out", str(tmp_path / "v1"))
+    invoke("export", "--as-of", "1", "--table", "fx_rates", "--out", str(tmp_path / "v1"))
     assert sorted(pl.read_parquet(tmp_path / "v1" / "fx_rates.parquet")["quote"]) == ["CNY", "USD"]
     query = "select string_agg(quote, '+' order by quote) as quotes from fx_rates"
-    assert gpuledger("sql", query, "--lake", "fx_rates", "--as-of", "1", "-f", "csv").output.split() == [
+    assert invoke("sql", query, "--lake", "fx_rates", "--as-of", "1", "-f", "csv").output.split() == [
         "quotes", "CNY+USD"]
-    assert gpuledger("sql", query, "--lake", "fx_rates", "-f", "csv").output.split() == ["quotes", "USD"]
+    assert invoke("sql", query, "--lake", "fx_rates", "-f", "csv").output.split() == ["quotes", "USD"]
 
 
 @pytest.mark.usefixtures("two_versions")
@@ -60,12 +51,12 @@ def test_as_of_mistakes_are_explained():
         (["export", "--as-of", "1", "--table", "fx_rates"], "--out"),
         (["sql", "select 1", "--as-of", "1"], "name the tables with --lake"),
     ]:
-        assert says in " ".join(gpuledger(*args, code=1).output.split()), args
+        assert says in " ".join(invoke(*args, code=1).output.split()), args
 
 
 @pytest.mark.usefixtures("two_versions")
 def test_upkeep_runs_now_and_is_recorded():
-    done = json.loads(gpuledger("lake", "upkeep", "-f", "json").output)
+    done = json.loads(invoke("lake", "upkeep", "-f", "json").output)
     assert [d["table"] for d in done] == ["fx_rates"]
     with db.connect(read_only=True) as con:
         assert con.execute("select table_name, retention_days from lake_upkeep where location = ?",
@@ -73,4 +64,4 @@ def test_upkeep_runs_now_and_is_recorded():
 
 
 def test_migrate_with_nothing_to_convert_says_so():
-    assert "no manifest partition left" in gpuledger("lake", "migrate").output
+    assert "no manifest partition left" in invoke("lake", "migrate").output

@@ -7,22 +7,14 @@ import json
 import shutil
 
 import pytest
-from typer.testing import CliRunner
 
 from flows import pipeline
-from flows.cli.app import app
+from tests.cli_support import gpuledger
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT
 from warehouse import user_models
 
 CONFIG = FIXTURES.parent / "hf_configs" / "Qwen" / "Qwen3-VL-8B-Instruct" / "config.json"
-runner = CliRunner()
-
-
-def gpuledger(*args: str, code: int = 0) -> str:
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == code, result.output
-    return result.output
 
 
 def rows(output: str) -> list[dict]:

@@ -6,23 +6,14 @@ import shutil
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
 from flows import pipeline
-from flows.cli.app import app
 from flows.derive import derive_date
+from tests.cli_support import gpuledger
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
 from transforms import presets
 from warehouse import db
-
-runner = CliRunner()
-
-
-def gpuledger(*args: str, code: int = 0):
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == code, result.output
-    return result.output
 
 
 @pytest.fixture(scope="module")

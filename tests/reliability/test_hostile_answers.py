@@ -13,10 +13,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner
 
 from flows import pipeline
-from flows.cli.app import app
+from tests.cli_support import gpuledger
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT
 from warehouse import db
@@ -29,8 +28,6 @@ GPU_NAME = f"{ESCAPES}RTX 4090\x1b[0m"  # the first vast.ai offer's GPU name: un
 # The B300 listings both carry a formula: the cost tables price a replica with either
 RENAMED = {"1B300.30V": FORMULA, "8B300.240V": FORMULA.replace("1B300", "8B300"), "1GB300.36V": MARKUP}
 MODEL = "deepseek-v4-flash"
-
-runner = CliRunner()
 
 
 def hostile_fixtures(directory: Path) -> Path:
@@ -104,11 +101,6 @@ def home(night, monkeypatch):
     monkeypatch.setenv("GPULEDGER_EXPORTS", str(night.exports))
     return night.home
 
-
-def gpuledger(*args: str, code: int = 0) -> str:
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == code, result.output
-    return result.output
 
 
 def exported_csv(night: Night, table: str) -> str:
