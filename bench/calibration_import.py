@@ -82,6 +82,12 @@ FIXED_MODELS = {
 LEGACY_RELEASES = r"^(SGLang 0\.[34]\.|vLLM 0\.[67]\.|TensorRT-LLM 0\.)"
 # Launch flags of speculative decoding: more than one token per decode step, which the estimator does not model.
 SPECULATIVE = r"MTP|EAGLE|speculative"
+# Speculative launches a source's `parallelism` column leaves out, by source document (read at the cited commit): the
+# SGLang cookbook's Qwen3.5 speed benchmarks (sections 5.3.1-5.3.2) run on the server launched at line 724 with
+# --speculative-algo NEXTN --speculative-num-steps 3 --speculative-num-draft-tokens 4.
+UNLISTED_SPECULATIVE = {
+    "sgl-project/sgl-cookbook:docs/autoregressive/Qwen/Qwen3.5.md": "speculative NEXTN (MTP), 4 draft tokens",
+}
 # Accelerator spellings of the sources -> gpus.csv names (first match wins; order matters).
 GPU_PATTERNS = (
     (r"x\d+\).*\(x\d+\)|, AMD", None),  # a mixed MI300X + MI325X system: no single part
@@ -263,8 +269,10 @@ def fixed_rows(path: Path) -> list[dict]:
     rows = []
     for i, row in enumerate(csv.DictReader(path.open())):
         gpu = gpu_of(row["accelerator"])
+        unlisted = UNLISTED_SPECULATIVE.get(row["source"].split("@")[0])
+        parallelism = f"{row['parallelism']} {unlisted}" if unlisted else row["parallelism"]
         excluded = ""
-        if re.search(SPECULATIVE, row["parallelism"]):
+        if re.search(SPECULATIVE, parallelism):
             excluded = "speculative decoding (MTP/EAGLE): several tokens per decode step, which the estimator does not model"
         elif gpu is None:
             excluded = "accelerator not in the catalogue"
@@ -273,7 +281,7 @@ def fixed_rows(path: Path) -> list[dict]:
             "row_id": f"fixed-{i}", "suite": suite, "version": row["source"].split("@")[0], "benchmark": row["model"],
             "scenario": row["mode"], "submitter": "", "model": FIXED_MODELS[row["model"]], "gpu": gpu or "",
             "vendor": vendor_of(gpu), "gpus": row["n"], "group_gpus": group_gpus(row["parallelism"]),
-            "parallelism": row["parallelism"], "attention_dp": attention_dp(row["parallelism"], row["software"]),
+            "parallelism": parallelism, "attention_dp": attention_dp(row["parallelism"], row["software"]),
             "legacy": bool(re.match(LEGACY_RELEASES, row["software"])),
             "precision": serving_precision(row["precision"], FIXED_MODELS[row["model"]]),
             "precision_note": precision_note(row["precision"], FIXED_MODELS[row["model"]]),
