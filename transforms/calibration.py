@@ -45,6 +45,7 @@ PRIOR = {
     "bandwidth_efficiency": 0.7, "compute_efficiency": 0.5, "compute_efficiency_fp8": 0.4,
     "compute_efficiency_int4": 0.3, "moe_compute_efficiency": 0.7, "vendor_efficiency_amd": 0.7, "vendor_efficiency_intel": 0.5,
     "prefill_mfu": 0.4, "tp_derate": 0.05, "step_overhead_s": 0.005, "request_overhead_s": 1e-5, "tp_comm_s": 0.001,
+    "dp_comm_s": 0.001,
 }
 SEARCHED = tuple(PRIOR)
 DERATE_MAX = 0.3  # tp_derate beyond this would make an 8-GPU group slower than 0.1 of its peak
@@ -185,7 +186,8 @@ def predict(terms_df: pl.DataFrame, params: Params) -> pl.DataFrame:
     compute_eff, vendor_eff = estimator.efficiencies(terms_df["precision"], terms_df["vendor"], params)
     log2_tp = terms_df["_log2_tp"]
     step = estimator.step_seconds(terms_df["_t_mem"], terms_df["_t_cmp"], log2_tp, compute_eff, vendor_eff, params,
-                                  terms_df["_requests_per_rank"], terms_df["_x_mem"], terms_df["_x_cmp"])
+                                  terms_df["_requests_per_rank"], terms_df["_x_mem"], terms_df["_x_cmp"],
+                                  terms_df["_log2_dp"])
     tok_s = estimator.request_tok_s(step, terms_df["_t_prefill"], terms_df["streams"], terms_df["output_tokens"],
                                     log2_tp, vendor_eff, params, terms_df["_x_prefill"])
     per_gpu = terms_df.select("row_id", "load", "legacy", "tok_s_per_gpu", "tp", "streams", "input_assumed").with_columns(

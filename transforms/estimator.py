@@ -23,7 +23,9 @@ from transforms.presets import (
 # 1.4: windowed layers hold and read min(context, window) tokens of KV (not the full window); the attention kind and
 # KV heads come from the catalogue, and a GQA cache on a tensor-parallel rank wider than its KV heads is replicated.
 # 1.5: a measured replica wider than one node (a provider cluster with a fabric) pays its pipeline stages' network.
-ESTIMATOR_VERSION = "1.5.0"
+# 1.6: the measured method keeps a recurrent state in FP32 and reads and writes it back every step; data-parallel
+# attention ranks pay a gather and scatter around the experts per step.
+ESTIMATOR_VERSION = "1.6.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 FLOPS_PER_PARAM = 2.0  # one multiply-add per parameter per token, used by prefill
@@ -277,9 +279,9 @@ def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.
     """(memory time, compute time) of one decode step serving `streams` streams (None: one stream)."""
     # The serving model reads the always-read weights once per data-parallel attention rank and each stream's KV once
     # per copy the group holds (_serving_layout); the reference methods read both once. A recurrent state splits by
-    # head like the weights: read once.
+    # head like the weights: one copy, moved state_passes times a step (the serving model reads it and writes it back).
     dense = pl.col("_dense_b") * pl.col("_dense_copies") if params.serving_model else pl.col("_dense_b")
-    kv_read_gb = pl.col("_kv_read_gb") * pl.col("_kv_copies") + pl.col("_state_gb")
+    kv_read_gb = pl.col("_kv_read_gb") * pl.col("_kv_copies") + params.state_passes * pl.col("_state_gb")
     if not params.expert_coverage:
         read_b = pl.col("active_params_b")
     elif streams is None:
@@ -366,13 +368,17 @@ def _terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params:
         *_attached(grid, "model", _model_table(models, params), "model"),
         *_attached(grid, "gpu", _gpu_table(gpus), "GPU"),
     ]
-    # Windowed layers hold and read the KV of min(context, window) tokens; a recurrent state is held and read whole
-    # whatever the context. Both are kept at the KV cache's precision.
+    # Windowed layers hold and read the KV of min(context, window) tokens, kept at the KV cache's precision; a
+    # recurrent state is held and read whole whatever the context, at the KV cache's precision or in FP32 (state_fp32:
+    # twice the catalogue's 2 bytes per value, as SGLang's mamba_ssm_dtype and vLLM keep it).
     kv_bytes, window_bytes, state_bytes = pl.col("kv_bytes_per_token"), pl.col("_window_kv_bytes"), pl.col("_state_bytes")
     if params.kv_fp8_when_quantized:
         fp8 = pl.col("precision").is_in(QUANTIZED)
-        kv_bytes, window_bytes, state_bytes = (pl.when(fp8).then(b / 2).otherwise(b)
-                                               for b in (kv_bytes, window_bytes, state_bytes))
+        kv_bytes, window_bytes = (pl.when(fp8).then(b / 2).otherwise(b) for b in (kv_bytes, window_bytes))
+        if not params.state_fp32:
+            state_bytes = pl.when(fp8).then(state_bytes / 2).otherwise(state_bytes)
+    if params.state_fp32:
+        state_bytes = 2 * state_bytes
 
     def kv_gb(context: str) -> pl.Expr:
         return (pl.col(context) * pl.col("_kv_bytes")
@@ -530,7 +536,7 @@ def serving_terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, 
         *NAME_COLUMNS, "precision", "vendor", "tp", "attention_dp", "streams", "input_tokens", "output_tokens",
         "max_streams",
         "_log2_tp", "_t_mem", "_t_cmp", "_t_mem1", "_t_cmp1", "_x_mem", "_x_cmp", "_t_prefill", "_x_prefill",
-        "_requests_per_rank",
+        "_requests_per_rank", "_log2_dp",
     ).collect(engine="streaming")
 
 
@@ -547,6 +553,7 @@ def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         _mem_gbs=pl.col("bandwidth_gbs") * pl.col("tp"),
         _flops_per_s=pl.col("compute_tflops") * 1e12 * pl.col("tp"),
         _log2_tp=pl.col("tp").log(2),
+        _log2_dp=pl.col("attention_dp").log(2),
         _token_flops=params.decode_flops_per_param * pl.col("active_params_b") * 1e9
         + params.attention_flops_factor * pl.col("_decode_context") * attention,
         _prefill_flops=FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
@@ -588,18 +595,19 @@ def group_scale(log2_tp, vendor_eff, params: Params):
 
 
 def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params, requests_per_rank=0.0, x_mem=0.0,
-                 x_cmp=0.0):
+                 x_cmp=0.0, log2_dp=0.0):
     """Seconds of one decode step (numbers, polars Series or Exprs alike): reads at the bandwidth efficiency and FLOPs at
     the precision's compute efficiency, the routed experts' share of both (x_mem, x_cmp) slower by the grouped expert
     matmuls' efficiency, added or overlapped (step_time), slowed by the group's scale; the host's work for the
     requests one scheduler runs overlaps that (the engines prepare the next step while the GPUs run this one); plus a
-    fixed overhead per step and a collective's latency per doubling of the group."""
+    fixed overhead per step, a collective's latency per doubling of the group and, with data-parallel attention, the
+    gather of the ranks' tokens before the experts and their scatter after, per doubling of the ranks (log2_dp)."""
     scale = group_scale(log2_tp, vendor_eff, params)
     slower = 1 / params.moe_compute_efficiency - 1
     reads, flops = (t_mem + x_mem * slower) / params.bandwidth_efficiency, (t_cmp + x_cmp * slower) / compute_eff
     both = reads + flops if params.step_time == "sum" else _larger(reads, flops)  # 'max': they overlap
     return _larger(both / scale, params.request_overhead_s * requests_per_rank) + params.step_overhead_s \
-        + params.tp_comm_s * log2_tp
+        + params.tp_comm_s * log2_tp + params.dp_comm_s * log2_dp
 
 
 def pipeline_seconds(tp, streams, params: Params):
@@ -630,10 +638,10 @@ def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     log2_tp = pl.col("_log2_tp")
     tp, streams = pl.col("tp"), pl.col("streams")
     step = (step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params,
-                         pl.col("_requests_per_rank"), pl.col("_x_mem"), pl.col("_x_cmp"))
+                         pl.col("_requests_per_rank"), pl.col("_x_mem"), pl.col("_x_cmp"), pl.col("_log2_dp"))
             + pipeline_seconds(tp, streams, params))
     step1 = (step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params, 1.0,
-                          pl.col("_x_mem1"), pl.col("_x_cmp1"))
+                          pl.col("_x_mem1"), pl.col("_x_cmp1"), pl.col("_log2_dp"))
              + pipeline_seconds(tp, 1, params))
     scale = group_scale(log2_tp, vendor_eff, params)
     return df.with_columns(

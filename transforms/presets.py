@@ -113,11 +113,18 @@ class Params:
                                      "bookkeeping, sampling, stop checks), overlapped with the GPUs' step: it bounds "
                                      "a step when the model's own work per token is small (serving model)", "[0, 10]")
     tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group", "[0, 10]")
+    dp_comm_s: float = _doc("seconds per decode step per doubling of the data-parallel attention ranks: the "
+                            "gather of every rank's tokens before the experts and the scatter after (serving model)",
+                            "[0, 10]")
     pp_hop_s: float = _doc("seconds a decode step waits at each pipeline-stage boundary of a replica wider than one "
                            "node (node_gpus): a send over the cluster's scale-out fabric (0: no network cost)", "[0, 10]")
     pp_hop_s_per_stream: float = _doc("seconds per stream each pipeline-stage boundary adds to a decode step: the "
                                       "stream's activations over the scale-out fabric", "[0, 10]")
     kv_fp8_when_quantized: bool = _doc("the KV cache is stored in FP8 when weights are FP8 or narrower")
+    state_fp32: bool = _doc("the engine keeps a recurrent state (Mamba, DeltaNet) in FP32 whatever the weights' "
+                            "precision: twice the catalogue's 2 bytes per value (else at the KV cache's precision)")
+    state_passes: float = _doc("times a decode step moves each stream's recurrent state through memory (a read, "
+                               "and the write of the updated state: 2)", "[0, 8]")
     input_per_output: float = _doc("prompt tokens per answer token of a request given only its context (serving "
                                    "model): the request fills the context at this mix", "[0, 10000]")
     kv_replicated: bool = _doc("tensor parallelism splits the KV cache by KV head over at most kv_heads GPUs: a "
@@ -168,8 +175,8 @@ class Params:
 STEADY_DECODE = {
     "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
     "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0,
-    "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "pp_hop_s": 0.0, "pp_hop_s_per_stream": 0.0,
-    "kv_fp8_when_quantized": False, "band_ratio_low": 0.0,
+    "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "dp_comm_s": 0.0, "pp_hop_s": 0.0, "pp_hop_s_per_stream": 0.0,
+    "kv_fp8_when_quantized": False, "state_fp32": False, "state_passes": 1.0, "band_ratio_low": 0.0,
     "band_ratio_high": 0.0, "input_per_output": 0.0, "kv_replicated": False, "dp_attention_at_max_load": False,
     "max_running_requests": 0,
 }
@@ -269,6 +276,10 @@ MEASURED_BASE = replace(
     serving_model=True,
     step_time="max",  # batched decode overlaps weight reads with the matmuls; it fits the benchmarks better than 'sum'
     kv_fp8_when_quantized=True,
+    # SGLang (server_args mamba_ssm_dtype) and vLLM keep the Mamba-2 / Gated DeltaNet state in FP32 (the Qwen3.5
+    # configs say so too: mamba_ssm_dtype float32), and every decode step reads it and writes the updated state back.
+    state_fp32=True,
+    state_passes=2.0,
     tp_efficiency_floor=0.5,
     input_per_output=DEFAULT_INPUT_PER_OUTPUT,
     kv_replicated=True,
@@ -282,7 +293,7 @@ MEASURED_BASE = replace(
 )
 FITTED = ("bandwidth_efficiency", "compute_efficiency", "compute_efficiency_fp8", "compute_efficiency_int4",
           "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate",
-          "step_overhead_s", "request_overhead_s", "tp_comm_s", "band_ratio_low", "band_ratio_high")
+          "step_overhead_s", "request_overhead_s", "tp_comm_s", "dp_comm_s", "band_ratio_low", "band_ratio_high")
 
 
 def fitted(base: Params, values: dict) -> Params:

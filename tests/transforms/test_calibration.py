@@ -157,6 +157,31 @@ def test_a_wider_group_splits_reads_and_flops_but_pays_collectives(models, gpus)
     assert step[1] == pytest.approx(one["_t_mem"] / 4 + one["_t_cmp"] / 4 + 0.002)
 
 
+def test_data_parallel_attention_ranks_pay_a_gather_and_scatter_per_doubling(models, gpus):
+    one_rank = terms(models, gpus, model="deepseek-r1", gpu="B200 SXM", precision="fp8", tp=8, attention_dp=1)
+    four_ranks = terms(models, gpus, model="deepseek-r1", gpu="B200 SXM", precision="fp8", tp=8, attention_dp=4)
+    assert (one_rank["_log2_dp"], four_ranks["_log2_dp"]) == (0.0, 2.0)
+    params = dataclasses.replace(IDEAL, dp_comm_s=0.001)
+    # 4 ranks are two doublings: a 5 ms step pays 2 ms of gathers and scatters
+    assert estimator.step_seconds(0.004, 0.001, 0.0, 1.0, 1.0, params, 0.0, 0.0, 0.0, 2.0) == pytest.approx(0.007)
+    assert estimator.step_seconds(0.004, 0.001, 0.0, 1.0, 1.0, params) == pytest.approx(0.005)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+def test_a_recurrent_state_is_kept_in_fp32_and_written_back_every_step(models, gpus, precision):
+    """SGLang keeps Qwen3-Next's Gated DeltaNet state in FP32 (mamba_ssm_dtype), with FP8 weights too: twice the
+    catalogue's 2 bytes per value, read and written back by every decode step of every stream."""
+    stateless = models.filter(pl.col("model_id") == "qwen3-next-80b-a3b").with_columns(
+        model_id=pl.lit("stateless"), state_bytes_per_stream=pl.lit(None, dtype=models.schema["state_bytes_per_stream"]))
+    pair = pl.concat([models, stateless])
+    state_bytes = spec(models, "model_id", "qwen3-next-80b-a3b")["state_bytes_per_stream"]
+    h200 = spec(gpus, "name", "H200 SXM")
+    with_state, without = (terms(pair, gpus, model=m, gpu="H200 SXM", precision=precision, streams=16, tp=4)
+                           for m in ("qwen3-next-80b-a3b", "stateless"))
+    moved_gb = 16 * 2 * 2 * state_bytes * 1e-9  # 16 streams x (read + write) x FP32
+    assert with_state["_t_mem"] - without["_t_mem"] == pytest.approx(moved_gb / (4 * h200["bandwidth_gbs"]))
+
+
 def test_a_step_adds_or_overlaps_reads_and_flops():
     added = estimator.step_seconds(0.003, 0.002, 0.0, 1.0, 1.0, IDEAL)
     overlapped = estimator.step_seconds(0.003, 0.002, 0.0, 1.0, 1.0, dataclasses.replace(IDEAL, step_time="max"))
