@@ -24,7 +24,8 @@ from transforms.presets import (
 # KV heads come from the catalogue, and a GQA cache on a tensor-parallel rank wider than its KV heads is replicated.
 # 1.5: a measured replica wider than one node (a provider cluster with a fabric) pays its pipeline stages' network.
 # 1.6: the measured method keeps a recurrent state in FP32 and reads and writes it back every step; data-parallel
-# attention ranks pay a gather and scatter around the experts per step.
+# attention ranks pay a gather and scatter around the experts per step; a prefill pays a forward pass's fixed seconds,
+# shared by the requests that arrive in one decode step.
 ESTIMATOR_VERSION = "1.6.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
@@ -606,8 +607,13 @@ def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params,
     slower = 1 / params.moe_compute_efficiency - 1
     reads, flops = (t_mem + x_mem * slower) / params.bandwidth_efficiency, (t_cmp + x_cmp * slower) / compute_eff
     both = reads + flops if params.step_time == "sum" else _larger(reads, flops)  # 'max': they overlap
-    return _larger(both / scale, params.request_overhead_s * requests_per_rank) + params.step_overhead_s \
-        + params.tp_comm_s * log2_tp + params.dp_comm_s * log2_dp
+    return _larger(both / scale, params.request_overhead_s * requests_per_rank) + pass_seconds(log2_tp, log2_dp, params)
+
+
+def pass_seconds(log2_tp, log2_dp, params: Params):
+    """The fixed seconds of one forward pass, a decode step's or a prefill's: the overhead per pass and the
+    collectives' latency, per doubling of the group and of the data-parallel attention ranks."""
+    return params.step_overhead_s + params.tp_comm_s * log2_tp + params.dp_comm_s * log2_dp
 
 
 def pipeline_seconds(tp, streams, params: Params):
@@ -622,12 +628,19 @@ def pipeline_seconds(tp, streams, params: Params):
     return boundaries * (params.pp_hop_s + streams * params.pp_hop_s_per_stream)
 
 
-def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params, x_prefill=0.0):
+def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params, x_prefill=0.0,
+                  log2_dp=0.0):
     """Output tokens per second of one replica serving `streams` requests at a time, each a prefill of its prompt
     (its routed experts' share x_prefill slower by the grouped expert matmuls' efficiency) then `output_tokens`
-    decode steps (numbers, polars Series or Exprs alike)."""
+    decode steps (numbers, polars Series or Exprs alike).
+
+    A prefill is a forward pass of its own (SGLang runs prefill and decode batches apart), so it pays a pass's fixed
+    seconds too, shared by the requests that arrive together: as each finished request is replaced, about
+    streams / output_tokens arrive per decode step and join one prefill pass; fewer than one a step, each gets its own.
+    """
     t_prefill = t_prefill + x_prefill * (1 / params.moe_compute_efficiency - 1)
-    prefill = t_prefill / (params.prefill_mfu * group_scale(log2_tp, vendor_eff, params))
+    prefill = t_prefill / (params.prefill_mfu * group_scale(log2_tp, vendor_eff, params)) \
+        + pass_seconds(log2_tp, log2_dp, params) / _larger(streams / output_tokens, 1.0)
     return streams * output_tokens / (streams * prefill + output_tokens * step)
 
 
@@ -648,7 +661,7 @@ def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         single_stream_tok_s=1 / step1,
         per_stream_tok_s=1 / step,
         agg_tok_s=request_tok_s(step, pl.col("_t_prefill"), pl.col("streams"), pl.col("output_tokens"), log2_tp,
-                                vendor_eff, params, pl.col("_x_prefill")),
+                                vendor_eff, params, pl.col("_x_prefill"), pl.col("_log2_dp")),
         prefill_tok_s=params.prefill_mfu * scale * pl.col("_flops_per_s") / pl.col("_prefill_flops"),
         _t_mem=pl.col("_t_mem") / params.bandwidth_efficiency,
         _t_cmp=pl.col("_t_cmp") / compute_eff,

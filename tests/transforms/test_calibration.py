@@ -194,6 +194,16 @@ def test_prefill_is_amortised_over_the_answer():
     assert estimator.request_tok_s(0.01, 0.0, 4, 100, 0.0, 1.0, IDEAL) == pytest.approx(400)
 
 
+def test_a_prefill_pays_a_passs_fixed_seconds_shared_by_the_requests_arriving_in_one_step():
+    fixed = dataclasses.replace(IDEAL, step_overhead_s=0.002, tp_comm_s=0.001)
+    # TP2: a 3 ms pass. 4 streams of 100 tokens: one arrival every 25 steps, each prefill a pass of its own:
+    # 4 x 100 tokens in 4 x (1 + 0.003) + 100 x 0.01 s
+    assert estimator.request_tok_s(0.01, 1.0, 4, 100, 1.0, 1.0, fixed) == pytest.approx(400 / (4 * 1.003 + 1))
+    # 400 streams of 100 tokens: 4 arrivals a step share each prefill pass
+    assert estimator.request_tok_s(0.01, 1.0, 400, 100, 1.0, 1.0, fixed) == pytest.approx(
+        40_000 / (400 * (1 + 0.003 / 4) + 1))
+
+
 def test_the_routed_experts_share_of_reads_flops_and_prefill_runs_at_the_grouped_matmuls_efficiency():
     half = dataclasses.replace(IDEAL, moe_compute_efficiency=0.5)
     # 4 ms of reads of which 2 ms experts, 1 ms of FLOPs of which 0.5 ms experts: each expert share counts twice
