@@ -189,7 +189,8 @@ def predict(terms_df: pl.DataFrame, params: Params) -> pl.DataFrame:
                                   terms_df["_requests_per_rank"], terms_df["_x_mem"], terms_df["_x_cmp"],
                                   terms_df["_log2_dp"])
     tok_s = estimator.request_tok_s(step, terms_df["_t_prefill"], terms_df["streams"], terms_df["output_tokens"],
-                                    log2_tp, vendor_eff, params, terms_df["_x_prefill"], terms_df["_log2_dp"])
+                                    log2_tp, vendor_eff, params, terms_df["_x_prefill"], terms_df["_log2_dp"],
+                                    terms_df["_t_pass_read"])
     per_gpu = terms_df.select("row_id", "load", "legacy", "tok_s_per_gpu", "tp", "streams", "input_assumed").with_columns(
         estimate=tok_s / terms_df["tp"])
     best = per_gpu.sort("estimate", descending=True).group_by("row_id", maintain_order=True).first()

@@ -25,7 +25,7 @@ from transforms.presets import (
 # 1.5: a measured replica wider than one node (a provider cluster with a fabric) pays its pipeline stages' network.
 # 1.6: the measured method keeps a recurrent state in FP32 and reads and writes it back every step; data-parallel
 # attention ranks pay a gather and scatter around the experts per step; a prefill pays a forward pass's fixed seconds,
-# shared by the requests that arrive in one decode step.
+# and reads the weights its prompt uses, shared by the requests that arrive in one decode step.
 ESTIMATOR_VERSION = "1.6.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
@@ -537,7 +537,7 @@ def serving_terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, 
         *NAME_COLUMNS, "precision", "vendor", "tp", "attention_dp", "streams", "input_tokens", "output_tokens",
         "max_streams",
         "_log2_tp", "_t_mem", "_t_cmp", "_t_mem1", "_t_cmp1", "_x_mem", "_x_cmp", "_t_prefill", "_x_prefill",
-        "_requests_per_rank", "_log2_dp",
+        "_requests_per_rank", "_log2_dp", "_t_pass_read",
     ).collect(engine="streaming")
 
 
@@ -571,6 +571,10 @@ def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         _x_prefill=pl.col("input_tokens") * FLOPS_PER_PARAM * pl.col("_expert_b") * pl.col("_route_p") * 1e9
         / pl.col("_flops_per_s"),
         _requests_per_rank=pl.col("streams") / pl.col("attention_dp"),
+        # a prefill pass reads the always-read weights per copy and the experts its prompt's tokens touch
+        _t_pass_read=(pl.col("_dense_b") * pl.col("_dense_copies") + pl.col("_expert_b") * (
+            1 - (pl.col("input_tokens").clip(lower_bound=1) * pl.col("_log_keep")).exp())) * pl.col("_bytes")
+        / pl.col("_mem_gbs"),
     )
 
 
@@ -629,19 +633,23 @@ def pipeline_seconds(tp, streams, params: Params):
 
 
 def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, params: Params, x_prefill=0.0,
-                  log2_dp=0.0):
+                  log2_dp=0.0, t_pass_read=0.0):
     """Output tokens per second of one replica serving `streams` requests at a time, each a prefill of its prompt
     (its routed experts' share x_prefill slower by the grouped expert matmuls' efficiency) then `output_tokens`
     decode steps (numbers, polars Series or Exprs alike).
 
-    A prefill is a forward pass of its own (SGLang runs prefill and decode batches apart), so it pays a pass's fixed
-    seconds too, shared by the requests that arrive together: as each finished request is replaced, about
-    streams / output_tokens arrive per decode step and join one prefill pass; fewer than one a step, each gets its own.
+    A prefill is a forward pass of its own (SGLang runs prefill and decode batches apart): it reads the weights its
+    prompt uses (t_pass_read: the always-read weights per copy, the experts its tokens touch), overlapped with its
+    FLOPs like a decode step's (step_time), and pays a pass's fixed seconds, both shared by the requests that arrive
+    together: as each finished request is replaced, about streams / output_tokens arrive per decode step and join one
+    prefill pass; fewer than one a step, each gets its own.
     """
     t_prefill = t_prefill + x_prefill * (1 / params.moe_compute_efficiency - 1)
-    prefill = t_prefill / (params.prefill_mfu * group_scale(log2_tp, vendor_eff, params)) \
-        + pass_seconds(log2_tp, log2_dp, params) / _larger(streams / output_tokens, 1.0)
-    return streams * output_tokens / (streams * prefill + output_tokens * step)
+    scale, together = group_scale(log2_tp, vendor_eff, params), _larger(streams / output_tokens, 1.0)
+    flops, reads = t_prefill / (params.prefill_mfu * scale), t_pass_read / (params.bandwidth_efficiency * scale * together)
+    both = flops + reads if params.step_time == "sum" else _larger(flops, reads)
+    return streams * output_tokens / (streams * (both + pass_seconds(log2_tp, log2_dp, params) / together)
+                                      + output_tokens * step)
 
 
 def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
@@ -661,7 +669,8 @@ def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         single_stream_tok_s=1 / step1,
         per_stream_tok_s=1 / step,
         agg_tok_s=request_tok_s(step, pl.col("_t_prefill"), pl.col("streams"), pl.col("output_tokens"), log2_tp,
-                                vendor_eff, params, pl.col("_x_prefill"), pl.col("_log2_dp")),
+                                vendor_eff, params, pl.col("_x_prefill"), pl.col("_log2_dp"),
+                                pl.col("_t_pass_read")),
         prefill_tok_s=params.prefill_mfu * scale * pl.col("_flops_per_s") / pl.col("_prefill_flops"),
         _t_mem=pl.col("_t_mem") / params.bandwidth_efficiency,
         _t_cmp=pl.col("_t_cmp") / compute_eff,

@@ -194,14 +194,28 @@ def test_prefill_is_amortised_over_the_answer():
     assert estimator.request_tok_s(0.01, 0.0, 4, 100, 0.0, 1.0, IDEAL) == pytest.approx(400)
 
 
-def test_a_prefill_pays_a_passs_fixed_seconds_shared_by_the_requests_arriving_in_one_step():
+def test_a_prefill_pass_reads_its_weights_and_pays_a_passs_fixed_seconds_shared_by_the_requests_arriving_together():
     fixed = dataclasses.replace(IDEAL, step_overhead_s=0.002, tp_comm_s=0.001)
     # TP2: a 3 ms pass. 4 streams of 100 tokens: one arrival every 25 steps, each prefill a pass of its own:
     # 4 x 100 tokens in 4 x (1 + 0.003) + 100 x 0.01 s
     assert estimator.request_tok_s(0.01, 1.0, 4, 100, 1.0, 1.0, fixed) == pytest.approx(400 / (4 * 1.003 + 1))
-    # 400 streams of 100 tokens: 4 arrivals a step share each prefill pass
-    assert estimator.request_tok_s(0.01, 1.0, 400, 100, 1.0, 1.0, fixed) == pytest.approx(
-        40_000 / (400 * (1 + 0.003 / 4) + 1))
+    # 400 streams of 100 tokens: 4 arrivals a step share each prefill pass, its 8 ms of weight reads too
+    assert estimator.request_tok_s(0.01, 1.0, 400, 100, 1.0, 1.0, fixed, t_pass_read=0.008) == pytest.approx(
+        40_000 / (400 * (1 + 0.008 / 4 + 0.003 / 4) + 1))
+    # overlapped (step_time 'max'), a prompt's 2 ms of FLOPs hide under the 8 ms read of its own pass
+    overlapped = dataclasses.replace(IDEAL, step_time="max")
+    assert estimator.request_tok_s(0.01, 0.002, 4, 100, 0.0, 1.0, overlapped, t_pass_read=0.008) == pytest.approx(
+        400 / (4 * 0.008 + 1))
+
+
+def test_a_prefill_pass_reads_the_always_read_weights_and_the_experts_its_prompt_touches(models, gpus):
+    qwen, b200 = spec(models, "model_id", "qwen3-235b-a22b"), spec(gpus, "name", "B200 SXM")
+    t = terms(models, gpus, model="qwen3-235b-a22b", gpu="B200 SXM", prompt=1000, tp=8)
+    # 1,000 tokens routed to 8 of 128 experts each leave none untouched: the pass reads every weight once
+    assert t["_t_pass_read"] == pytest.approx(qwen["total_params_b"] * 2 / (8 * b200["bandwidth_gbs"]), rel=1e-6)
+    # a one-token prompt touches its 8 experts: the active weights, as a decode step of one stream reads them
+    one = terms(models, gpus, model="qwen3-235b-a22b", gpu="B200 SXM", prompt=1, tp=8)
+    assert one["_t_pass_read"] == pytest.approx(qwen["active_params_b"] * 2 / (8 * b200["bandwidth_gbs"]), rel=1e-6)
 
 
 def test_the_routed_experts_share_of_reads_flops_and_prefill_runs_at_the_grouped_matmuls_efficiency():

@@ -44,16 +44,27 @@ def checks(prepared, out_of_fold) -> pl.DataFrame:
     return found
 
 
-# Known short (docs/calibration.md, docs/estimator.md): single-stream steps differ ~4x between models on one engine,
-# which one global step overhead cannot follow, and Qwen3-Coder-Next's rows have no catalogue row (no copy of its
-# config.json was found). Strict: the day it passes, this mark must go.
-FIXED_SHORT = pytest.mark.xfail(strict=True, reason="fixed concurrency of current releases: within ±25% and "
-                                "representability below the acceptance (issue 23, open)")
+def _failing(checks: pl.DataFrame, group: str, representable: bool) -> str:
+    failing = checks.filter((pl.col("group") == group) & ((pl.col("figure") == "representable") == representable)
+                            & ~pl.col("passes"))
+    return "\n".join(f"{r['split']} {r['group']} {r['figure']} = {r['value']:.3f}, needs {r['threshold']}"
+                     for r in failing.iter_rows(named=True))
 
 
-@pytest.mark.parametrize("group", [pytest.param("max_load"), pytest.param("fixed_concurrency", marks=FIXED_SHORT)])
+@pytest.mark.parametrize("group", calibration.ACCEPTED_GROUPS)
 def test_held_out_estimates_meet_the_acceptance_on_both_splits(checks, group):
-    failing = checks.filter((pl.col("group") == group) & ~pl.col("passes"))
-    assert failing.is_empty(), "\n" + "\n".join(
-        f"{r['split']} {r['group']} {r['figure']} = {r['value']:.3f}, needs {r['threshold']}"
-        for r in failing.iter_rows(named=True))
+    failing = _failing(checks, group, representable=False)
+    assert not failing, "\n" + failing
+
+
+# Known short (docs/estimator.md): Qwen3-Coder-Next's 9 fixed-concurrency rows have no catalogue row (no copy of its
+# config.json was found), so 60 of the 69 usable rows are representable. Strict: the day it passes, this mark must go.
+REPRESENTABLE_SHORT = pytest.mark.xfail(strict=True, reason="fixed concurrency of current releases: 87% of usable "
+                                        "rows representable, below 90% (Qwen3-Coder-Next; issue 23, open)")
+
+
+@pytest.mark.parametrize("group", [pytest.param("max_load"),
+                                   pytest.param("fixed_concurrency", marks=REPRESENTABLE_SHORT)])
+def test_enough_usable_rows_are_representable(checks, group):
+    failing = _failing(checks, group, representable=True)
+    assert not failing, "\n" + failing
