@@ -285,10 +285,8 @@ def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.
     kv_read_gb = pl.col("_kv_read_gb") * pl.col("_kv_copies") + params.state_passes * pl.col("_state_gb")
     if not params.expert_coverage:
         read_b = pl.col("active_params_b")
-    elif streams is None:
-        read_b = dense + pl.col("_expert_b") * pl.col("_route_p")
     else:
-        read_b = dense + pl.col("_expert_b") * (1 - (streams * pl.col("_log_keep")).exp())
+        read_b = dense + pl.col("_expert_b") * _coverage(streams)
     count = pl.lit(1.0) if streams is None else streams
     t_mem = (read_b * pl.col("_bytes") + _kv_term(params.kv_read_factor, count * kv_read_gb)) / pl.col("_mem_gbs")
     if not (params.decode_flops_per_param or params.attention_flops_factor):
@@ -296,10 +294,15 @@ def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.
     return t_mem, count * pl.col("_token_flops") / pl.col("_flops_per_s")
 
 
+def _coverage(tokens: pl.Expr | None) -> pl.Expr:
+    """The share of the routed experts that `tokens` tokens of one step touch (None: one token's share)."""
+    return pl.col("_route_p") if tokens is None else 1 - (tokens * pl.col("_log_keep")).exp()
+
+
 def _expert_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.Expr]:
     """(memory time, compute time) of a decode step's routed experts alone: the share of _step_seconds' terms the
     grouped expert matmuls take (serving model)."""
-    coverage = pl.col("_route_p") if streams is None else 1 - (streams * pl.col("_log_keep")).exp()
+    coverage = _coverage(streams)
     count = pl.lit(1.0) if streams is None else streams
     return (pl.col("_expert_b") * coverage * pl.col("_bytes") / pl.col("_mem_gbs"),
             count * params.decode_flops_per_param * pl.col("_expert_b") * pl.col("_route_p") * 1e9 / pl.col("_flops_per_s"))
@@ -572,9 +575,9 @@ def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         / pl.col("_flops_per_s"),
         _requests_per_rank=pl.col("streams") / pl.col("attention_dp"),
         # a prefill pass reads the always-read weights per copy and the experts its prompt's tokens touch
-        _t_pass_read=(pl.col("_dense_b") * pl.col("_dense_copies") + pl.col("_expert_b") * (
-            1 - (pl.col("input_tokens").clip(lower_bound=1) * pl.col("_log_keep")).exp())) * pl.col("_bytes")
-        / pl.col("_mem_gbs"),
+        _t_pass_read=(pl.col("_dense_b") * pl.col("_dense_copies")
+                      + pl.col("_expert_b") * _coverage(pl.col("input_tokens").clip(lower_bound=1)))
+        * pl.col("_bytes") / pl.col("_mem_gbs"),
     )
 
 
@@ -610,8 +613,12 @@ def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params,
     scale = group_scale(log2_tp, vendor_eff, params)
     slower = 1 / params.moe_compute_efficiency - 1
     reads, flops = (t_mem + x_mem * slower) / params.bandwidth_efficiency, (t_cmp + x_cmp * slower) / compute_eff
-    both = reads + flops if params.step_time == "sum" else _larger(reads, flops)  # 'max': they overlap
-    return _larger(both / scale, params.request_overhead_s * requests_per_rank) + pass_seconds(log2_tp, log2_dp, params)
+    return _larger(_overlap(reads, flops, params) / scale, params.request_overhead_s * requests_per_rank) + pass_seconds(log2_tp, log2_dp, params)
+
+
+def _overlap(reads, flops, params: Params):
+    """A pass's reads and FLOPs added (step_time 'sum') or overlapped ('max'; numbers, Series or Exprs alike)."""
+    return reads + flops if params.step_time == "sum" else _larger(reads, flops)
 
 
 def pass_seconds(log2_tp, log2_dp, params: Params):
@@ -647,8 +654,7 @@ def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, 
     t_prefill = t_prefill + x_prefill * (1 / params.moe_compute_efficiency - 1)
     scale, together = group_scale(log2_tp, vendor_eff, params), _larger(streams / output_tokens, 1.0)
     flops, reads = t_prefill / (params.prefill_mfu * scale), t_pass_read / (params.bandwidth_efficiency * scale * together)
-    both = flops + reads if params.step_time == "sum" else _larger(flops, reads)
-    return streams * output_tokens / (streams * (both + pass_seconds(log2_tp, log2_dp, params) / together)
+    return streams * output_tokens / (streams * (_overlap(flops, reads, params) + pass_seconds(log2_tp, log2_dp, params) / together)
                                       + output_tokens * step)
 
 
