@@ -111,7 +111,7 @@ def rental_ranges(offers: pl.DataFrame, sizes: tuple[int, ...] = RENTAL_SIZES,
     parts = [
         _fixed_size_groups(mapped, sizes).with_columns(pl.lit("fixed_listings").alias("composition")),
         _per_gpu_groups(mapped, sizes).join(capacity.select("gpu", "spans_hosts"), on="gpu", how="left").with_columns(
-            pl.col("deployable") & (~pl.col("cluster") | pl.col("spans_hosts").fill_null(False)),
+            pl.col("deployable") & (~pl.col("cluster") | deployability.may_span_hosts()),
             pl.when(pl.col("cluster")).then(pl.lit("cluster")).otherwise(pl.lit("per_gpu")).alias("composition"),
         ).drop("cluster", "spans_hosts"),
     ]
@@ -135,6 +135,5 @@ def rental_ranges(offers: pl.DataFrame, sizes: tuple[int, ...] = RENTAL_SIZES,
     n = pl.col("n_gpus").cast(pl.Int64)
     how = pl.when(pl.col("_hosts").is_null()).then(pl.format("{} GPUs only across the nodes of a cluster", n)).otherwise(
         pl.format("{} GPUs only from {} separately rented hosts", n, pl.col("_hosts")))
-    return ranges.join(capacity, on="gpu", how="left").with_columns(
-        deployability.reason(pl.col("deployable_min_usd_per_hr").is_not_null(), how, n).alias("not_deployable_reason"),
-    ).drop("_hosts", "largest_host", "largest_cluster", "spans_hosts").sort(keys)
+    return deployability.with_capacity(ranges, capacity, deployability.reason(
+        pl.col("deployable_min_usd_per_hr").is_not_null(), how, n).alias("not_deployable_reason")).drop("_hosts").sort(keys)

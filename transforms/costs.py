@@ -76,11 +76,10 @@ def replica_prices(offers: pl.DataFrame, tps: list[int], gpus: pl.DataFrame | No
 def _deployability(prices: pl.DataFrame, capacity: pl.DataFrame) -> pl.DataFrame:
     """Each replica price with `deployable` and `not_deployable_reason` (NULL when deployable)."""
     pricing, tp = pl.col("replica_pricing"), pl.col("tp")
-    deployable = (pricing == ONE_LISTING) | ((pricing == PROVIDER_CLUSTER) & pl.col("spans_hosts").fill_null(False))
+    deployable = (pricing == ONE_LISTING) | ((pricing == PROVIDER_CLUSTER) & deployability.may_span_hosts())
     how = pl.format("TP {} {}", tp, pricing.replace_strict(HOW, default=""))
-    return prices.join(capacity, on="gpu", how="left").with_columns(
-        deployable.alias("deployable"), deployability.reason(deployable, how, tp).alias("not_deployable_reason"),
-    ).drop("largest_host", "largest_cluster", "spans_hosts")
+    return deployability.with_capacity(prices, capacity, deployable.alias("deployable"),
+                                       deployability.reason(deployable, how, tp).alias("not_deployable_reason"))
 
 
 def _fixed_multi_listing(priced: pl.DataFrame, targets: pl.DataFrame) -> pl.DataFrame:

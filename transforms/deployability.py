@@ -45,6 +45,21 @@ def capacity(offers: pl.DataFrame, gpus: pl.DataFrame | None = None) -> pl.DataF
     ).join(part_classes(gpus), on="gpu", how="left")
 
 
+CAPACITY_COLUMNS = ("largest_host", "largest_cluster", "spans_hosts")
+
+
+def may_span_hosts() -> pl.Expr:
+    """Whether a part's replica may span the hosts of a provider cluster (capacity's spans_hosts; unknown: no)."""
+    return pl.col("spans_hosts").fill_null(False)
+
+
+def with_capacity(frame: pl.DataFrame, capacity: pl.DataFrame, *columns: pl.Expr) -> pl.DataFrame:
+    """The frame with `columns`, computed beside the day's capacity of each row's gpu (shortfall and reason read
+    it), and none of capacity's own columns left behind."""
+    return frame.join(capacity, on="gpu", how="left", maintain_order="left").with_columns(*columns).drop(
+        CAPACITY_COLUMNS)
+
+
 def shortfall(gpus: pl.Expr) -> pl.Expr:
     """Why no listing of the day holds a replica of `gpus` GPUs (NULL when one host or one cluster does), from a
     frame with gpu, largest_host, largest_cluster and spans_hosts (capacity's columns): e.g. "needs 16 GPUs on one

@@ -33,10 +33,9 @@ def priced(estimates: pl.DataFrame, replicas: pl.DataFrame, capacity: pl.DataFra
         pl.when(pl.col("deployable")).then(pl.col(REPLICA_COLUMNS)))
     joined = estimates.join(offered, on=["gpu", "tp"], how="left", maintain_order="left")
     if capacity is not None:
-        listed = joined.join(capacity, on="gpu", how="left", maintain_order="left")
         missing = pl.when(pl.col("gpu").is_in(capacity["gpu"].implode())).then(deployability.shortfall(pl.col("tp")))
-        joined = listed.with_columns(pl.coalesce("not_deployable_reason", missing).alias("not_deployable_reason")).drop(
-            "largest_host", "largest_cluster", "spans_hosts")
+        joined = deployability.with_capacity(joined, capacity,
+                                             pl.coalesce("not_deployable_reason", missing).alias("not_deployable_reason"))
     return joined.with_columns(
         pl.col("deployable").fill_null(False),
         estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")).alias("usd_per_mtok"),
