@@ -8,7 +8,7 @@ import logging
 import duckdb
 
 from transforms import model_catalogue
-from warehouse import catalog, user_models
+from warehouse import catalog, queries, user_models
 from warehouse.db import transaction
 
 log = logging.getLogger("gpuledger.catalogue")
@@ -20,9 +20,7 @@ def load(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> dict[str, st
     a file that cannot be read never stops the others, and is logged)."""
     status = catalog.load_catalogs(con, force=force)
     entries, problems = user_models.read_all()
-    models = [dict(zip(("model_id", "origin", "hf_repo", "hf_ids"), r, strict=True))
-              for r in con.execute("select model_id, origin, hf_repo, hf_ids from models").fetchall()]
-    rows, refused = model_catalogue.user_rows(entries, models)
+    rows, refused = model_catalogue.user_rows(entries, queries.model_keys(con))
     with transaction(con):
         catalog.replace_models(con, "user", catalog.models_frame(rows))
     for problem in (*problems, *refused):

@@ -23,7 +23,7 @@ from transforms.normalise import (
     normalise,
     rejections_frame,
 )
-from warehouse import archive, catalog, config
+from warehouse import archive, catalog, config, queries
 from warehouse.load import Batch, FetchRow, load_batch
 
 log = logging.getLogger("gpuledger.ingest")
@@ -85,8 +85,7 @@ MODEL_CONFIGS = {"repo": pl.String, "http_status": pl.Int16, "etag": pl.String, 
 
 def _model_batch(con: duckdb.DuckDBPyConnection, parsed, fetched: FetchResult) -> dict:
     """The models the fetched configs derive, and every answered repository's model_configs row (Batch fields)."""
-    models = [dict(zip(("model_id", "origin", "hf_repo", "hf_ids"), r, strict=True))
-              for r in con.execute("select model_id, origin, hf_repo, hf_ids from models").fetchall()]
+    models = queries.model_keys(con)
     held = con.sql("select * from model_configs").pl()
     states = {r["repo"].lower(): r for r in held.iter_rows(named=True)}
     done = model_catalogue.checked(parsed.model_configs, models, states, fetched.snapshot_date, fetched.run_id)

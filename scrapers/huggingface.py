@@ -101,7 +101,7 @@ def parse(responses: list[RawResponse]) -> ParseResult:
         sha256, config, error = hashlib.sha256(raw.body).hexdigest(), None, None
         try:
             config = base.loads(raw.body)
-        except (ValueError, RecursionError) as exc:
+        except ValueError as exc:  # base.loads reads JSON nested too deep as a ValueError too
             error = f"config.json is not JSON ({str(exc)[:120] or type(exc).__name__})"
         if error is None and not isinstance(config, dict):
             config, error = None, f"config.json is not a JSON object (a {type(config).__name__})"

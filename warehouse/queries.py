@@ -34,6 +34,13 @@ def published_offers(con: duckdb.DuckDBPyConnection, day: date) -> duckdb.DuckDB
     )
 
 
+def model_keys(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Each model's id, origin and Hugging Face ids: what a new curated, user or derived row is weighed against."""
+    columns = ("model_id", "origin", "hf_repo", "hf_ids")
+    return [dict(zip(columns, row, strict=True))
+            for row in con.execute(f"select {', '.join(columns)} from models").fetchall()]
+
+
 def offers_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     return published_offers(con, day).pl()
 

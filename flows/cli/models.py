@@ -16,7 +16,7 @@ import typer
 
 from flows.cli.common import FormatOption, fail, open_read_only, resolve_name
 from flows.cli.output import Format, Rows, render
-from warehouse import config, db
+from warehouse import config, db, queries
 from warehouse.lock import WriterBusy, writer_lock
 
 app = typer.Typer(no_args_is_help=False)
@@ -71,9 +71,7 @@ def add(
     try:
         with writer_lock("models add", wait_s=config.lock_wait_s()), db.connect() as con:
             catalogue.load(con)  # the catalogue as it stands, before this model is weighed against it
-            models = [dict(zip(("model_id", "origin", "hf_repo", "hf_ids"), r, strict=True)) for r in con.execute(
-                "select model_id, origin, hf_repo, hf_ids from models").fetchall()]
-            _, refused = model_catalogue.user_rows([entry], models)
+            _, refused = model_catalogue.user_rows([entry], queries.model_keys(con))
             if refused:
                 raise fail(refused[0])
             path = user_models.write(entry)
@@ -153,7 +151,8 @@ def show(
         ids = {m.lower(): m for (m,) in con.execute("select model_id from models").fetchall()}
         model_id = resolve_name(model, ids, "model")
         (row,) = Rows.of(con.sql(f"select {', '.join(SHOWN)} from models where model_id = ?", params=[model_id])).dicts()
-        origin, config_data, where = _config_of(con, row)
+        origin = row["origin"]
+        config_data, where = _config_of(con, row)
     finally:
         con.close()
     read, says = {}, {}
@@ -164,7 +163,7 @@ def show(
             says, read = derive_with_keys(config_data, row["hf_repo"], model_id=model_id, path=row["source"])
         except ModelConfigError as exc:
             where += f" (the reader cannot read it: {exc})"
-    fields = [{"field": name, "value": row[name], "from": _from(name, origin, where, bool(read)),
+    fields = [{"field": name, "value": row[name], "from": _from(name, origin, bool(read)),
                **({"config_json_says": says.get(name)} if origin == "curated" and says else {})}
               for name in SHOWN]
     keys = [{"part": part, "field": key, "value": json.dumps(value)[:120]} for part, found in read.items()
@@ -186,7 +185,7 @@ def _rows(dicts: list[dict]) -> Rows:
                                                   for d in dicts])
 
 
-def _from(field: str, origin: str, where: str, read: bool) -> str:
+def _from(field: str, origin: str, read: bool) -> str:
     if field in ("model_id", "origin", "config_sha256", "derived_on"):
         return "gpuledger"
     if origin == "curated":
@@ -194,29 +193,29 @@ def _from(field: str, origin: str, where: str, read: bool) -> str:
     return f"config.json: {FROM_CONFIG[field]}" if field in FROM_CONFIG and read else "gpuledger"
 
 
-def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[str, dict | None, str]:
-    """(origin, the config.json the row came from or was checked against, where that config came from)."""
+def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[dict | None, str]:
+    """(the config.json the row came from or was checked against, where that config came from)."""
     from warehouse import user_models
 
-    origin = con.execute("select origin from models where model_id = ?", [row["model_id"]]).fetchall()[0][0]
+    origin = row["origin"]
     if origin == "user":
         entries, _ = user_models.read_all()
         entry = next((e for e in entries if e["model_id"] == row["model_id"]), None)
         if entry is None:
-            return origin, None, f"its file {user_models.path_of(row['model_id'])} is gone"
+            return None, f"its file {user_models.path_of(row['model_id'])} is gone"
         fetched = entry["url"] or entry["path"]
-        return origin, entry["config"], f"added {entry['added_on']} from {fetched} (sha256 {entry['config_sha256']})"
+        return entry["config"], f"added {entry['added_on']} from {fetched} (sha256 {entry['config_sha256']})"
     found = con.execute(
         "select c.repo, c.checked_on, c.changed_on, c.http_status, c.config_sha256, f.archive_dir from model_configs c "
         "left join fetches f on f.run_id = c.config_run_id and f.source = 'huggingface' "
         "where lower(c.repo) = lower(?) and c.config_run_id is not null", [row["hf_repo"] or ""]).fetchall()
     if not found:
         held = "curated in warehouse/reference/models.csv" if origin == "curated" else "no config.json held"
-        return origin, None, f"{held}; no config.json of {row['hf_repo']} fetched yet" if row["hf_repo"] else held
+        return None, f"{held}; no config.json of {row['hf_repo']} fetched yet" if row["hf_repo"] else held
     repo, checked, changed, status, sha256, archive_dir = found[0]
     where = (f"{'curated in warehouse/reference/models.csv; ' if origin == 'curated' else ''}{repo} config.json "
              f"fetched {changed} (sha256 {sha256}), last checked {checked} (HTTP {status})")
-    return origin, _archived_config(archive_dir, repo), where
+    return _archived_config(archive_dir, repo), where
 
 
 def _archived_config(archive_dir: str | None, repo: str) -> dict | None:
