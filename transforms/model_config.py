@@ -158,7 +158,7 @@ def _windowed(c: _Config, layer: _Layer, field: str) -> _Layer:
     """A sliding-window or chunked-local layer: its KV stops at the window (`field`), its attention does not grow."""
     window = c.number(field)
     layer.mixer = f"{window}-token windowed attention"
-    layer.window_tokens, layer.window_field = int(window), field
+    layer.window_tokens, layer.window_field = window, field
     layer.window_kv_bytes_per_token = layer.kv_bytes_per_token
     layer.kv_bytes_per_token = 0.0
     layer.attn_flops_per_ctx_token = 0.0
@@ -561,7 +561,7 @@ def _context(c: _Config) -> int:
     scaling = c.get("rope_scaling") or {}
     if (scaling.get("rope_type") or scaling.get("type")) == "yarn" and scaling.get("original_max_position_embeddings"):
         return int(scaling["original_max_position_embeddings"] * scaling["factor"])
-    return int(c.number("max_position_embeddings"))
+    return c.number("max_position_embeddings")
 
 
 def slug(name: str) -> str:

@@ -134,7 +134,7 @@ def card_rows(cards: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
 def part_label(card: dict) -> str:
     """A card's replica in one line, with what is known of it: '2 x H200 SXM, 822 tok/s for $4.96/hr ($1.68/M,
     vastai)'; a part without a throughput figure or a price shows without them, never as 'null'."""
-    text = f"{card['tp']} x {card['gpu']}"
+    text = _part(card)
     if card["agg_tok_s"] is not None:
         text += f", {display.compact_label(card['agg_tok_s'])} tok/s"
     if card["replica_usd_per_hr"] is not None:
