@@ -122,10 +122,8 @@ def retry_after_s(value: str | None) -> float | None:
 
 
 def _origin(url: httpx.URL) -> tuple[str, str]:
-    """(scheme, host[:port]) with the scheme's default port left out, so http://h and http://h:80 are one origin."""
-    default = {"http": 80, "https": 443}.get(url.scheme)
-    port = url.port if url.port not in (None, default) else None
-    return url.scheme, url.host + (f":{port}" if port else "")
+    """(scheme, host[:port]); httpx already leaves a scheme's default port out (http://h:80 is http://h)."""
+    return url.scheme, url.host + (f":{url.port}" if url.port else "")
 
 
 class _Retryable(Exception):
@@ -328,8 +326,9 @@ class SourceClient:
         """Why the redirect resp asks for is not followed, or None to follow it."""
         target = resp.next_request.url
         refused = f"HTTP {resp.status_code} redirect to {redact_url(str(target))[:200]} refused"
-        if _origin(target) != _origin(request.url):
-            return f"{refused}: it leaves {urlunsplit((*_origin(request.url)[:2], '', '', ''))}"
+        here = _origin(request.url)
+        if _origin(target) != here:
+            return f"{refused}: it leaves {urlunsplit((*here, '', '', ''))}"
         if request.method != "GET":
             return f"{refused}: only a GET follows a redirect, this is a {request.method}"
         if hop >= MAX_REDIRECTS:
