@@ -63,6 +63,11 @@ def _problem(usd_per_gpu_hr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
         (usd_per_gpu_hr > MAX_USD_PER_GPU_HR, price_field,
          pl.format("absurd price: {} USD per GPU-hour, above " + f"{MAX_USD_PER_GPU_HR:g}", usd_per_gpu_hr.round(2))),
     ]
+    return _first_failed(checks)
+
+
+def _first_failed(checks: list[tuple[pl.Expr, pl.Expr, pl.Expr]]) -> tuple[pl.Expr, pl.Expr]:
+    """(field, reason) of the first check (condition, field, reason) a row fails; NULL when it fails none."""
     field, reason = pl.lit(None, pl.String), pl.lit(None, pl.String)
     for condition, f, r in reversed(checks):
         field = pl.when(condition).then(f).otherwise(field)
@@ -73,12 +78,10 @@ def _problem(usd_per_gpu_hr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 def absurd_api_prices(prices: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(the API price tiers kept, a rejection per tier with a price above MAX_USD_PER_MTOK naming the first such
     column), from transforms/api_prices.py's frame: like an absurd GPU price, never stored as a price."""
-    field, reason = pl.lit(None, pl.String), pl.lit(None, pl.String)
-    for column in reversed(API_PRICE_COLUMNS):
-        above = pl.col(column) > MAX_USD_PER_MTOK
-        field = pl.when(above).then(pl.lit(column)).otherwise(field)
-        reason = pl.when(above).then(pl.format(f"absurd price: {{}} USD per million tokens, above {MAX_USD_PER_MTOK:g}",
-                                               pl.col(column))).otherwise(reason)
+    field, reason = _first_failed([
+        (pl.col(column) > MAX_USD_PER_MTOK, pl.lit(column),
+         pl.format(f"absurd price: {{}} USD per million tokens, above {MAX_USD_PER_MTOK:g}", pl.col(column)))
+        for column in API_PRICE_COLUMNS])
     marked = prices.with_columns(_field=field, _reason=reason)
     absurd = marked.filter(pl.col("_reason").is_not_null())
     rejections = absurd.select(
