@@ -1,5 +1,6 @@
 """Derive a date's published tables from its facts and the catalogues: the wiring, transforms do the work."""
 
+import logging
 import os
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -7,10 +8,11 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from transforms import aggregate, api_prices, costs, estimator, fx, presets, trends
+from transforms import aggregate, api_prices, costs, estimator, fx, model_bounds, presets, trends
 from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
 
+log = logging.getLogger("gpuledger.derive")
 EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
 
 
@@ -45,7 +47,13 @@ class DerivePlan:
 
 
 def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
-    return {name: queries.table(con, name) for name in ("models", "gpus", "gpu_overlays", "hardware_prices")}
+    """The catalogues the day is derived with; a model row beyond the plausibility bounds (stored by a version
+    without them) is left out, logged, and the rest derive."""
+    cats = {name: queries.table(con, name) for name in ("models", "gpus", "gpu_overlays", "hardware_prices")}
+    cats["models"], refused = model_bounds.within_bounds(cats["models"])
+    for model_id, reason in refused.items():
+        log.warning("model %s left out of the derived tables: %s", model_id, reason)
+    return cats
 
 
 def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFrame:

@@ -13,6 +13,7 @@ import duckdb
 import polars as pl
 
 from flows.fetch import FetchResult, SourceProgress, report_progress
+from scrapers import settings as source_settings
 from scrapers import sources
 from scrapers.base import ParseResult, SourceError
 from transforms import api_prices, gpu_names, model_catalogue
@@ -88,7 +89,9 @@ def _model_batch(con: duckdb.DuckDBPyConnection, parsed, fetched: FetchResult) -
     models = queries.model_keys(con)
     held = con.sql("select * from model_configs").pl()
     states = {r["repo"].lower(): r for r in held.iter_rows(named=True)}
-    done = model_catalogue.checked(parsed.model_configs, models, states, fetched.snapshot_date, fetched.run_id)
+    followed = {repo.lower() for repo, _, _ in queries.tracked_repos(con, list(source_settings.from_env().hf_models))}
+    done = model_catalogue.checked(parsed.model_configs, models, states, fetched.snapshot_date, fetched.run_id,
+                                   followed)
     return {"model_configs": pl.DataFrame([{k: s[k] for k in MODEL_CONFIGS} for s in done.states],
                                           schema=MODEL_CONFIGS, orient="row"),
             "derived_models": catalog.models_frame(done.models), "refetched": done.refetched, "notes": done.notes}

@@ -1,7 +1,6 @@
 """The source interface: raw responses in, typed rows out, and the errors that name source, path and field."""
 
 import gc
-import json
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -10,8 +9,7 @@ from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
-import orjson
-
+from warehouse.bounded import loads
 from warehouse.records import RawResponse
 
 
@@ -49,18 +47,6 @@ def json_body(raw: RawResponse) -> Any:
     except ValueError as exc:
         served = raw.headers.get("content-type", "no content type")
         raise SchemaError(raw.source, raw.path, f"body is not JSON ({exc}; served as {served})") from None
-
-
-def loads(text: bytes | str) -> Any:
-    """JSON as json_body reads it: orjson, else the standard library (NaN, numbers beyond a double); a ValueError
-    for JSON nested too deep to read (orjson refuses past 1,024 levels, the standard library would recurse)."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        try:
-            return json.loads(text)
-        except RecursionError:
-            raise ValueError("nested too deep to read") from None
 
 
 @contextmanager

@@ -33,8 +33,12 @@ log = logging.getLogger("gpuledger.scrapers")
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_LEN = 8  # shorter values would match ordinary text; no real key or secret is that short
+# Compared in lower case. Beside credentials, the parts of a signed URL that grant access until it expires (a
+# Hugging Face redirect to its LFS/Xet CDN: S3-style X-Amz-*, CloudFront's Signature, Policy and Key-Pair-Id,
+# Google's X-Goog-*, Azure's sig).
 SECRET_PARAMS = {"api_key", "apikey", "key", "token", "access_token", "refresh_token", "client_secret", "secret",
-                 "password", "signature"}
+                 "password", "signature", "x-amz-signature", "x-amz-credential", "x-amz-security-token", "policy",
+                 "key-pair-id", "x-goog-signature", "x-goog-credential", "sig"}
 # Only these response headers are kept: cookies and anything else a server might echo stay out of the archive
 # (and the wire length/encoding, which do not describe the decoded, possibly redacted, stored body). ETag and
 # X-Repo-Commit say which version of a Hugging Face file was received (the ETag is sent back as If-None-Match).

@@ -1,6 +1,6 @@
 """Hugging Face: the config.json of every model repository gpuledger follows, `GET /{repo}/resolve/main/config.json`.
 
-Which repositories: every hf_repo and hf_ids of the catalogue's curated and derived models, every hugging_face_id
+Which repositories: every hf_repo and hf_ids of the catalogue's curated models, every hugging_face_id
 the API providers listed in their latest successful fetch, and GPULEDGER_HF_MODELS. The source reads them from the
 warehouse when it fetches (warehouse.queries.tracked_repos), so it depends on no other source's code: the
 pipeline fetches it after the other sources are loaded (scrapers.sources.AFTER_LOAD), so the day's OpenRouter
@@ -11,7 +11,11 @@ If-None-Match, and Hugging Face answers 304 (no body) while the file is the same
 hash). A repository answered 401 (gated or private: HF_TOKEN, sent as a Bearer token to the configured host only),
 403 or 404 is that repository's answer, never the source's failure; a server error or a transport failure after
 the retries fails the source as for any other. Resolve may redirect to /api/resolve-cache/models/{repo}/{commit}/…
-on the same host: the archived URL is then that one, and the parse reads the repository from either.
+on the same host: the archived URL is then that one, and the parse reads the repository from either. A redirect to
+another host (the Hub sends files kept in LFS/Xet storage to a signed CDN URL) is not followed, so the token never
+leaves the configured host: it is that repository's answer (its status recorded, the refusal in the fetch's notes
+with the URL's signature redacted), never the source's failure; a config.json is a small text file kept in git.
+A listed id that is no repository by the Hub's rules (`owner/..`) is not asked, with a note.
 """
 
 import hashlib
@@ -22,12 +26,15 @@ from scrapers import base
 from scrapers.base import ModelConfig, ParseResult, SchemaError, SourceError
 from scrapers.settings import REPO
 from warehouse import db, queries
+from warehouse.bounded import CONFIG_DEPTH
 from warehouse.records import RawResponse
 
 NAME = "huggingface"
 CONFIG_PATH = "/{repo}/resolve/main/config.json"
-# A 304 and these are answers about one repository: recorded, never the source's failure.
-REPO_ANSWERS = (304, 401, 403, 404, 410)
+# A 304 and these are answers about one repository: recorded, never the source's failure (a redirect that is not
+# followed, to another host or past the hops allowed, included).
+REPO_ANSWERS = (301, 302, 303, 304, 307, 308, 401, 403, 404, 410)
+REDIRECTS = (301, 302, 303, 307, 308)
 PARSES_EVERY_STATUS = True  # the parse reads the 304s and 404s too: they are answers, not failed fetches
 _PATHS = (re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)/resolve/[^/]+/config\.json$"),
           re.compile(r"^/api/resolve-cache/models/(?P<repo>[\w.-]+/[\w.-]+)/[^/]+/config\.json$"))
@@ -73,9 +80,11 @@ async def fetch_repos(client, settings, repos: list[Tracked]) -> list[RawRespons
         answered = len(client.responses)
         try:
             await client.request("GET", base_url + CONFIG_PATH.format(repo=item.repo), headers=headers)
-        except SourceError:  # the repository's own answer was recorded; anything else (no answer) fails the source
-            if len(client.responses) == answered or client.responses[-1].status not in REPO_ANSWERS:
+        except SourceError as exc:  # the repository's own answer was recorded; anything else (no answer) fails
+            if len(client.responses) == answered or client.responses[-1].status not in REPO_ANSWERS:  # the source
                 raise
+            if client.responses[-1].status in REDIRECTS:
+                client.note(str(exc))
     return client.responses
 
 
@@ -92,7 +101,11 @@ def parse(responses: list[RawResponse]) -> ParseResult:
     """One ModelConfig per response, the config parsed (JSON) for a 200; the derivation is transforms' work."""
     result = ParseResult()
     for raw in responses:
-        repo = repo_of(raw)
+        try:
+            repo = repo_of(raw)
+        except SchemaError as exc:  # an answer no repository can be named for is no record: noted, the rest read
+            result.notes.append(str(exc))
+            continue
         result.record_count += 1
         etag = raw.headers.get("etag")
         if raw.status != 200:
@@ -100,7 +113,7 @@ def parse(responses: list[RawResponse]) -> ParseResult:
             continue
         sha256, config, error = hashlib.sha256(raw.body).hexdigest(), None, None
         try:
-            config = base.loads(raw.body)
+            config = base.loads(raw.body, max_depth=CONFIG_DEPTH)
         except ValueError as exc:  # base.loads reads JSON nested too deep as a ValueError too
             error = f"config.json is not JSON ({str(exc)[:120] or type(exc).__name__})"
         if error is None and not isinstance(config, dict):

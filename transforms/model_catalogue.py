@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from scrapers.base import ModelConfig
+from transforms.model_bounds import implausible
 from transforms.model_config import ModelConfigError, derive_model, slug
 
 # Why a repository's config could not be read, by the status Hugging Face answered.
@@ -18,7 +19,14 @@ REFUSALS = {
     403: "access not granted to the HF_TOKEN account (a gated repository's terms not accepted)",
     404: "no such repository, or no config.json in it",
     410: "the repository is gone",
+    **dict.fromkeys((301, 302, 303, 307, 308), "redirected to another host (a file kept in LFS/Xet storage, served "
+                    "from a signed CDN URL): not followed, so the token never leaves the configured host"),
 }
+# The config.json fields the reader reads into as objects: anything else there is named before it reads them.
+OBJECTS = ("text_config", "rope_scaling", "quantization_config")
+GONE = (404, 410)  # the config a derived row came from is gone: the row goes with it
+NOT_FOLLOWED = ("no longer followed (no API listing names it, nor GPULEDGER_HF_MODELS): the model derived from its "
+                "config.json is dropped")
 UNKNOWN_304 = ("HTTP 304: unchanged since a config this warehouse does not hold (rebuilt from a later day); the next "
                "run fetches it whole")
 
@@ -53,10 +61,13 @@ def _model_id(repo: str, taken: dict[str, str]) -> str | None:
 
 
 def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, dict], day: date,
-            run_id: str) -> Checked:
+            run_id: str, followed: set[str] | None = None) -> Checked:
     """The rows one run's answers give: `models` are the warehouse's rows (model_id, origin, hf_repo, hf_ids) and
     `states` its model_configs rows by lower-cased repository. A state checked on a later day than `day` stands (a
-    rebuild of an earlier day does not undo what later runs learnt)."""
+    rebuild of an earlier day does not undo what later runs learnt).
+
+    A derived row never outlives its config: a repository answered 404 or 410 loses its derived row, and so does
+    one no longer `followed` (the lower-cased repositories the source follows now; None: not judged)."""
     out = Checked()
     served = _served(models, ("curated", "user"))
     taken = {m["model_id"]: (m["hf_repo"] or "").lower() for m in models}
@@ -74,9 +85,12 @@ def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, di
             if prior is None:
                 unknown += 1
                 state["reason"] = UNKNOWN_304
-        elif config.http_status != 200:  # a derived row already held stands; the next run asks again, whole
+        elif config.http_status != 200:  # the next run asks again, whole
             state |= {"etag": None, "reason": f"HTTP {config.http_status}: "
                                               f"{REFUSALS.get(config.http_status, 'no config received')}"}
+            if config.http_status in GONE and state["model"]:  # a derived row of a config gone goes too;
+                out.refetched.append(config.repo)  # one refused (401, 403) or redirected stands until it is gone
+                state["model"] = None
         else:
             out.refetched.append(config.repo)
             state |= {"etag": config.etag, "config_sha256": config.config_sha256, "changed_on": day,
@@ -86,6 +100,7 @@ def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, di
             elif config.error is None:
                 state |= _derived(config, taken, out, day)
         out.states.append(state | {"served": key in served})
+    out.states += _unfollowed(models, states, followed, {c.repo.lower() for c in configs}, day, run_id, out)
     answered = {}
     for state in out.states:
         kind = ("unchanged (304)" if state["http_status"] == 304 else "refused (HTTP 401/403/404)"
@@ -102,10 +117,51 @@ def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, di
     return out
 
 
+def _unfollowed(models: list[dict], states: dict[str, dict], followed: set[str] | None, answered: set[str],
+                day: date, run_id: str, out: Checked) -> list[dict]:
+    """The states of the derived rows' repositories no longer followed, their rows dropped (out.refetched)."""
+    if followed is None:
+        return []
+    gone = []
+    for model in models:
+        repo = (model["hf_repo"] or "").lower()
+        prior = states.get(repo)
+        if model["origin"] != "derived" or repo in followed or repo in answered or (prior and prior["checked_on"] > day):
+            continue
+        out.refetched.append(model["hf_repo"])
+        gone.append((prior or {"repo": model["hf_repo"], "http_status": 200, "etag": None, "config_sha256": None,
+                               "changed_on": None, "config_run_id": None})
+                    | {"model": None, "reason": NOT_FOLLOWED, "checked_on": day, "run_id": run_id, "served": False})
+    return gone
+
+
+def read_config(config, repo: str | None, *, model_id: str | None = None, path: str | None = None) -> dict:
+    """derive_model's row within the plausibility bounds (transforms/model_bounds.py); ModelConfigError naming the
+    config otherwise. The boundary of one config: whatever reading it raises is that config's reason, never its
+    source's or its night's (a text_config that is a list, a YaRN factor that is NaN, zero attention heads)."""
+    where = repo or path
+    for part in (config, config.get("text_config") if isinstance(config, dict) else None):
+        for key in OBJECTS:
+            value = part.get(key) if isinstance(part, dict) else None
+            if value is not None and not isinstance(value, dict):
+                raise ModelConfigError(f"{where}: config.json field '{key}' is a {type(value).__name__}, not an object")
+    try:
+        row = derive_model(config, repo, model_id=model_id, path=path)
+    except ModelConfigError:
+        raise
+    except Exception as exc:  # one config's failure, whatever it is, is that config's reason
+        raise ModelConfigError(f"{where}: config.json cannot be read ({type(exc).__name__}: "
+                               f"{str(exc)[:160]})") from None
+    problem = implausible(row)
+    if problem:
+        raise ModelConfigError(f"{where}: config.json {problem}")
+    return row
+
+
 def _unreadable(config: ModelConfig) -> str | None:
     """Why the reader cannot read a config, or None."""
     try:
-        derive_model(config.config, config.repo)
+        read_config(config.config, config.repo)
     except ModelConfigError as exc:
         return str(exc)
     return None
@@ -120,7 +176,7 @@ def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date
     if model_id is None:
         return {"reason": f"model id {slug(config.repo)!r} already names another model ({taken[slug(config.repo)]})"}
     try:
-        row = derive_model(config.config, config.repo, model_id=model_id)
+        row = read_config(config.config, config.repo, model_id=model_id)
     except ModelConfigError as exc:
         return {"reason": str(exc)}
     taken[model_id] = key
@@ -138,7 +194,7 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
     for entry in entries:
         model_id, repo = entry["model_id"], entry.get("repo")
         try:
-            row = derive_model(entry["config"], repo, model_id=model_id, path=entry.get("path"))
+            row = read_config(entry["config"], repo, model_id=model_id, path=entry.get("path"))
         except ModelConfigError as exc:
             refused.append(f"user model {model_id}: {exc}")
             continue

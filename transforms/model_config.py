@@ -42,6 +42,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
 import re
 from dataclasses import dataclass, field
 
+from transforms.model_bounds import config_range
+
 KV_BYTES = 2  # bytes per cached value as the catalogue stores it (16 bits)
 KV_CACHE_DTYPE = "bf16"
 GATED_ACTS = ("silu", "swiglu", "gelu", "gelu_pytorch_tanh", "gelu_new")  # gate, up and down projections
@@ -125,6 +127,9 @@ class _Config:
         if (not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= COUNT_MAX
                 or value != int(value)):
             raise self.error(key, f"is not a count ({value!r})")
+        least, most = config_range(key)  # plausibility (transforms/model_bounds.py), before any loop over it
+        if not least <= value <= most:
+            raise self.error(key, f"is {int(value):,}, outside the plausible [{least:,}, {most:,}]")
         return int(value)
 
     def error(self, key: str, what: str) -> ModelConfigError:
@@ -560,7 +565,12 @@ def _context(c: _Config) -> int:
     """The served context: max_position_embeddings, or YaRN's original length x factor (as vLLM derives it)."""
     scaling = c.get("rope_scaling") or {}
     if (scaling.get("rope_type") or scaling.get("type")) == "yarn" and scaling.get("original_max_position_embeddings"):
-        return int(scaling["original_max_position_embeddings"] * scaling["factor"])
+        sizes = [(key, scaling.get(key)) for key in ("original_max_position_embeddings", "factor")]
+        for key, value in sizes:  # a factor "2" would repeat the text; NaN, inf or 0 are no factor
+            least, most = config_range(f"rope_scaling.{key}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= most or value < least:
+                raise c.error(f"rope_scaling.{key}", f"is not a length or factor YaRN scales by ({value!r})")
+        return int(sizes[0][1] * sizes[1][1])
     return c.number("max_position_embeddings")
 
 

@@ -184,8 +184,9 @@ def cost_series(con: duckdb.DuckDBPyConnection, model: str, start: date, end: da
 
 def tracked_repos(con: duckdb.DuckDBPyConnection, asked: list[str]) -> list[tuple[str, str, str | None]]:
     """The repositories whose config.json the Hugging Face source follows, as (repo, wanted_by, etag), one per
-    repository (compared without case), the longest unchecked first: every hf_repo and hf_ids of a curated or
-    derived model, every hugging_face_id of each API provider's latest successful fetch, and the `asked` ones.
+    repository (compared without case), the longest unchecked first: every hf_repo and hf_ids of a curated model,
+    every hugging_face_id of each API provider's latest successful fetch, and the `asked` ones. A derived model is
+    followed while one of these names its repository, never for its own sake (its row goes when none does).
 
     The etag is given only when what it stands for is still here (a model row serving the repository, or the
     reason its config gave none): a 304 must not keep a repository whose derived row has gone from coming back."""
@@ -197,7 +198,7 @@ def tracked_repos(con: duckdb.DuckDBPyConnection, asked: list[str]) -> list[tupl
             qualify row_number() over (partition by source order by snapshot_date desc, started_at desc) = 1),
         wanted as (
             select unnest(string_split(concat_ws(' ', hf_repo, hf_ids), ' ')) as repo, origin as wanted_by, 0 as rank
-            from models where origin <> 'user'
+            from models where origin = 'curated'
             union all
             select p.hugging_face_id, 'api listing', 1 from api_prices p
             join latest_api l on p.api_provider = l.source and p.run_id = l.run_id

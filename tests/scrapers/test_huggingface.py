@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from scrapers import huggingface
-from scrapers.base import SchemaError, SourceError
+from scrapers.base import SourceError
+from scrapers.http import redact_url
 from scrapers.settings import Pacing
 from tests.sources_support import fast_settings, fetch_with, raw
 from warehouse import catalog, db, queries
@@ -18,6 +19,9 @@ QWEN = "Qwen/Qwen3-8B"
 BODY = (CONFIGS / QWEN / "config.json").read_bytes()
 ETAG = '"8f4fd0a5a6cce2a07b1ab29cbad3ed42ad9a8b38"'
 HF = "http://hf.test"
+# Where the Hub sends a file kept in Xet/LFS storage: a URL signed for a while (its signature grants the file)
+SIGNED = ("http://cdn.test/xet/abc?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA0123abcd&"
+          "X-Amz-Signature=0123abcdef&Expires=1&Policy=0123abcdPolicy&Key-Pair-Id=K0123abcd")
 
 
 def settings(**overrides):
@@ -67,7 +71,7 @@ def test_the_token_goes_as_a_bearer_to_the_configured_host_only():
         if request.url.path.startswith("/api/resolve-cache/"):
             return httpx.Response(200, content=BODY)
         if request.url.path.startswith("/other/"):  # resolve redirecting to another host: nothing follows it there
-            return httpx.Response(302, headers={"Location": "http://cdn.test/other/model/resolve/main/config.json"})
+            return httpx.Response(302, headers={"Location": SIGNED})
         return httpx.Response(307, headers={"Location": f"/api/resolve-cache/models/{QWEN}/abc/config.json"})
 
     fetched = fetch([huggingface.Tracked(QWEN, "curated")], answer, hf_token="hf_secret_token_value")
@@ -76,9 +80,22 @@ def test_the_token_goes_as_a_bearer_to_the_configured_host_only():
     assert fetched.responses[0].url.endswith(f"/api/resolve-cache/models/{QWEN}/abc/config.json")
     assert "hf_secret_token_value" not in json.dumps([r.headers for r in fetched.responses])
     seen.clear()
-    with pytest.raises(SourceError, match="HTTP 302 redirect to http://cdn.test/.* refused: it leaves http://hf.test"):
-        fetch([huggingface.Tracked("other/model", "curated")], answer, hf_token="hf_secret_token_value")
-    assert seen == [("hf.test", token)]
+    fetched = fetch([huggingface.Tracked("other/model", "curated"), huggingface.Tracked(QWEN, "curated")], answer,
+                    hf_token="hf_secret_token_value")
+    assert seen == [("hf.test", token)] * 3  # the other repository is asked all the same
+    (note,) = fetched.client.notes
+    assert note.startswith("huggingface: GET /other/model/resolve/main/config.json: HTTP 302 redirect to http://cdn.test/")
+    assert "refused: it leaves http://hf.test" in note and "X-Amz-Signature=[REDACTED]" in note
+    assert "0123abcd" not in note + json.dumps([r.url for r in fetched.responses])
+    configs = huggingface.parse(fetched.responses).model_configs
+    assert [(c.repo, c.http_status, c.config is not None) for c in configs] == [("other/model", 302, False),
+                                                                                  (QWEN, 200, True)]
+
+
+def test_a_signed_urls_signature_and_credential_are_redacted():
+    assert redact_url(SIGNED) == ("http://cdn.test/xet/abc?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=[REDACTED]"
+                                  "&X-Amz-Signature=[REDACTED]&Expires=1&Policy=[REDACTED]"
+                                  "&Key-Pair-Id=[REDACTED]")
 
 
 def test_a_server_error_or_a_transport_failure_fails_the_source():
@@ -104,8 +121,10 @@ def test_the_repository_is_read_from_a_resolve_path_or_the_cache_it_redirects_to
     redirected = f"/api/resolve-cache/models/{QWEN}/0a1b2c3d/config.json"
     (config,) = huggingface.parse([raw(huggingface.NAME, "GET", redirected, BODY)]).model_configs
     assert (config.repo, config.http_status, config.config["model_type"]) == (QWEN, 200, "qwen3")
-    with pytest.raises(SchemaError, match="not a config.json path of a Hugging Face repository"):
-        huggingface.parse([raw(huggingface.NAME, "GET", "/api/models/Qwen/Qwen3-8B", BODY)])
+    stray = huggingface.parse([raw(huggingface.NAME, "GET", "/api/models/Qwen/Qwen3-8B", BODY),
+                               raw(huggingface.NAME, "GET", f"/{QWEN}/resolve/main/config.json", BODY)])
+    assert [c.repo for c in stray.model_configs] == [QWEN]  # an answer no repository is named for is noted, no record
+    assert stray.notes == ["huggingface: /api/models/Qwen/Qwen3-8B: not a config.json path of a Hugging Face repository"]
 
 
 @pytest.mark.parametrize(("body", "error"), [

@@ -5,7 +5,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 from scrapers.base import ModelConfig
-from transforms.model_catalogue import UNKNOWN_304, checked, user_rows
+from transforms.model_catalogue import NOT_FOLLOWED, UNKNOWN_304, checked, user_rows
 
 CONFIGS = Path(__file__).parents[1] / "fixtures" / "hf_configs"
 DAY, BEFORE, AFTER = date(2026, 8, 19), date(2026, 8, 18), date(2026, 8, 20)
@@ -66,15 +66,32 @@ def test_an_unreadable_config_or_a_refusal_is_the_reason_the_repository_stays_un
     assert "config.json of 3 repositories: 2 refused (HTTP 401/403/404), 1 unreadable" in done.notes
 
 
-def test_a_304_keeps_what_the_config_gave_and_a_404_keeps_a_derived_row_standing():
+def test_a_304_keeps_what_the_config_gave_a_404_drops_the_derived_row_and_a_401_keeps_it():
     held = {VL8.lower(): state(VL8, model="qwen3-vl-8b-instruct"),
-            "owner/was-derived": state("owner/was-derived", model="was-derived")}
-    done = checked([answer(VL8, 304), answer("owner/was-derived", 404)], CURATED, held, DAY, "r1")
+            "owner/was-derived": state("owner/was-derived", model="was-derived"),
+            "owner/now-gated": state("owner/now-gated", model="now-gated")}
+    done = checked([answer(VL8, 304), answer("owner/was-derived", 404), answer("owner/now-gated", 401)], CURATED, held,
+                   DAY, "r1")
     states = by_repo(done)
     assert states[VL8] == state(VL8, model="qwen3-vl-8b-instruct") | {"http_status": 304, "checked_on": DAY,
                                                                           "run_id": "r1", "served": False}
-    assert (states["owner/was-derived"]["model"], states["owner/was-derived"]["etag"]) == ("was-derived", None)
-    assert done.models == [] and done.refetched == [] and done.unmapped == []
+    assert (states["owner/was-derived"]["model"], states["owner/was-derived"]["etag"]) == (None, None)
+    assert (states["owner/now-gated"]["model"], states["owner/now-gated"]["etag"]) == ("now-gated", None)
+    assert done.models == [] and done.refetched == ["owner/was-derived"]  # its derived row goes with its config
+    assert [s["repo"] for s in done.unmapped] == ["owner/was-derived"]
+
+
+def test_a_derived_row_whose_repository_is_no_longer_followed_is_dropped_with_the_reason():
+    models = CURATED + [{"model_id": "left", "origin": "derived", "hf_repo": "owner/Left", "hf_ids": None},
+                        {"model_id": "kept", "origin": "derived", "hf_repo": "owner/kept", "hf_ids": None},
+                        {"model_id": "later", "origin": "derived", "hf_repo": "owner/later", "hf_ids": None}]
+    held = {"owner/left": state("owner/Left", model="left"), "owner/kept": state("owner/kept", model="kept"),
+            "owner/later": state("owner/later", AFTER, model="later")}
+    done = checked([], models, held, DAY, "r1", followed={"owner/kept", "qwen/qwen3-8b"})
+    assert done.refetched == ["owner/Left"]  # a state checked on a later day stands (a rebuild of an earlier one)
+    (left,) = done.states
+    assert (left["repo"], left["model"], left["reason"], left["checked_on"]) == ("owner/Left", None, NOT_FOLLOWED, DAY)
+    assert checked([], models, held, DAY, "r1").refetched == []  # nothing said what is followed: nothing judged
 
 
 def test_a_304_for_a_config_this_warehouse_never_held_asks_for_it_whole_next_time():

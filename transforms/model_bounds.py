@@ -1,0 +1,82 @@
+"""Plausibility bounds on a model described by a config.json (fetched from Hugging Face or added by a user): the
+sizes and counts the reader reads, and the row it derives, each within what any published model has with wide
+room. A config beyond them describes no model anyone serves: one with hidden_size 2^30 derived an 800-trillion-
+parameter model whose tensor-parallel group (2^35 GPUs) overflowed the estimates and failed the night; one with
+4 million layers took a run 34 s and 1.7 GB to read. The refusal names the field.
+
+Pure Python, no polars (the quick `gpuledger models` commands read it through transforms.model_catalogue).
+"""
+
+# The longest context any model serves is ~10M tokens (Llama 4 Scout's 10,485,760).
+CONTEXT_MAX = 2**28
+# config.json sizes and counts, read by transforms.model_config's number reader: the largest published are 126
+# layers, hidden size 16,384, 262,208 vocabulary entries; every other size or count (widths, heads, experts,
+# ranks) is at most 2^20 (the widest published MLP: 53,248).
+SIZE_MAX = 2**20
+CONFIG_MAX = {"num_hidden_layers": 1024, "hidden_size": 2**17, "vocab_size": 2**22, "vocab_size_per_layer_input": 2**22,
+              "max_position_embeddings": CONTEXT_MAX, "sliding_window": CONTEXT_MAX,
+              "attention_chunk_size": CONTEXT_MAX, "rope_scaling.original_max_position_embeddings": CONTEXT_MAX}
+# Counts a model cannot have none of (a hidden size of 0 or 0 attention heads divides by zero); others may be 0
+# (shared experts, dense layers first).
+CONFIG_MIN = dict.fromkeys(("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "head_dim",
+                            "rope_scaling.original_max_position_embeddings"), 1)
+
+# A derived row's numbers: (least, most), both included. Parameters in billions (the largest published: 2.4T);
+# bytes at the catalogue's 2-byte basis.
+ROW_BOUNDS = {
+    "total_params_b": (0.0, 50_000.0),
+    "active_params_b": (0.0, 50_000.0),
+    "layers": (1, 1024),
+    "experts": (1, 16_384),
+    "experts_per_token": (1, 16_384),
+    "shared_experts": (0, 16_384),
+    "kv_bytes_per_token": (0.0, 2.0**26),
+    "window_tokens": (1, CONTEXT_MAX),
+    "window_kv_bytes_per_token": (0.0, 2.0**26),
+    "state_bytes_per_stream": (0.0, 2.0**36),
+    "attn_flops_per_ctx_token": (0.0, 2.0**30),
+    "kv_heads": (1, 2**16),
+    "context_max": (1, CONTEXT_MAX),
+}
+
+
+def config_range(key: str) -> tuple[int, int]:
+    """(the least, the most) a config.json size or count `key` may be."""
+    return CONFIG_MIN.get(key, 0), CONFIG_MAX.get(key, SIZE_MAX)
+
+
+def _shown(value) -> str:
+    """A value as a reason quotes it: a number of thousands of digits (a YaRN factor "2" repeated the original
+    length 4,096 times) by its first digits and its length."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:24]}... ({len(text):,} characters)"
+
+
+def implausible(row: dict) -> str | None:
+    """Why a derived model row is beyond the bounds (naming the first field), or None. A field left empty (a dense
+    model's experts) is not judged; NaN is within no bounds."""
+    for name, (least, most) in ROW_BOUNDS.items():
+        value = row.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not least <= value <= most:
+            return f"derived field '{name}' is {_shown(value)}, outside the plausible [{least:,}, {most:,}]"
+    if row.get("active_params_b") is not None and row["active_params_b"] > row["total_params_b"]:
+        return (f"derived field 'active_params_b' is {row['active_params_b']!r}, above total_params_b "
+                f"{row['total_params_b']!r}")
+    if row.get("experts_per_token") is not None and row.get("experts") is not None \
+            and row["experts_per_token"] > row["experts"]:
+        return f"derived field 'experts_per_token' is {row['experts_per_token']!r}, above experts {row['experts']!r}"
+    return None
+
+
+def refused_rows(rows: list[dict]) -> dict[str, str]:
+    """model_id -> why, for the rows beyond the bounds (a stored row derived by a version without them)."""
+    return {row["model_id"]: reason for row in rows if (reason := implausible(row))}
+
+
+def within_bounds(models):
+    """(the models frame without the rows beyond the bounds, model_id -> why for those): the derive step's guard
+    against a row stored before these bounds, so that one model never stops a day's tables."""
+    refused = refused_rows(models.to_dicts())
+    return (models.filter(~models["model_id"].is_in(list(refused))) if refused else models), refused
