@@ -58,6 +58,9 @@ GRID_SCHEMA = {"precision": PRECISION, "context_tokens": pl.Int64, "streams": pl
                "input_tokens": pl.Int64, "output_tokens": pl.Int64, "attention_dp": pl.Int64,
                "max_running_requests": pl.Int64}
 QUANTIZED = ("fp8", "int8", "int4")  # precisions whose serving stacks keep the KV cache in FP8
+# The most streams a replica is said to hold: the estimates' INTEGER column. A KV memory factor near 0 (1e-20 is in
+# its range) makes memory hold ~1e21 streams, which no integer column keeps; any count this large is "unbounded".
+MAX_STREAMS = 2**31 - 1
 POWERS_OF_TWO = pl.Series([1 << k for k in range(63)], dtype=pl.Int64)
 NO_OVERLAY = pl.DataFrame(schema={"preset": pl.String, "gpu": pl.String, "field": pl.String, "value": pl.Float64,
                                   "source": pl.String})
@@ -434,7 +437,7 @@ def _reference_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     return df.with_columns(
         memory_used_gb=pl.col("_fixed_gb") + params.gpu_overhead_gb * pl.col("tp"),
         max_streams=None if params.kv_memory_factor == 0
-        else (fill_gb / (params.kv_memory_factor * pl.col("_stream_gb"))).floor().clip(lower_bound=0),
+        else (fill_gb / (params.kv_memory_factor * pl.col("_stream_gb"))).floor().clip(0, MAX_STREAMS),
         _kv_copies=pl.lit(1.0),
     )
 
@@ -487,7 +490,7 @@ def _serving_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     )
     fill_gb = pl.col("tp") * (free_gb - params.fill_reserve_gb) - pl.col("_held_gb")
     df = df.with_columns(
-        max_streams=(fill_gb / pl.col("_stream_held_gb")).floor().clip(lower_bound=0),
+        max_streams=(fill_gb / pl.col("_stream_held_gb")).floor().clip(0, MAX_STREAMS),
     ).with_columns(
         streams=pl.coalesce("streams", pl.min_horizontal(
             "max_streams",

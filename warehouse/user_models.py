@@ -13,10 +13,15 @@ the catalogues load). A file holds:
 """
 
 import json
+import re
 from pathlib import Path
 
 from warehouse import config
 from warehouse.archive import atomic_write
+from warehouse.bounded import CONFIG_BYTES, CONFIG_DEPTH, read_json
+
+MODEL_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")  # a user model's id, and so its file's name
+ID_RULE = "a model id is lower-case letters, digits, '.', '_' and '-'"
 
 
 def directory() -> Path:
@@ -28,12 +33,20 @@ def path_of(model_id: str) -> Path:
 
 
 def read_all() -> tuple[list[dict], list[str]]:
-    """Every user model's entry, and a problem naming each file that is not one (the others still load)."""
+    """Every user model's entry, and a problem naming each file that is not one (the others still load): read as
+    `models add` reads a config (a regular file, size and depth bounded: its config one level down), named by an
+    id `models add --id` would take."""
     entries, problems = [], []
     for path in sorted(directory().glob("*.json")):
+        if not MODEL_ID.fullmatch(path.stem):
+            problems.append(f"{path}: not a user model file ({ID_RULE})")
+            continue
         try:
-            entry = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
+            entry, _ = read_json(path, max_bytes=CONFIG_BYTES, max_depth=CONFIG_DEPTH + 1)
+        except OSError as exc:
+            problems.append(f"{path}: not a user model file ({exc.strerror or exc})")
+            continue
+        except ValueError as exc:
             problems.append(f"{path}: not a user model file ({exc})")
             continue
         if not isinstance(entry, dict) or entry.get("model_id") != path.stem or not isinstance(entry.get("config"), dict):

@@ -7,7 +7,6 @@ need in their bodies (never polars for `models` and `models show`).
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +19,6 @@ from warehouse import config, db, queries
 from warehouse.lock import WriterBusy, writer_lock
 
 app = typer.Typer(no_args_is_help=False)
-MODEL_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 SHOWN = ("model_id", "origin", "name", "vendor", "arch", "total_params_b", "active_params_b", "active_params_in_b",
          "experts", "experts_per_token", "shared_experts", "layers", "kv_bytes_per_token", "kv_cache_dtype",
          "state_bytes_per_stream", "window_tokens", "window_kv_bytes_per_token", "attention", "kv_heads",
@@ -66,8 +64,8 @@ def add(
         raise fail("give --config FILE or --hf OWNER/NAME (one of them)")
     entry = _from_file(config_file) if config_file else _from_hub(hf)
     entry["model_id"] = model_id or slug(hf or config_file.resolve().parent.name)
-    if not MODEL_ID.fullmatch(entry["model_id"]):
-        raise fail(f"--id {entry['model_id']!r}: use lower-case letters, digits, '.', '_' and '-'")
+    if not user_models.MODEL_ID.fullmatch(entry["model_id"]):
+        raise fail(f"--id {entry['model_id']!r}: {user_models.ID_RULE}")
     try:
         with writer_lock("models add", wait_s=config.lock_wait_s()), db.connect() as con:
             catalogue.load(con)  # the catalogue as it stands, before this model is weighed against it
@@ -92,13 +90,16 @@ def _entry(config_data: dict, sha256: str, added: dict) -> dict:
 
 
 def _from_file(path: Path) -> dict:
+    """The config.json on disk: a regular file (a FIFO would wait, a device never end), size and depth bounded as
+    every file the product reads (warehouse/bounded.py)."""
+    from warehouse.bounded import read_json
+
     try:
-        body = path.read_bytes()
-        data = json.loads(body)
+        data, body = read_json(path)
     except OSError as exc:
         raise fail(f"--config {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise fail(f"--config {path}: not JSON ({exc})") from None
+        raise fail(f"--config {path}: not a config.json ({exc})") from None
     if not isinstance(data, dict):
         raise fail(f"--config {path}: not a config.json (a JSON object)")
     return _entry(data, hashlib.sha256(body).hexdigest(), {"path": str(path.resolve())})

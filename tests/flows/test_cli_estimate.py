@@ -242,3 +242,12 @@ def test_max_load_answers_the_table_and_is_refused_where_it_cannot_apply():
     assert "give it or --streams, not both" in message("estimate", *ONE_PART, "--max-load", "--streams", "8")
     assert "--max-load would not apply" in message("estimate", "--max-load", "--params")
 
+
+
+def test_a_kv_memory_factor_near_zero_holds_streams_up_to_what_the_tables_store():
+    """1e-20 is within the parameter's range [0, 10]: the memory then holds ~1e21 streams, counted up to the most
+    the estimates table's INTEGER column keeps."""
+    for method in ("calculator", "measured"):
+        out = rows(invoke("estimate", "--model", "llama-3.3-70b", "--method", method, "--set", "kv_memory_factor=1e-20",
+                          "-f", "csv").output)
+        assert {int(r["max_streams"]) for r in out.values() if r["max_streams"]} == {2**31 - 1}

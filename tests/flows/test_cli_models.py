@@ -4,12 +4,15 @@ by every command and kept across `init` and `rebuild`; on a warehouse with a rep
 import csv
 import io
 import json
+import os
 import shutil
+import threading
+from pathlib import Path
 
 import pytest
 
 from flows import pipeline
-from tests.cli_support import gpuledger
+from tests.cli_support import gpuledger, invoke
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT
 from warehouse import user_models
@@ -106,3 +109,71 @@ def test_a_model_is_added_from_its_repository_as_the_nightly_source_fetches_it(h
     (row,) = rows(gpuledger("sql", "select origin, hf_repo, total_params_b from models "
                                    "where model_id = 'qwen3-vl-32b-instruct'", "-f", "csv"))
     assert row == {"origin": "user", "hf_repo": "Qwen/Qwen3-VL-32B-Instruct", "total_params_b": "32.76"}
+
+
+def nested(depth: int, fields: dict | None = None) -> str:
+    """JSON text of a config.json (or `fields` of a user model file around it) whose one extra field nests `depth`
+    objects deep; written as text, as the standard library's encoder would run out of stack first."""
+    config = json.dumps(json.loads(CONFIG.read_text()))
+    text = config[:-1] + ', "extra": ' + '{"a": ' * (depth - 1) + "{}" + "}" * (depth - 1) + "}"
+    return text if fields is None else json.dumps(fields)[:-1] + f', "config": {text}}}'
+
+
+def test_a_config_nested_too_deep_is_refused_and_no_file_is_kept(home, tmp_path):
+    deep = tmp_path / "deep" / "config.json"
+    deep.parent.mkdir()
+    deep.write_text(nested(975))
+    assert "nested deeper than 32 levels" in gpuledger("models", "add", "--config", str(deep), "--id", "deep", code=1)
+    assert not user_models.path_of("deep").exists()
+
+
+def test_a_user_model_file_too_deep_misnamed_or_not_a_file_is_refused_and_the_others_load(home):
+    gpuledger("models", "add", "--config", str(CONFIG), "--id", "kept")
+    folder = user_models.directory()
+    kept = json.loads(user_models.path_of("kept").read_text())
+    (folder / "deep.json").write_text(nested(3000, {k: v for k, v in kept.items() if k != "config"} | {"model_id": "deep"}))
+    (folder / "Bad Name.json").write_text(json.dumps(kept | {"model_id": "Bad Name"}))
+    os.mkfifo(folder / "pipe.json")  # read by the glob: opening it would wait for a writer
+    output = " ".join(gpuledger("init").split())
+    assert "1 read" in output and "deep.json: not a user model file (nested" in output
+    assert "Bad Name.json: not a user model file (a model id is lower-case letters, digits" in output
+    assert "pipe.json: not a user model file (not a regular file)" in output
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_models_add_reads_only_a_regular_file_of_bounded_size(home, tmp_path, special):
+    path = tmp_path / "config.json"
+    if special == "fifo":
+        os.mkfifo(path)
+    else:
+        path = Path(special)
+    done = []
+    worker = threading.Thread(target=lambda: done.append(invoke("models", "add", "--config", str(path), "--id", "x",
+                                                                code=1).output), daemon=True)
+    worker.start()
+    worker.join(30)
+    if worker.is_alive() and special == "fifo":  # release the reader before failing
+        with open(path, "w"):
+            pass
+    assert done and "not a regular file" in done[0]
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (user_models.CONFIG_BYTES + 1))
+    assert "larger than 4,194,304 bytes" in gpuledger("models", "add", "--config", str(big), "--id", "x", code=1)
+
+
+def test_a_repository_id_with_dot_segments_is_refused_before_any_request(home):
+    for repo in ("a/..", "owner/.", "-a/b", "a/b--c"):
+        assert "not a Hugging Face repository" in gpuledger("models", "add", "--hf", repo, code=1)
+
+
+def test_a_negative_or_absurd_context_is_refused_naming_the_field(home, tmp_path):
+    data = json.loads(CONFIG.read_text())
+    path = tmp_path / "negative" / "config.json"
+    path.parent.mkdir()
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": -4096}
+    path.write_text(json.dumps(data | {"text_config": data["text_config"] | {"rope_scaling": yarn}}))
+    output = " ".join(gpuledger("models", "add", "--config", str(path), "--id", "negative", code=1).split())
+    assert "'rope_scaling.original_max_position_embeddings' is not" in output
+    path.write_text(json.dumps(data | {"text_config": data["text_config"] | {"max_position_embeddings": 2**30}}))
+    output = " ".join(gpuledger("models", "add", "--config", str(path), "--id", "negative", code=1).split())
+    assert "'max_position_embeddings' is 1,073,741,824, outside the plausible" in output

@@ -158,10 +158,13 @@ FAULTS = [
               "fx": "no dated Cube", "huggingface": NOT_PARSED["huggingface"]}),
     # Every redirect status, each at another origin: refused before anything (a token request's client secret
     # included) is sent there. Within the origin, only a GET follows (a token stays on the host it was set for).
+    # A config.json redirected elsewhere (the Hub's CDN for a file in LFS/Xet storage) is that repository's answer:
+    # it alone is set aside, the other repositories are read.
     Fault("redirect to another origin", {
         "fx": "redirect:301", "vastai": "redirect:302", "runpod": "redirect:303",
         "verda": f"{verda.TOKEN_PATH}=redirect:307", "openrouter": "redirect:308", "huggingface": "redirect:307"},
-        "failed", "refused: it leaves http://127.0.0.1:", attempts=1),
+        but_hf("failed", "quarantined"),
+        dict.fromkeys(SOURCES, "refused: it leaves http://127.0.0.1:") | {"huggingface": "config.json"}, attempts=1),
     Fault("redirect within the origin", {
         "fx": "redirect:308:same", "vastai": "redirect:307:same", "runpod": "redirect:301:same",
         "verda": "redirect:302:same", "openrouter": "redirect:303:same", "huggingface": "redirect:307:same"},
