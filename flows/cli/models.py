@@ -158,11 +158,11 @@ def show(
         con.close()
     read, says = {}, {}
     if config_data is not None:
-        from transforms.model_config import ModelConfigError, derive_with_keys
+        from transforms.model_config import derive_with_keys
 
         try:
             says, read = derive_with_keys(config_data, row["hf_repo"], model_id=model_id, path=row["source"])
-        except ModelConfigError as exc:
+        except Exception as exc:  # a config the reader cannot read, whatever it raises: said, the fields still shown
             where += f" (the reader cannot read it: {exc})"
     fields = [{"field": name, "value": row[name], "from": _from(name, origin, bool(read)),
                **({"config_json_says": says.get(name)} if origin == "curated" and says else {})}
