@@ -35,6 +35,7 @@ CONFIG_PATH = "/{repo}/resolve/main/config.json"
 # followed, to another host or past the hops allowed, included).
 REPO_ANSWERS = (301, 302, 303, 304, 307, 308, 401, 403, 404, 410)
 REDIRECTS = (301, 302, 303, 307, 308)
+NAMED = 10  # listed ids a note names when they are no repository
 PARSES_EVERY_STATUS = True  # the parse reads the 304s and 404s too: they are answers, not failed fetches
 _PATHS = (re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)/resolve/[^/]+/config\.json$"),
           re.compile(r"^/api/resolve-cache/models/(?P<repo>[\w.-]+/[\w.-]+)/[^/]+/config\.json$"))
@@ -66,8 +67,10 @@ async def fetch_repos(client, settings, repos: list[Tracked]) -> list[RawRespons
     """Each repository's config.json, conditional on the ETag held; a repository's 304/401/403/404 is recorded and
     the next one asked. Repositories past the request budget wait for the next night, with a note."""
     unsound = [t.repo for t in repos if not REPO.fullmatch(t.repo)]
-    if unsound:
-        client.note(f"{NAME}: {len(unsound)} listed id(s) are not owner/name and were not asked: {', '.join(unsound)}")
+    if unsound:  # named, the first few of them (a listing may send thousands), each cut short
+        named = ", ".join(repo[:100] for repo in unsound[:NAMED])
+        more = f" and {len(unsound) - NAMED} more" if len(unsound) > NAMED else ""
+        client.note(f"{NAME}: {len(unsound)} listed id(s) are not owner/name and were not asked: {named}{more}")
     asked = [t for t in repos if REPO.fullmatch(t.repo)]
     base_url = settings.huggingface_url.rstrip("/")
     for index, item in enumerate(asked):

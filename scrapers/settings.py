@@ -12,8 +12,8 @@ SECRET_NAMES = ("RUNPOD_API_KEY", "VERDA_CLIENT_ID", "VERDA_CLIENT_SECRET", "DAT
                 "DATACRUNCH_CLIENT_SECRET", "HF_TOKEN")
 # A Hugging Face repository, owner/name, by the Hub's rules (huggingface_hub's validate_repo_id): letters, digits,
 # '_', '.' and '-', neither '--' nor '..' (an id `owner/..` made the request /resolve/main/config.json), no '.' or
-# '-' first or last, a name of at most 96 characters, no '.git' suffix.
-REPO = re.compile(r"(?!.*(?:--|\.\.))(?!.*\.git$)[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?"
+# '-' first or last, an owner and a name of at most 96 characters each, no '.git' suffix.
+REPO = re.compile(r"(?!.*(?:--|\.\.))(?!.*\.git$)[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
                   r"/[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?")
 
 

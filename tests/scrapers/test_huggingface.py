@@ -172,3 +172,13 @@ def test_a_repository_that_never_answers_fails_the_source_even_after_one_that_di
     repos = [huggingface.Tracked(QWEN, "curated", ETAG), huggingface.Tracked("Qwen/Qwen3-14B", "curated", ETAG)]
     with pytest.raises(SourceError, match=r"Qwen3-14B/resolve/main/config.json: ConnectError after 3 attempts"):
         fetch(repos, answer)
+
+
+def test_ids_with_dot_segments_or_thousands_of_them_are_never_asked_and_the_note_stays_short():
+    unsound = ["owner/..", "a/.", "../b", "-a/b", "a/b--c", "a/b.git", "o" * 97 + "/b"]
+    repos = [huggingface.Tracked(r, "api listing") for r in unsound + [f"x/{i}!" for i in range(5000)]]
+    fetched = fetch(repos + [huggingface.Tracked(QWEN, "curated")], lambda request: httpx.Response(200, content=BODY))
+    assert [r.url.path for r in fetched.seen] == ["/Qwen/Qwen3-8B/resolve/main/config.json"]
+    (note,) = fetched.client.notes
+    assert note.startswith("huggingface: 5007 listed id(s) are not owner/name and were not asked: owner/.., a/., ../b")
+    assert note.endswith(" and 4997 more") and len(note) < 1_500
