@@ -43,11 +43,8 @@ def read_all() -> tuple[list[dict], list[str]]:
             continue
         try:
             entry, _ = read_json(path, max_bytes=CONFIG_BYTES, max_depth=CONFIG_DEPTH + 1)
-        except OSError as exc:
-            problems.append(f"{path}: not a user model file ({exc.strerror or exc})")
-            continue
-        except ValueError as exc:
-            problems.append(f"{path}: not a user model file ({exc})")
+        except (OSError, ValueError) as exc:
+            problems.append(f"{path}: not a user model file ({getattr(exc, 'strerror', None) or exc})")
             continue
         if not isinstance(entry, dict) or entry.get("model_id") != path.stem or not isinstance(entry.get("config"), dict):
             problems.append(f"{path}: not a user model file (model_id {path.stem!r} and a config are required)")
