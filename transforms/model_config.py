@@ -1,12 +1,13 @@
 """A catalogue model row derived from a Hugging Face config.json: the model a user asks about, priced from its shape.
 
 Pure: `derive_model(config, repo)` takes the parsed config.json and returns a row with the columns of
-warehouse/reference/models.csv; nothing is read or written here. The model_type (of the text model, for a
-multimodal config) selects the reader; a config it cannot read raises ModelConfigError naming the repository and
-the field, never a guessed number. An unknown model_type is read as a dense Llama-like model only when it has
-every field that needs and nothing that would change the count (experts, windows, recurrent layers, low-rank
-attention). A field a family's published config leaves to its transformers class default (Gemma 3's vocabulary,
-context and sliding pattern) is read at that default, and the row's notes name it.
+warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
+(its text model's, for a multimodal one) states, under their common spellings (_ALIASES), whatever its model_type
+or none: attention (multi-head, grouped, multi-query, latent), windowed, chunked and linear-attention layers, dense,
+gated and expert MLPs, shared experts and which layers route. A model_type matters only for a true quirk: a family's
+defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
+says (_QUIRKS), or a layout of its own (_READERS). A config it cannot read, or one carrying a field that changes the
+count and is not read (_UNREAD), raises ModelConfigError naming the repository and the field, never a guessed number.
 
 What the row counts, as the curated rows do (the tests compare every curated row with its config.json):
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
