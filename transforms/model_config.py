@@ -235,6 +235,24 @@ def _mamba2(c: _Config, hidden: int) -> _Layer:
     return _Layer(mixer="Mamba-2", attention_params=params, state_bytes=state * KV_BYTES)
 
 
+def _mamba1(c: _Config, hidden: int) -> _Layer:
+    """A Mamba (selective state-space) mixer as Jamba's: in and out projections, a short depthwise convolution, the
+    x, dt projections and A, D; a fixed state of inner x d_state plus the convolution's last d_conv - 1 inputs."""
+    inner = c.number("mamba_expand") * hidden
+    state_size, kernel = c.number("mamba_d_state"), c.number("mamba_d_conv")
+    dt_rank = c.get("mamba_dt_rank")
+    dt_rank = -(-hidden // 16) if dt_rank == "auto" else c.number("mamba_dt_rank")  # transformers' "auto"
+    biased = 1 if c.get("mamba_proj_bias", False) else 0
+    params = (hidden * 2 * inner + biased * 2 * inner  # in_proj: x and the gate z
+              + inner * kernel + (inner if c.get("mamba_conv_bias", True) else 0)  # depthwise conv1d
+              + inner * (dt_rank + 2 * state_size)  # x_proj: dt, B, C
+              + dt_rank * inner + inner  # dt_proj and its bias
+              + inner * state_size + inner  # A_log, D
+              + inner * hidden + biased * hidden)  # out_proj
+    state = inner * state_size + inner * (kernel - 1)
+    return _Layer(mixer="Mamba", attention_params=params, state_bytes=state * KV_BYTES)
+
+
 def _experts(c: _Config) -> tuple[int, int]:
     """(routed experts, experts per token) under the names the families use; (0, 0) for a dense model."""
     count = next((c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
@@ -304,6 +322,11 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
     """Per layer: full, sliding, chunked or linear attention, from `layer_types` or the family's rule."""
     types = c.get("layer_types")
     if types is None:
+        if c.get("attn_layer_period") is not None:  # Jamba: one attention layer in a period, Mamba the others
+            period, offset = c.number("attn_layer_period"), c.number("attn_layer_offset")
+            if not period:
+                raise c.error("attn_layer_period", "is 0")
+            return ["full_attention" if i % period == offset else "mamba" for i in range(layers)]
         if c.get("full_attention_interval"):  # Qwen3-Next: every n-th layer attends fully, the rest are linear
             step = c.number("full_attention_interval")
             return ["full_attention" if (i + 1) % step == 0 else "linear_attention" for i in range(layers)]
@@ -336,6 +359,8 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
     head_dim = c.number("head_dim", hidden // heads)
     if kind == "linear_attention":
         return _gated_deltanet(c, hidden)
+    if kind == "mamba":
+        return _mamba1(c, hidden)
     layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate)
     if kind == "sliding_attention":
         return _windowed(c, layer, "sliding_window")
@@ -371,8 +396,11 @@ def _moe_layers(c: _Config, layers: int) -> list[bool]:
     end = c.get("moe_layer_end_index", -1)  # ... to this one (-1: the last), one layer in moe_layer_interval
     end = layers - 1 if end == -1 else c.number("moe_layer_end_index")
     ernie_step = c.number("moe_layer_interval", 1)
+    period = c.number("expert_layer_period", 1)  # Jamba: experts on one layer in a period, from its offset
+    offset = c.number("expert_layer_offset", 0)
     return [i >= first_dense and i % every == 0 and (i + 1) % step == 0 and i % interleave == interleave - 1
-            and i not in only_dense and start <= i <= end and (i + 1) % ernie_step == 0 for i in range(layers)]
+            and i not in only_dense and start <= i <= end and (i + 1) % ernie_step == 0 and i % period == offset
+            for i in range(layers)]
 
 
 # --- readers ---------------------------------------------------------------------------------------------------
@@ -563,9 +591,8 @@ _UNREAD = {
     "linear_attn_config": "Kimi linear attention",
     "hybrid_override_pattern": "a Nemotron-H layer pattern outside model_type nemotron_h",
     "layers_block_type": "a hybrid layer pattern",
-    "attn_layer_period": "a Mamba/attention hybrid layout (Jamba)",
-    "expert_layer_period": "a Mamba/attention hybrid layout (Jamba)",
-    "mamba_d_state": "Mamba state-space layers",
+    "attn_layer_indices": "attention layers listed among Mamba-2 ones (Bamba)",
+    "mamba_n_heads": "Mamba-2 layers outside model_type nemotron_h",
     "ssm_state_size": "state-space layers outside model_type nemotron_h",
     "num_kv_shared_layers": "layers sharing KV (Gemma 4)",
     "hidden_size_per_layer_input": "per-layer embeddings (Gemma 4)",
@@ -588,6 +615,8 @@ def _reader(c: _Config):
     for key, what in _UNREAD.items():
         if c.get(key):  # stated and on (MiniMax states shared_intermediate_size 0: no shared expert)
             raise c.error(key, f"describes {what}, which the reader does not read")
+    if c.get("mamba_d_state") and c.get("attn_layer_period") is None and c.get("layer_types") is None:
+        raise c.error("mamba_d_state", "describes Mamba layers, but no attn_layer_period or layer_types says which")
     return _read_transformer
 
 

@@ -313,7 +313,8 @@ def test_no_num_key_value_heads_is_multi_head_attention():
     ({"hidden_act": None}, "hidden_act"),  # whether the MLP is gated
     ({"hidden_act": "gelu_pytorch_tanh"}, "hidden_act"),  # gated in Gemma, not in StarCoder 2: not guessed
     ({"tie_word_embeddings": None}, "tie_word_embeddings"),  # transformers ties by default, most families untie
-    ({"attn_layer_period": 8}, "attn_layer_period"),  # a field that changes the count and is not read
+    ({"mamba_d_state": 16}, "mamba_d_state"),  # Mamba layers, but nothing says which layers they are
+    ({"attn_layer_indices": [4, 12]}, "attn_layer_indices"),  # a field that changes the count and is not read
     ({"ffn_config": {"moe_num_experts": 16}}, "ffn_config"),
 ])
 def test_an_unknown_model_missing_or_carrying_a_field_the_count_turns_on_is_refused_naming_it(edit, field):
@@ -377,7 +378,8 @@ def test_every_unseen_config_says_where_it_came_from():
     assert {e["set"] for e in PUBLISHED} == {"dev", "holdout"} and len(PUBLISHED) >= 15
     for entry in PUBLISHED:
         provenance = (UNSEEN / entry["set"] / entry["repo"] / "PROVENANCE").read_text()
-        assert f"Hugging Face {entry['repo']} config.json" in provenance and re.search(r"commit: [0-9a-f]{40}", provenance)
+        assert f"Hugging Face {entry['repo']} config.json" in provenance
+        assert re.search(r"commit: [0-9a-f]{40}|file index, id \d+", provenance), entry["repo"]
 
 
 @pytest.mark.parametrize("entry", PUBLISHED, ids=[f"{e['set']}:{e['repo']}" for e in PUBLISHED])
@@ -424,3 +426,16 @@ def test_attention_read_from_other_spellings(repo, kv_heads, window):
     assert (row["kv_heads"], row["window_tokens"]) == (kv_heads, window)
     if window:
         assert row["kv_bytes_per_token"] == row["window_kv_bytes_per_token"]  # half the layers slide
+
+
+def test_jamba_reads_its_attention_period_mamba_layers_and_expert_period():
+    """AI21-Jamba-1.5-Mini: attention on every 8th layer from the 4th (4 of 32), Mamba on the others, 16 experts on
+    every other layer from the 1st; 52B total, 12B active (its card)."""
+    (entry,) = [e for e in PUBLISHED if e["repo"] == "ai21labs/AI21-Jamba-1.5-Mini"]
+    row = derive_model(_unseen(entry), entry["repo"])
+    assert (row["total_params_b"], row["active_params_b"], row["experts"], row["experts_per_token"]) == (
+        51.57, 12.11, 16, 2)
+    assert row["kv_bytes_per_token"] == 4 * 2 * 8 * 128 * 2  # the attention layers' KV alone grows
+    inner = 2 * 4096
+    assert row["state_bytes_per_stream"] == 28 * (inner * 16 + inner * (4 - 1)) * 2  # SSM state and conv inputs
+    assert "28 x Mamba; 4 x full attention layers" in row["notes"]
