@@ -375,14 +375,21 @@ def _tolerance(figure: str) -> float:
 
 
 def test_every_unseen_config_says_where_it_came_from():
-    assert {e["set"] for e in PUBLISHED} == {"dev", "holdout"} and len(PUBLISHED) >= 15
+    assert {e["set"] for e in PUBLISHED} == {"dev", "holdout", "holdout2"} and len(PUBLISHED) >= 25
     for entry in PUBLISHED:
         provenance = (UNSEEN / entry["set"] / entry["repo"] / "PROVENANCE").read_text()
         assert f"Hugging Face {entry['repo']} config.json" in provenance
         assert re.search(r"commit: [0-9a-f]{40}|file index, id \d+", provenance), entry["repo"]
 
 
-@pytest.mark.parametrize("entry", PUBLISHED, ids=[f"{e['set']}:{e['repo']}" for e in PUBLISHED])
+# InternLM2.5-7B reads 7.74B (92,544 x 4,096 embeddings untied, 32 GQA layers of 14,336-wide SwiGLU): its card's "7B"
+# is a size class, 10.6% below; the held-out score counts it as outside the figure's precision all the same.
+SIZE_CLASS = {"internlm/internlm2_5-7b-chat"}
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
+                                   if e["repo"] in SIZE_CLASS else e for e in PUBLISHED],
+                         ids=[f"{e['set']}:{e['repo']}" for e in PUBLISHED])
 def test_an_unseen_architecture_reads_within_its_published_count_or_is_refused_naming_a_field(entry):
     """Never a number outside the published figure's precision: the developed-on configs all read, a held-out one
     may instead be refused with the field the reader cannot read."""
@@ -390,7 +397,7 @@ def test_an_unseen_architecture_reads_within_its_published_count_or_is_refused_n
     try:
         row = derive_model(raw, repo)
     except ModelConfigError as exc:
-        assert entry["set"] == "holdout", str(exc)
+        assert entry["set"] != "dev", str(exc)
         assert re.match(rf"^{re.escape(repo)}: config.json field '\w+'", str(exc))
         return
     assert row["total_params_b"] == pytest.approx(float(entry["total_b"]), rel=_tolerance(entry["total_b"]))
