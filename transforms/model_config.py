@@ -289,6 +289,7 @@ _ALIASES = {
     "head_dim": ("kv_channels",),
     "hidden_act": ("activation_function",),
     "attention_bias": ("add_qkv_bias", "use_qkv_bias", "qkv_bias"),
+    "rope_scaling": ("rope_parameters",),  # transformers 5's name
 }
 
 # The families' defaults: the fields a config of that model_type may leave to its class (read at these values, and
