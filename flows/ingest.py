@@ -81,7 +81,7 @@ def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult, parsed: ParseRe
 
 MODEL_CONFIGS = {"repo": pl.String, "http_status": pl.Int16, "etag": pl.String, "config_sha256": pl.String,
                  "model": pl.String, "reason": pl.String, "checked_on": pl.Date, "changed_on": pl.Date,
-                 "run_id": pl.String, "config_run_id": pl.String}
+                 "run_id": pl.String, "config_run_id": pl.String, "safetensors": pl.String}
 
 
 def _model_batch(con: duckdb.DuckDBPyConnection, parsed, fetched: FetchResult) -> dict:

@@ -16,11 +16,17 @@ another host (the Hub sends files kept in LFS/Xet storage to a signed CDN URL) i
 leaves the configured host: it is that repository's answer (its status recorded, the refusal in the fetch's notes
 with the URL's signature redacted), never the source's failure; a config.json is a small text file kept in git.
 A listed id that is no repository by the Hub's rules (`owner/..`) is not asked, with a note.
+
+Beside each config.json Hugging Face answered (200 or 304), the model API, `GET /api/models/{repo}?expand[]=safetensors`:
+its `safetensors` field counts the parameters of the repository's safetensors files per dtype (`parameters`) and in
+all (`total`), which transforms.model_catalogue sets beside the total the config derives. A repository with no
+safetensors files has no such field; the API's 401/404 is that repository's answer, as for config.json, and any
+other failure of it (a server error, a redirect off the host) is noted: the config it would check still stands.
 """
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scrapers import base
 from scrapers.base import ModelConfig, ParseResult, SchemaError, SourceError
@@ -36,9 +42,12 @@ CONFIG_PATH = "/{repo}/resolve/main/config.json"
 REPO_ANSWERS = (301, 302, 303, 304, 307, 308, 401, 403, 404, 410)
 REDIRECTS = (301, 302, 303, 307, 308)
 NAMED = 10  # listed ids a note names when they are no repository
+MODEL_API_PATH = "/api/models/{repo}"
+MODEL_API_QUERY = {"expand[]": "safetensors"}  # the safetensors field alone, not the file list
 PARSES_EVERY_STATUS = True  # the parse reads the 304s and 404s too: they are answers, not failed fetches
 _PATHS = (re.compile(r"^/(?P<repo>[\w.-]+/[\w.-]+)/resolve/[^/]+/config\.json$"),
           re.compile(r"^/api/resolve-cache/models/(?P<repo>[\w.-]+/[\w.-]+)/[^/]+/config\.json$"))
+_MODEL_API = re.compile(r"^/api/models/(?P<repo>[\w.-]+/[\w.-]+)$")
 
 
 @dataclass(frozen=True)
@@ -80,34 +89,57 @@ async def fetch_repos(client, settings, repos: list[Tracked]) -> list[RawRespons
         headers = {"If-None-Match": item.etag} if item.etag else {}
         if settings.hf_token:
             headers["Authorization"] = f"Bearer {settings.hf_token}"
-        answered = len(client.responses)
-        try:
-            await client.request("GET", base_url + CONFIG_PATH.format(repo=item.repo), headers=headers)
-        except SourceError as exc:  # the repository's own answer was recorded; anything else (no answer) fails
-            if len(client.responses) == answered or client.responses[-1].status not in REPO_ANSWERS:  # the source
-                raise
-            if client.responses[-1].status in REDIRECTS:
-                client.note(str(exc))
+        status = await _ask(client, base_url + CONFIG_PATH.format(repo=item.repo), headers)
+        if status in (200, 304) and client.remaining > 0:  # the repository is there: its weights' count beside
+            try:
+                await _ask(client, base_url + MODEL_API_PATH.format(repo=item.repo),
+                           {k: v for k, v in headers.items() if k == "Authorization"}, MODEL_API_QUERY)
+            except SourceError as exc:  # the count is a check beside the config, which arrived: noted, not fatal
+                client.note(f"{NAME}: {item.repo}: no count of its weights ({exc})")
     return client.responses
+
+
+async def _ask(client, url: str, headers: dict, params: dict | None = None) -> int:
+    """One request about a repository, its status: the repository's own answers (REPO_ANSWERS) are recorded and
+    returned (a redirect not followed also noted); anything else (no answer, a server error after the retries)
+    fails the source."""
+    answered = len(client.responses)
+    try:
+        await client.request("GET", url, headers=headers, **({"params": params} if params else {}))
+    except SourceError as exc:
+        if len(client.responses) == answered or client.responses[-1].status not in REPO_ANSWERS:
+            raise
+        if client.responses[-1].status in REDIRECTS:
+            client.note(str(exc))
+    return client.responses[-1].status
 
 
 def repo_of(raw: RawResponse) -> str:
     """The repository a response answers for, from its (possibly redirected) URL path."""
-    for pattern in _PATHS:
+    for pattern in (*_PATHS, _MODEL_API):
         match = pattern.match(raw.path)
         if match:
             return match["repo"]
     raise SchemaError(NAME, raw.path, "not a config.json path of a Hugging Face repository")
 
 
+def is_model_api(raw: RawResponse) -> bool:
+    """Whether the response is the model API's (the weights' count), not a config.json."""
+    return bool(_MODEL_API.match(raw.path))
+
+
 def parse(responses: list[RawResponse]) -> ParseResult:
-    """One ModelConfig per response, the config parsed (JSON) for a 200; the derivation is transforms' work."""
+    """One ModelConfig per config.json response, the config parsed (JSON) for a 200, with the model API's safetensors
+    count of the answer after it (the derivation and the comparison are transforms' work)."""
     result = ParseResult()
     for raw in responses:
         try:
             repo = repo_of(raw)
         except SchemaError as exc:  # an answer no repository can be named for is no record: noted, the rest read
             result.notes.append(str(exc))
+            continue
+        if is_model_api(raw):
+            _weights(raw, repo, result)
             continue
         result.record_count += 1
         etag = raw.headers.get("etag")
@@ -123,3 +155,31 @@ def parse(responses: list[RawResponse]) -> ParseResult:
             config, error = None, f"config.json is not a JSON object (a {type(config).__name__})"
         result.model_configs.append(ModelConfig(repo, 200, raw.fetched_at, etag, config, sha256, error))
     return result
+
+
+def _weights(raw: RawResponse, repo: str, result: ParseResult) -> None:
+    """The model API's safetensors field, set on the repository's config answer before it; an answer without one
+    (no safetensors files, or the API refused) leaves it None, a malformed one is noted and left None."""
+    index = next((i for i in range(len(result.model_configs) - 1, -1, -1) if result.model_configs[i].repo == repo), None)
+    if index is None or raw.status != 200:
+        return
+    try:
+        answer = base.loads(raw.body)
+    except ValueError:
+        result.notes.append(f"{NAME}: {raw.path}: the model API's answer is not JSON")
+        return
+    safetensors = answer.get("safetensors") if isinstance(answer, dict) else None
+    if safetensors is None:
+        return
+    counts = safetensors.get("parameters") if isinstance(safetensors, dict) else None
+    total = safetensors.get("total") if isinstance(safetensors, dict) else None
+    if (not isinstance(counts, dict) or not counts or not all(_count(v) for v in counts.values())
+            or not _count(total) or total != sum(counts.values())):
+        result.notes.append(f"{NAME}: {raw.path}: field 'safetensors' is not parameters per dtype summing to a total")
+        return
+    result.model_configs[index] = replace(result.model_configs[index],
+                                          safetensors={"parameters": counts, "total": total})
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

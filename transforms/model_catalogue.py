@@ -6,6 +6,7 @@ a curated row wins over a user row, a user row over a derived one; a derived row
 row already serves its repository (hf_repo or hf_ids), nor under another model's id.
 """
 
+import json
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -27,6 +28,8 @@ OBJECTS = ("text_config", "rope_scaling", "quantization_config")
 GONE = (404, 410)  # the config a derived row came from is gone: the row goes with it
 NOT_FOLLOWED = ("no longer followed (no API listing names it, nor GPULEDGER_HF_MODELS): the model derived from its "
                 "config.json is dropped")
+WEIGHTS_TOLERANCE = 0.03  # a derived total further than this from the weights' count is flagged
+PACKED_SHARE = 0.001  # integer tensors beyond this share of the count are packed weights, not indices or position ids
 UNKNOWN_304 = ("HTTP 304: unchanged since a config this warehouse does not hold (rebuilt from a later day); the next "
                "run fetches it whole")
 
@@ -77,10 +80,12 @@ def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, di
         if prior and prior["checked_on"] > day:
             later += 1
             continue
-        held = {k: prior[k] for k in ("etag", "config_sha256", "model", "reason", "changed_on", "config_run_id")} \
-            if prior else dict.fromkeys(("etag", "config_sha256", "model", "reason", "changed_on", "config_run_id"))
+        kept = ("etag", "config_sha256", "model", "reason", "changed_on", "config_run_id", "safetensors")
+        held = {k: prior.get(k) for k in kept} if prior else dict.fromkeys(kept)
         state = {"repo": prior["repo"] if prior else config.repo, "http_status": config.http_status,
                  "checked_on": day, "run_id": run_id} | held
+        if config.safetensors is not None:  # the model API answered beside the config (200 or 304)
+            state["safetensors"] = json.dumps(config.safetensors, sort_keys=True)
         if config.http_status == 304:
             if prior is None:
                 unknown += 1
@@ -158,6 +163,37 @@ def read_config(config, repo: str | None, *, model_id: str | None = None, path: 
     return row
 
 
+def weights_check(total_params_b: float, safetensors: dict | None, notes: str = "") -> tuple[float | None, str | None]:
+    """(the weights' parameters in billions, how the derived total compares with them), from the model API's
+    safetensors field ({"parameters": {dtype: n}, "total": n}); (None, None) without one.
+
+    Unquantized and FP8 weights hold one parameter per value and are compared: beyond WEIGHTS_TOLERANCE the check
+    says FLAGGED. A quantized checkpoint stores its 4-bit weights packed, several to an integer (I8, U8, I32: AWQ,
+    GPTQ, MXFP4 blocks), beside their scales, so the Hub's total counts integers, not parameters: it is recorded and
+    not compared. `notes` (the row's) say when the row leaves out what the weights hold (a vision tower, MTP layers)."""
+    if not safetensors:
+        return None, None
+    total, counts = safetensors["total"], safetensors["parameters"]
+    weights_b = round(total / 1e9, 2)
+    integers = {dtype: n for dtype, n in counts.items() if dtype[:1] in ("I", "U")}
+    if sum(integers.values()) > PACKED_SHARE * total:
+        return weights_b, (f"not compared: {sum(integers.values()) / 1e9:.2f}B of the weights' {total / 1e9:.2f}B are "
+                           f"integers ({', '.join(sorted(integers))}), a quantized checkpoint's packed weights (several "
+                           "to each) and scales: the count is no parameter count")
+    off = total_params_b * 1e9 / total - 1
+    if abs(off) <= WEIGHTS_TOLERANCE:
+        return weights_b, f"within {WEIGHTS_TOLERANCE:.0%} of the weights ({off:+.1%})"
+    left_out = [what for what, said in (("a vision/audio tower", "vision"), ("multi-token-prediction layers",
+                                        "multi-token")) if said in notes]
+    return weights_b, (f"FLAGGED: the derived total {total_params_b}B is {off:+.1%} off the weights' "
+                       f"{total / 1e9:.2f}B" + (f" (the row leaves out {' and '.join(left_out)})" if left_out else ""))
+
+
+def _weights_columns(row: dict, safetensors: dict | None) -> dict:
+    weights_b, check = weights_check(row["total_params_b"], safetensors, row["notes"] or "")
+    return {"weights_params_b": weights_b, "weights_check": check}
+
+
 def _unreadable(config: ModelConfig) -> str | None:
     """Why the reader cannot read a config, or None."""
     try:
@@ -180,7 +216,8 @@ def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date
     except ModelConfigError as exc:
         return {"reason": str(exc)}
     taken[model_id] = key
-    out.models.append(row | {"config_sha256": config.config_sha256, "derived_on": day})
+    out.models.append(row | {"config_sha256": config.config_sha256, "derived_on": day}
+                      | _weights_columns(row, config.safetensors))
     return {"model": model_id}
 
 
@@ -203,5 +240,6 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
             refused.append(f"user model {model_id}: the curated model {holder} already has "
                            f"{'this id' if model_id in curated else repo}")
             continue
-        rows.append(row | {"config_sha256": entry["config_sha256"], "derived_on": date.fromisoformat(entry["added_on"])})
+        rows.append(row | {"config_sha256": entry["config_sha256"], "derived_on": date.fromisoformat(entry["added_on"])}
+                    | _weights_columns(row, entry.get("safetensors")))
     return rows, refused

@@ -1,12 +1,13 @@
 """A catalogue model row derived from a Hugging Face config.json: the model a user asks about, priced from its shape.
 
 Pure: `derive_model(config, repo)` takes the parsed config.json and returns a row with the columns of
-warehouse/reference/models.csv; nothing is read or written here. The model_type (of the text model, for a
-multimodal config) selects the reader; a config it cannot read raises ModelConfigError naming the repository and
-the field, never a guessed number. An unknown model_type is read as a dense Llama-like model only when it has
-every field that needs and nothing that would change the count (experts, windows, recurrent layers, low-rank
-attention). A field a family's published config leaves to its transformers class default (Gemma 3's vocabulary,
-context and sliding pattern) is read at that default, and the row's notes name it.
+warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
+(its text model's, for a multimodal one) states, under their common spellings (_ALIASES), whatever its model_type
+or none: attention (multi-head, grouped, multi-query, latent), windowed, chunked and linear-attention layers, dense,
+gated and expert MLPs, shared experts and which layers route. A model_type matters only for a true quirk: a family's
+defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
+says (_QUIRKS), or a layout of its own (_READERS). A config it cannot read, or one carrying a field that changes the
+count and is not read (_UNREAD), raises ModelConfigError naming the repository and the field, never a guessed number.
 
 What the row counts, as the curated rows do (the tests compare every curated row with its config.json):
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
@@ -46,7 +47,8 @@ from transforms.model_bounds import config_range
 
 KV_BYTES = 2  # bytes per cached value as the catalogue stores it (16 bits)
 KV_CACHE_DTYPE = "bf16"
-GATED_ACTS = ("silu", "swiglu", "gelu", "gelu_pytorch_tanh", "gelu_new")  # gate, up and down projections
+GATED_ACTS = ("silu", "swiglu")  # gate, up and down projections
+GELU_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new")  # gated or not by family (_QUIRKS' gated_gelu_mlp)
 UNGATED_ACTS = ("relu2",)  # up and down projections only (Nemotron-H)
 KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
 
@@ -100,13 +102,16 @@ class _Config:
         self.part = "shape"  # what the fields read now count towards (derive_with_keys)
         self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
         self.defaulted: dict[str, object] = {}  # fields the config leaves out, read at the family's class default
+        self.notes: list[str] = []  # what the row's notes must say about how a field was read
 
     def get(self, key: str, default=None):
-        for where in (self.text, self.top):
-            if where.get(key) is not None:
-                self.read.setdefault(self.part, {})[key] = where[key]
-                return where[key]
-        family = _CLASS_DEFAULTS.get(self.model_type, {})
+        """The field, else one of its other spellings (_ALIASES), else the family's default (_FAMILIES)."""
+        for name in (key, *_ALIASES.get(key, ())):
+            for where in (self.text, self.top):
+                if where.get(name) is not None:
+                    self.read.setdefault(self.part, {})[name] = where[name]
+                    return where[name]
+        family = _FAMILIES.get(self.model_type, {})
         if key in family:
             self.defaulted[key] = family[key]
             return family[key]
@@ -132,8 +137,17 @@ class _Config:
             raise self.error(key, f"is {int(value):,}, outside the plausible [{least:,}, {most:,}]")
         return int(value)
 
+    def quirk(self, name: str) -> bool:
+        """Whether the family's code does what `name` says (_QUIRKS)."""
+        return name in _QUIRKS.get(self.model_type, ())
+
+    def has(self, *keys: str) -> bool:
+        """Whether the config states any of these fields (under any spelling)."""
+        return any(self.get(key) is not None for key in keys)
+
     def error(self, key: str, what: str) -> ModelConfigError:
-        return ModelConfigError(f"{self.repo}: config.json field '{key}' {what} (model_type {self.model_type!r})")
+        spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if key in _ALIASES and "missing" in what else ""
+        return ModelConfigError(f"{self.repo}: config.json field '{key}'{spelled} {what} (model_type {self.model_type!r})")
 
 
 # --- building blocks -------------------------------------------------------------------------------------------
@@ -141,11 +155,16 @@ class _Config:
 
 def _mlp_params(c: _Config, hidden: int, width: int, act_key: str = "hidden_act") -> float:
     """A feed-forward block of `width`: gate, up and down for gated activations, up and down otherwise."""
-    act = c.get(act_key) or c.get("hidden_activation") or "silu"
-    if act in GATED_ACTS:
+    act = c.get(act_key) or c.get("hidden_activation")
+    if act is None:
+        raise c.error(act_key, "is missing: the MLP's activation says whether it is gated")
+    if act in GATED_ACTS or (act in GELU_ACTS and c.quirk("gated_gelu_mlp")):
         return 3 * hidden * width
     if act in UNGATED_ACTS:
         return 2 * hidden * width
+    if act in GELU_ACTS:
+        raise c.error(act_key, f"is {act!r}: GELU MLPs are gated in some families (Gemma) and not in others "
+                               "(GPT-2, StarCoder 2), and the config does not say which")
     raise c.error(act_key, f"names an activation the reader does not know ({act!r})")
 
 
@@ -170,8 +189,10 @@ def _windowed(c: _Config, layer: _Layer, field: str) -> _Layer:
     return layer
 
 
-_MLA = ("deepseek_v3", "kimi_k2", "glm4_moe_lite")  # multi-head latent attention
-_DSA = ("deepseek_v32", "glm_moe_dsa")  # MLA with a DeepSeek sparse-attention indexer
+# A config stating any of these has multi-head latent attention (DeepSeek V2/V3, Kimi K2, GLM 4.7 Flash), and must
+# state them all; any of _DSA, a DeepSeek sparse-attention indexer beside it (DeepSeek V3.2, GLM 5).
+_MLA = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank")
+_DSA = ("index_n_heads", "index_head_dim", "index_topk")
 
 
 def _mla(c: _Config, hidden: int) -> _Layer:
@@ -184,7 +205,7 @@ def _mla(c: _Config, hidden: int) -> _Layer:
     layer = _Layer(mixer="MLA", attention="mla", kv_heads=1, attention_params=params,
                    kv_bytes_per_token=(kv_rank + rope) * KV_BYTES,
                    attn_flops_per_ctx_token=2 * heads * (kv_rank + rope + kv_rank))
-    if c.model_type in _DSA:  # an indexer picks index_topk past tokens for the attention
+    if c.has(*_DSA):  # an indexer picks index_topk past tokens for the attention
         index_heads, index_dim = c.number("index_n_heads"), c.number("index_head_dim")
         if not q_rank:
             raise c.error("q_lora_rank", "is missing: the DSA indexer reads the query latent")
@@ -219,6 +240,24 @@ def _mamba2(c: _Config, hidden: int) -> _Layer:
     return _Layer(mixer="Mamba-2", attention_params=params, state_bytes=state * KV_BYTES)
 
 
+def _mamba1(c: _Config, hidden: int) -> _Layer:
+    """A Mamba (selective state-space) mixer as Jamba's: in and out projections, a short depthwise convolution, the
+    x, dt projections and A, D; a fixed state of inner x d_state plus the convolution's last d_conv - 1 inputs."""
+    inner = c.number("mamba_expand") * hidden
+    state_size, kernel = c.number("mamba_d_state"), c.number("mamba_d_conv")
+    dt_rank = c.get("mamba_dt_rank")
+    dt_rank = -(-hidden // 16) if dt_rank == "auto" else c.number("mamba_dt_rank")  # transformers' "auto"
+    biased = 1 if c.get("mamba_proj_bias", False) else 0
+    params = (hidden * 2 * inner + biased * 2 * inner  # in_proj: x and the gate z
+              + inner * kernel + (inner if c.get("mamba_conv_bias", True) else 0)  # depthwise conv1d
+              + inner * (dt_rank + 2 * state_size)  # x_proj: dt, B, C
+              + dt_rank * inner + inner  # dt_proj and its bias
+              + inner * state_size + inner  # A_log, D
+              + inner * hidden + biased * hidden)  # out_proj
+    state = inner * state_size + inner * (kernel - 1)
+    return _Layer(mixer="Mamba", attention_params=params, state_bytes=state * KV_BYTES)
+
+
 def _experts(c: _Config) -> tuple[int, int]:
     """(routed experts, experts per token) under the names the families use; (0, 0) for a dense model."""
     count = next((c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
@@ -235,17 +274,53 @@ def _experts(c: _Config) -> tuple[int, int]:
 def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
     """(input embedding, output head) parameters; the head is free when tied to the embedding."""
     vocab = c.number("vocab_size")
-    tied = c.get("tie_word_embeddings", False)
+    tied = c.get("tie_word_embeddings")
+    if tied is None:  # transformers' PretrainedConfig ties by default, yet most families' classes untie
+        raise c.error("tie_word_embeddings", "is missing: whether the output head shares the embedding is the "
+                                             "family's class default, which the reader does not know")
     return vocab * hidden, 0 if tied else vocab * hidden
 
 
-# transformers' class defaults (Gemma3TextConfig, Gemma4TextConfig) for the fields a published config leaves out:
-# google/gemma-3-27b-it's config.json states neither its vocabulary, its context, its activation nor which layers
-# slide, and transformers (as vLLM, which loads the config through it) fills them in from the class.
-_CLASS_DEFAULTS = {
-    "gemma4_text": {"tie_word_embeddings": True},
+# Other spellings of a field, tried in order after its own name (GPT-2/GPT-J's n_embd, n_layer, n_head; ChatGLM's
+# num_layers, ffn_hidden_size, kv_channels, padded_vocab_size, seq_length; DBRX-style d_model): the same quantity.
+_ALIASES = {
+    "hidden_size": ("d_model", "n_embd"),
+    "num_hidden_layers": ("num_layers", "n_layer", "n_layers"),
+    "num_attention_heads": ("n_head", "n_heads"),
+    "num_key_value_heads": ("num_kv_heads", "n_kv_heads"),
+    "intermediate_size": ("ffn_hidden_size", "n_inner"),
+    "vocab_size": ("padded_vocab_size",),
+    "max_position_embeddings": ("seq_length", "n_positions"),
+    "head_dim": ("kv_channels",),
+    "hidden_act": ("activation_function",),
+    "attention_bias": ("add_qkv_bias", "use_qkv_bias", "qkv_bias"),
+    "rope_scaling": ("rope_parameters",),  # transformers 5's name
+}
+
+# The families' defaults: the fields a config of that model_type may leave to its class (read at these values, and
+# named in the row's notes). Every other model_type (and a config without one) is read by its fields alone.
+_FAMILIES = {
+    # transformers' Gemma3TextConfig: google/gemma-3-27b-it's config.json states neither its vocabulary, its context,
+    # its activation nor which layers slide, and transformers (as vLLM, which loads the config through it) fills them
     "gemma3_text": {"tie_word_embeddings": True, "vocab_size": 262_208, "max_position_embeddings": 131_072,
                     "hidden_activation": "gelu_pytorch_tanh", "sliding_window_pattern": 6},
+    "gemma4_text": {"tie_word_embeddings": True},
+    # Gemma2Config: tied, a gated GELU MLP, every other layer slides (layer_types' default: the even layers)
+    "gemma2": {"tie_word_embeddings": True, "sliding_window_pattern": 2},
+    "llama4_text": {"tie_word_embeddings": False},  # Llama4TextConfig unties
+    "deepseek_v2": {"tie_word_embeddings": False},  # DeepseekV2Config unties
+    # Qwen (v1, remote code QWenLMHeadModel): a SwiGLU MLP whose w1 and w2 are intermediate_size / 2 wide each, and
+    # a biased c_attn (q, k and v); no activation field
+    "qwen": {"hidden_act": "silu", "attention_bias": True},
+    # ChatGLM2/3 (remote code ChatGLMModel): SwiGLU (dense_h_to_4h is 2 x ffn_hidden_size wide); no activation
+    # field; multi_query_group_num KV heads when multi_query_attention
+    "chatglm": {"hidden_act": "swiglu"},
+}
+# What a family's code does that no field says.
+_QUIRKS = {
+    **dict.fromkeys(("gemma2", "gemma3_text", "gemma4_text"), {"gated_gelu_mlp"}),  # gate, up and down, GELU
+    "qwen": {"mlp_width_is_both_halves"},  # w1 and w2 are intermediate_size / 2 wide each
+    "llama4_text": {"one_shared_expert"},  # every token also goes to one shared expert of the experts' width
 }
 
 
@@ -253,13 +328,21 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
     """Per layer: full, sliding, chunked or linear attention, from `layer_types` or the family's rule."""
     types = c.get("layer_types")
     if types is None:
+        if c.get("attn_layer_period") is not None:  # Jamba: one attention layer in a period, Mamba the others
+            period, offset = c.number("attn_layer_period"), c.number("attn_layer_offset")
+            if not period:
+                raise c.error("attn_layer_period", "is 0")
+            return ["full_attention" if i % period == offset else "mamba" for i in range(layers)]
         if c.get("full_attention_interval"):  # Qwen3-Next: every n-th layer attends fully, the rest are linear
             step = c.number("full_attention_interval")
             return ["full_attention" if (i + 1) % step == 0 else "linear_attention" for i in range(layers)]
         if c.get("attention_chunk_size"):  # Llama 4: chunked-local attention on the RoPE layers
             no_rope = c.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]  # transformers' rule
             return ["chunked_attention" if uses_rope else "full_attention" for uses_rope in no_rope]
-        if c.get("sliding_window_pattern") is not None:  # Gemma 3: every n-th layer global, the others slide
+        pattern = c.get("sliding_window_pattern")
+        if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"}:  # EXAONE 4: "LLLG", L slides
+            return ["sliding_attention" if pattern[i % len(pattern)] == "L" else "full_attention" for i in range(layers)]
+        if pattern is not None:  # Gemma 2 and 3: every n-th layer global, the others slide
             step = c.number("sliding_window_pattern")
             if not step:
                 raise c.error("sliding_window_pattern", "is 0")
@@ -278,16 +361,31 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
 def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False) -> _Layer:
     """The attention of one layer of a GQA family, windowed where its type says so."""
     heads = c.number("num_attention_heads")
-    kv_heads = c.number("num_key_value_heads", heads)  # transformers: no value means one KV head per query head
+    kv_heads = _kv_heads(c, heads)
     head_dim = c.number("head_dim", hidden // heads)
     if kind == "linear_attention":
         return _gated_deltanet(c, hidden)
+    if kind == "mamba":
+        return _mamba1(c, hidden)
     layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate)
     if kind == "sliding_attention":
         return _windowed(c, layer, "sliding_window")
     if kind == "chunked_attention":
         return _windowed(c, layer, "attention_chunk_size")
     return layer
+
+
+def _kv_heads(c: _Config, heads: int) -> int:
+    """KV heads: num_key_value_heads (GQA; 1 is multi-query), ChatGLM's multi_query_group_num when its
+    multi_query_attention is on, Falcon's and StarCoder's multi_query flag (one); else one per query head (MHA, as
+    transformers reads a config without the field)."""
+    if c.get("num_key_value_heads") is not None:
+        return c.number("num_key_value_heads")
+    if c.get("multi_query_attention") is not None:
+        return c.number("multi_query_group_num") if c.get("multi_query_attention") else heads
+    if c.get("multi_query") is not None:
+        return 1 if c.get("multi_query") else heads
+    return heads
 
 
 def _moe_layers(c: _Config, layers: int) -> list[bool]:
@@ -300,8 +398,15 @@ def _moe_layers(c: _Config, layers: int) -> list[bool]:
     step = c.number("decoder_sparse_step", 1)  # Qwen MoE
     interleave = c.number("interleave_moe_layer_step", 1)  # Llama 4: one MoE layer in `interleave`
     only_dense = set(c.get("mlp_only_layers") or [])
+    start = c.number("moe_layer_start_index", 0)  # ERNIE 4.5: experts from this layer ...
+    end = c.get("moe_layer_end_index", -1)  # ... to this one (-1: the last), one layer in moe_layer_interval
+    end = layers - 1 if end == -1 else c.number("moe_layer_end_index")
+    ernie_step = c.number("moe_layer_interval", 1)
+    period = c.number("expert_layer_period", 1)  # Jamba: experts on one layer in a period, from its offset
+    offset = c.number("expert_layer_offset", 0)
     return [i >= first_dense and i % every == 0 and (i + 1) % step == 0 and i % interleave == interleave - 1
-            and i not in only_dense for i in range(layers)]
+            and i not in only_dense and start <= i <= end and (i + 1) % ernie_step == 0 and i % period == offset
+            for i in range(layers)]
 
 
 # --- readers ---------------------------------------------------------------------------------------------------
@@ -312,7 +417,7 @@ def _read_transformer(c: _Config) -> _Shape:
     hidden, layers = c.number("hidden_size"), c.number("num_hidden_layers")
     experts, per_token = _experts(c)
     moe = _moe_layers(c, layers) if experts else [False] * layers
-    mla = c.model_type in _MLA + _DSA
+    mla = c.has(*_MLA, *_DSA)
     types = ["full_attention"] * layers if mla else _layer_types(c, layers)
     expert_width = c.number("moe_intermediate_size", c.get("intermediate_size")) if experts else 0
     shared_width, shared = _shared_experts(c, expert_width)
@@ -325,24 +430,29 @@ def _read_transformer(c: _Config) -> _Shape:
             layer.dense_params = hidden * experts + (_mlp_params(c, hidden, shared_width) if shared_width else 0)
             if c.get("shared_expert_intermediate_size"):  # Qwen's shared expert has a sigmoid gate
                 layer.dense_params += hidden
-        else:  # Llama 4's dense layers are wider than its experts
-            layer.dense_params = _mlp_params(c, hidden, c.number("intermediate_size_mlp", c.get("intermediate_size")))
+        else:
+            layer.dense_params = _mlp_params(c, hidden, _dense_width(c))
         out.append(layer)
     embedding, head = _embeddings(c, hidden)
     return _Shape(out, embedding, head, shared_experts=shared if experts else None)
 
 
+def _dense_width(c: _Config) -> int:
+    """A dense MLP's width: Llama 4's dense layers are wider than its experts (intermediate_size_mlp); Qwen (v1)'s
+    intermediate_size is w1's and w2's widths together, the gated MLP's two halves."""
+    width = c.number("intermediate_size_mlp" if c.has("intermediate_size_mlp") else "intermediate_size")
+    return width // 2 if c.quirk("mlp_width_is_both_halves") else width
+
+
 def _shared_experts(c: _Config, expert_width: int) -> tuple[int, int]:
     """(width of the always-on shared expert MLP, shared experts counted as the catalogue does)."""
-    if c.get("n_shared_experts"):
-        return c.number("n_shared_experts") * expert_width, c.number("n_shared_experts")
+    for key in ("n_shared_experts", "moe_num_shared_experts"):  # DeepSeek, ERNIE 4.5: shared experts of the experts' width
+        if c.get(key):
+            return c.number(key) * expert_width, c.number(key)
     if c.get("shared_expert_intermediate_size"):
         return c.number("shared_expert_intermediate_size"), 1
-    if c.model_type == "llama4_text":  # Llama 4 routes each token to one expert and one shared expert
+    if c.quirk("one_shared_expert"):
         return expert_width, 1
-    for key in ("shared_intermediate_size", "moe_shared_expert_intermediate_size"):
-        if c.get(key):
-            raise c.error(key, "names a shared expert the reader does not know how to count")
     return 0, 0
 
 
@@ -473,39 +583,46 @@ def _read_hunyuan(c: _Config) -> _Shape:
     return _Shape(out, embedding, head, shared_experts=max(shared) if experts > 1 else None)
 
 
-# model_type -> reader: the families checked against real configs (tests/fixtures/hf_configs; GLM-4.7-Flash's
-# glm4_moe_lite against a reduced copy). Any other model_type goes to the Llama-like reader only as _reader allows.
+# The layouts no field describes, read by their own reader (a true quirk each); every other config, whatever its
+# model_type or none, is read by _read_transformer from its fields.
 _READERS = {
-    **dict.fromkeys((
-        "llama", "qwen2", "qwen3", "phi3",  # dense GQA
-        "gemma3_text",  # dense GQA, 5 sliding-window layers per global one
-        "mixtral", "qwen3_moe", "gpt_oss", "minimax_m2", "glm4_moe",  # GQA MoE (gpt-oss: sliding layers)
-        "llama4_text",  # GQA MoE, chunked-local attention on 3 of 4 layers
-        "deepseek_v3", "kimi_k2", "deepseek_v32", "glm4_moe_lite", "glm_moe_dsa",  # MLA (+DSA)
-        "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text",  # Gated DeltaNet hybrids
-    ), _read_transformer),
-    "nemotron_h": _read_nemotron_h,
-    "gemma4_text": _read_gemma4,
-    **dict.fromkeys(("hunyuan", "hunyuan_v1_moe"), _read_hunyuan),
+    "nemotron_h": _read_nemotron_h,  # one mixer per layer from a pattern string, squared-ReLU MLPs, latent MoE
+    "gemma4_text": _read_gemma4,  # per-layer head widths, keys doubling as values, shared KV, per-layer embeddings
+    **dict.fromkeys(("hunyuan", "hunyuan_v1_moe"), _read_hunyuan),  # per-layer expert counts, cross-layer attention
 }
-# Fields a Llama-like reader would silently miscount: an unknown model_type carrying one is refused.
-# The most telling first, so that the error names what the reader is missing.
-_STRUCTURAL = ("compress_ratios", "linear_attn_config", "hybrid_override_pattern", "layers_block_type",
-               "num_kv_shared_layers", "hidden_size_per_layer_input", "layer_types", "full_attention_interval",
-               "kv_lora_rank", "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts",
-               "sliding_window")
-_GENERIC_NEEDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-                  "intermediate_size", "vocab_size", "max_position_embeddings", "hidden_act")
+# Fields that change the count in a way _read_transformer does not read: a config carrying one is refused, naming it
+# (the most telling first), never read as if it were not there.
+_UNREAD = {
+    "compress_ratios": "compressed attention (DeepSeek V4)",
+    "linear_attn_config": "Kimi linear attention",
+    "hybrid_override_pattern": "a Nemotron-H layer pattern outside model_type nemotron_h",
+    "layers_block_type": "a hybrid layer pattern",
+    "attn_layer_indices": "attention layers listed among Mamba-2 ones (Bamba)",
+    "mamba_n_heads": "Mamba-2 layers outside model_type nemotron_h",
+    "ssm_state_size": "state-space layers outside model_type nemotron_h",
+    "num_kv_shared_layers": "layers sharing KV (Gemma 4)",
+    "hidden_size_per_layer_input": "per-layer embeddings (Gemma 4)",
+    "use_cla": "cross-layer attention (HunYuan)",
+    "use_mla": "HunYuan's latent attention",
+    "ffn_config": "a nested MLP description (DBRX)",
+    "attn_config": "a nested attention description (DBRX)",
+    "new_decoder_architecture": "Falcon's decoder variants",
+    "parallel_attn": "Falcon's parallel attention",
+    "moe_latent_size": "experts in a latent space outside model_type nemotron_h",
+    "shared_intermediate_size": "a shared expert of its own width (Granite MoE shared)",
+    "moe_shared_expert_intermediate_size": "a shared expert of its own width",
+    "cross_attention_layers": "cross-attention layers (Mllama)",
+}
 
 
 def _reader(c: _Config):
     if c.model_type in _READERS:
         return _READERS[c.model_type]
-    for key in _STRUCTURAL:
-        if c.get(key) is not None:
-            raise c.error(key, "belongs to an architecture the reader does not know")
-    for key in _GENERIC_NEEDS:
-        c.need(key)  # an unknown Llama-like model is read only when it states every field the count needs
+    for key, what in _UNREAD.items():
+        if c.get(key):  # stated and on (MiniMax states shared_intermediate_size 0: no shared expert)
+            raise c.error(key, f"describes {what}, which the reader does not read")
+    if c.get("mamba_d_state") and c.get("attn_layer_period") is None and c.get("layer_types") is None:
+        raise c.error("mamba_d_state", "describes Mamba layers, but no attn_layer_period or layer_types says which")
     return _read_transformer
 
 
@@ -535,6 +652,9 @@ def _precision(c: _Config) -> str:
         raise c.error("quantization_config.quant_method", f"is not one the reader knows ({method!r})")
     dtype = c.get("torch_dtype") or c.get("dtype")
     if dtype in ("bfloat16", "float16", "float32"):  # served at 16 bits
+        return "bf16"
+    if dtype is None:  # no quantization_config: unquantized weights, served at 16 bits whatever their file's dtype
+        c.notes.append("no torch_dtype: read as unquantized (no quantization_config), served at 16 bits")
         return "bf16"
     raise c.error("torch_dtype", f"is not a precision the reader knows ({dtype!r})")
 
@@ -597,8 +717,6 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     "shape" (parameters, layers, experts, KV cache, state, attention FLOPs), "context_max", "native_precision"."""
     where = repo or path
     c = _Config(config, where)
-    if not c.model_type:
-        raise ModelConfigError(f"{where}: config.json field 'model_type' is missing")
     shape = _reader(c)(c)
     layers = shape.layers
     moe = any(layer.experts for layer in layers)
@@ -627,8 +745,11 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     c.part = "native_precision"
     precision = _precision(c)
     c.part = "notes"
+    notes += c.notes
+    if c.model_type is None:
+        notes.append("no model_type: read by its fields")
     if c.defaulted:
-        notes.append(f"fields the config leaves out read at transformers' {c.model_type} defaults: "
+        notes.append(f"fields the config leaves out read at the {c.model_type} family's defaults: "
                      + ", ".join(f"{key} {value}" for key, value in c.defaulted.items()))
     if c.multimodal:
         notes.append("language model only: the vision/audio tower is not counted")

@@ -262,7 +262,9 @@ def load_catalogs(
     return status
 
 
-MODEL_PROVENANCE = {"config_sha256": pl.String, "derived_on": pl.Date}  # a derived or user row's, beside the catalogue's
+# a derived or user row's, beside the catalogue's: the config it was read from, and the weights' count (migration 0021)
+MODEL_PROVENANCE = {"config_sha256": pl.String, "derived_on": pl.Date, "weights_params_b": pl.Float64,
+                    "weights_check": pl.String}
 
 
 def models_frame(rows: list[dict]) -> pl.DataFrame:

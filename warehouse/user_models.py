@@ -7,6 +7,7 @@ the catalogues load). A file holds:
     path          the file it was read from (a config on disk), or null
     url           where it was fetched from (a repository), or null
     etag          the ETag Hugging Face sent with it, or null
+    safetensors   the model API's count of the weights ({"parameters": {dtype: n}, "total": n}), or null
     added_on      the day it was added (YYYY-MM-DD); added_at, the moment (UTC)
     config_sha256 sha256 of the config as received
     config        the config.json itself

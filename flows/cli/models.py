@@ -23,7 +23,7 @@ SHOWN = ("model_id", "origin", "name", "vendor", "arch", "total_params_b", "acti
          "experts", "experts_per_token", "shared_experts", "layers", "kv_bytes_per_token", "kv_cache_dtype",
          "state_bytes_per_stream", "window_tokens", "window_kv_bytes_per_token", "attention", "kv_heads",
          "attn_flops_per_ctx_token", "context_max", "native_precision", "hf_repo", "hf_ids",
-         "api_ids", "source", "uncertain", "notes", "config_sha256", "derived_on")
+         "api_ids", "source", "uncertain", "notes", "config_sha256", "derived_on", "weights_params_b", "weights_check")
 # The fields a config.json gives (the rest is the catalogue's own: names, ids, notes), by the part that reads them.
 FROM_CONFIG = {"context_max": "context_max", "native_precision": "native_precision",
                **dict.fromkeys(("arch", "total_params_b", "active_params_b", "experts", "experts_per_token",
@@ -75,7 +75,7 @@ def add(
             path = user_models.write(entry)
             catalogue.load(con)
             row = Rows.of(con.sql("select model_id, origin, arch, total_params_b, active_params_b, layers, "
-                                  "kv_bytes_per_token, context_max, native_precision, hf_repo from models "
+                                  "kv_bytes_per_token, context_max, native_precision, hf_repo, weights_check from models "
                                   "where model_id = ?", params=[entry["model_id"]]))
     except (db.WarehouseError, duckdb.Error, WriterBusy) as exc:
         raise fail(str(exc)) from None
@@ -85,7 +85,7 @@ def add(
 def _entry(config_data: dict, sha256: str, added: dict) -> dict:
     """A user model file's entry (warehouse/user_models.py) but its id."""
     now = config.utc_now()
-    return {"repo": None, "path": None, "url": None, "etag": None, "added_on": now.date().isoformat(),
+    return {"repo": None, "path": None, "url": None, "etag": None, "safetensors": None, "added_on": now.date().isoformat(),
             "added_at": now.isoformat(), "config_sha256": sha256, "config": config_data} | added
 
 
@@ -135,7 +135,8 @@ def _from_hub(repo: str) -> dict:
     if answer.error:
         raise fail(f"{repo}: {answer.error}")
     url = settings.huggingface_url.rstrip("/") + huggingface.CONFIG_PATH.format(repo=repo)
-    return _entry(answer.config, answer.config_sha256, {"repo": repo, "url": url, "etag": answer.etag})
+    return _entry(answer.config, answer.config_sha256, {"repo": repo, "url": url, "etag": answer.etag,
+                                                        "safetensors": answer.safetensors})
 
 
 @app.command()
@@ -154,6 +155,8 @@ def show(
         (row,) = Rows.of(con.sql(f"select {', '.join(SHOWN)} from models where model_id = ?", params=[model_id])).dicts()
         origin = row["origin"]
         config_data, where = _config_of(con, row)
+        if origin == "curated":  # a curated row is checked against the weights its repository's model API counted
+            row |= _curated_weights(con, row)
     finally:
         con.close()
     read, says = {}, {}
@@ -186,7 +189,19 @@ def _rows(dicts: list[dict]) -> Rows:
                                                   for d in dicts])
 
 
+def _curated_weights(con: duckdb.DuckDBPyConnection, row: dict) -> dict:
+    """weights_params_b and weights_check of a curated row, from the model API's answer held for its repository."""
+    from transforms.model_catalogue import weights_check
+
+    found = con.execute("select safetensors from model_configs where lower(repo) = lower(?) and safetensors is not null",
+                        [row["hf_repo"] or ""]).fetchall()
+    weights_b, check = weights_check(row["total_params_b"], json.loads(found[0][0]) if found else None, row["notes"] or "")
+    return {"weights_params_b": weights_b, "weights_check": check}
+
+
 def _from(field: str, origin: str, read: bool) -> str:
+    if field in ("weights_params_b", "weights_check"):
+        return "the Hugging Face model API (safetensors), compared with total_params_b"
     if field in ("model_id", "origin", "config_sha256", "derived_on"):
         return "gpuledger"
     if origin == "curated":
@@ -228,6 +243,6 @@ def _archived_config(archive_dir: str | None, repo: str) -> dict | None:
     if archive_dir is None or not Path(archive_dir).exists():
         return None
     for raw in archive.read_responses(Path(archive_dir)):
-        if huggingface.repo_of(raw).lower() == repo.lower():
+        if not huggingface.is_model_api(raw) and huggingface.repo_of(raw).lower() == repo.lower():
             return loads(raw.body)
     return None

@@ -11,6 +11,8 @@ A manifest may also name "hf_configs": a folder of Hugging Face config.json file
 (tests/fixtures/hf_configs), served at /<owner>/<name>/resolve/main/config.json, and "hf_gated": the repositories
 among them that answer 401 without a Bearer token. Hugging Face configs are served as Hugging Face serves them: with
 an ETag (the file's git blob hash), and 304 without a body to a request whose If-None-Match is that ETag.
+"hf_api": a folder of the model API's answers as <owner>/<name>.json (tests/fixtures/hf_api), served at
+/api/models/<owner>/<name> (any other repository's answers 404).
 The vast.ai search path applies the request's filters (eq, neq, gt, gte, lt, lte, in, notin on fields the
 offers carry), `order` and `limit` to the recorded offers, so query splitting and full searches can be tested.
 
@@ -113,6 +115,9 @@ def load_routes(directory: Path) -> tuple[list[Route], dict]:
                   for r in manifest["routes"]]
         if manifest.get("hf_configs"):
             routes += hf_routes(directory / manifest["hf_configs"], manifest.get("hf_gated", []))
+        if manifest.get("hf_api"):
+            routes += [Route("GET", f"/api/models/{p.parent.name}/{p.stem}", p.read_bytes())
+                       for p in sorted((directory / manifest["hf_api"]).glob("*/*.json"))]
         return routes, manifest
     routes = []
     for run in sorted({p.parent for p in directory.rglob("[0-9][0-9][0-9][0-9].meta.json")}):

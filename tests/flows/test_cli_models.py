@@ -82,6 +82,10 @@ def test_show_names_every_field_and_where_it_came_from(home):
     says = {f["field"]: f["config_json_says"] for f in curated["fields"]}
     assert curated["origin"] == "curated" and "Qwen/Qwen3-8B config.json fetched 2026-11-27" in curated["config"]
     assert says["layers"] == 36 and says["context_max"] == 40960
+    # checked against the weights the model API counted that night (tests/fixtures/hf_api: 8,190,735,360 BF16)
+    assert (fields := {f["field"]: f for f in curated["fields"]})["weights_params_b"]["value"] == 8.19
+    assert fields["weights_check"]["value"] == "within 3% of the weights (-0.0%)"  # 8.19B read, 8.1907B counted
+    assert "model API" in fields["weights_check"]["from"]
     table = gpuledger("models", "show", "my-model")
     assert "config.json fields the reader read" in table and "max_position_embeddings" in table
 
@@ -91,7 +95,7 @@ def test_a_model_that_cannot_be_added_says_why(home, tmp_path):
         "models", "add", "--config", str(CONFIG), "--id", "qwen3-8b", code=1)
     broken = tmp_path / "config.json"
     broken.write_text(json.dumps({"hidden_size": 8}))
-    assert f"{broken.resolve()}: config.json field 'model_type' is missing" in gpuledger(
+    assert f"{broken.resolve()}: config.json field 'num_hidden_layers' (or 'num_layers', 'n_layer', 'n_layers') is missing" in gpuledger(
         "models", "add", "--config", str(broken), "--id", "broken", code=1)
     assert not user_models.path_of("broken").exists()
     assert "give --config FILE or --hf OWNER/NAME" in gpuledger("models", "add", code=1)
@@ -177,3 +181,21 @@ def test_a_negative_or_absurd_context_is_refused_naming_the_field(home, tmp_path
     path.write_text(json.dumps(data | {"text_config": data["text_config"] | {"max_position_embeddings": 2**30}}))
     output = " ".join(gpuledger("models", "add", "--config", str(path), "--id", "negative", code=1).split())
     assert "'max_position_embeddings' is 1,073,741,824, outside the plausible" in output
+
+
+def test_add_from_a_hub_that_redirects_or_fails_is_what_the_real_one_gives(home, monkeypatch):
+    """The fake Hub answers at Hugging Face's paths (/{repo}/resolve/main/config.json, /api/models/{repo}): resolve
+    redirecting within its host is followed; a model API that fails leaves the config's row, without the count; a
+    config redirected to another host, or a server that keeps failing, adds nothing and says why."""
+    repo = "Qwen/Qwen3-VL-8B-Instruct"
+    config_path, api_path = f"/{repo}/resolve/main/config.json", f"/api/models/{repo}"
+    with serve_fixtures(monkeypatch, faults={config_path: "redirect:307:same", api_path: "503*"}) as server:
+        assert "added qwen3-vl-8b-instruct" in gpuledger("models", "add", "--hf", repo)
+        assert [c.served for c in server.log if c.path == config_path][:2] == ["redirect:307:same", "ok"]
+    entry = json.loads(user_models.path_of("qwen3-vl-8b-instruct").read_text())
+    assert entry["safetensors"] is None and entry["config"]["model_type"] == "qwen3_vl"
+    with serve_fixtures(monkeypatch, faults={config_path: "redirect:302"}):
+        assert "redirected to another host" in gpuledger("models", "add", "--hf", repo, "--id", "elsewhere", code=1)
+    with serve_fixtures(monkeypatch, faults={config_path: "500*"}):
+        assert "HTTP 500" in gpuledger("models", "add", "--hf", repo, "--id", "failing", code=1)
+    assert not user_models.path_of("elsewhere").exists() and not user_models.path_of("failing").exists()

@@ -81,9 +81,9 @@ def test_every_priced_listing_lands_once_per_price_kind(replay):
                       "'huggingface' order by source") == [
         ("fx", 58, 0, False), ("openrouter", 27, 0, False), ("runpod", 20, 39, False), ("vastai", 47, 89, False),
         ("verda", 21, 56, False)]
-    # one config.json answer per repository followed, each a record
-    assert query(con, "select record_count = requests, offers_loaded from fetches where source = 'huggingface'") == [
-        (True, 0)]
+    # one config.json answer per repository followed, each a record, and a model API request beside each config held
+    assert query(con, "select record_count + (select count(*) from model_configs where http_status in (200, 304)) "
+                      "= requests, offers_loaded from fetches where source = 'huggingface'") == [(True, 0)]
 
 
 def test_the_quirk_records_are_handled_as_documented(replay):

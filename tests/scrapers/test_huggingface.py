@@ -1,5 +1,6 @@
 """Hugging Face config.json files: conditional fetches (ETag), a gated repository's token, and each repository's
-answer (200, 304, 401, 404) parsed as that repository's, never as the source's failure."""
+answer (200, 304, 401, 404) parsed as that repository's, never as the source's failure; beside each config, the model
+API's count of the weights (real answers in tests/fixtures/hf_api, with their PROVENANCE)."""
 
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ from tests.sources_support import fast_settings, fetch_with, raw
 from warehouse import catalog, db, queries
 
 CONFIGS = Path(__file__).parents[1] / "fixtures" / "hf_configs"
+API = Path(__file__).parents[1] / "fixtures" / "hf_api"
 QWEN = "Qwen/Qwen3-8B"
 BODY = (CONFIGS / QWEN / "config.json").read_bytes()
 ETAG = '"8f4fd0a5a6cce2a07b1ab29cbad3ed42ad9a8b38"'
@@ -49,10 +51,11 @@ def test_each_config_is_asked_with_the_etag_held_and_each_repositorys_answer_is_
         "meta-llama/Llama-3.3-70B-Instruct": httpx.Response(401, json={"error": "Access to model is restricted"}),
         "Qwen/Qwen3-14B": httpx.Response(200, content=BODY, headers={"ETag": '"other"', "X-Repo-Commit": "abc"})}))
     sent = [(str(r.url), r.headers.get("if-none-match")) for r in fetched.seen]
-    assert sent == [(f"{HF}/Qwen/Qwen3-8B/resolve/main/config.json", ETAG),
+    weights = "?expand%5B%5D=safetensors"  # the model API, beside each config Hugging Face has (200 or 304)
+    assert sent == [(f"{HF}/Qwen/Qwen3-8B/resolve/main/config.json", ETAG), (f"{HF}/api/models/Qwen/Qwen3-8B{weights}", None),
                     (f"{HF}/meta-llama/Llama-3.3-70B-Instruct/resolve/main/config.json", None),
                     (f"{HF}/nobody/nothing/resolve/main/config.json", None),
-                    (f"{HF}/Qwen/Qwen3-14B/resolve/main/config.json", None)]
+                    (f"{HF}/Qwen/Qwen3-14B/resolve/main/config.json", None), (f"{HF}/api/models/Qwen/Qwen3-14B{weights}", None)]
     assert not any("authorization" in r.headers for r in fetched.seen)  # no token set: none sent
     answers = {c.repo: c for c in huggingface.parse(fetched.responses).model_configs}
     assert {repo: c.http_status for repo, c in answers.items()} == {
@@ -68,6 +71,8 @@ def test_the_token_goes_as_a_bearer_to_the_configured_host_only():
 
     def answer(request):
         seen.append((request.url.host, request.headers.get("authorization")))
+        if request.url.path.startswith("/api/models/"):
+            return httpx.Response(200, content=(API / f"{QWEN}.json").read_bytes())
         if request.url.path.startswith("/api/resolve-cache/"):
             return httpx.Response(200, content=BODY)
         if request.url.path.startswith("/other/"):  # resolve redirecting to another host: nothing follows it there
@@ -76,13 +81,14 @@ def test_the_token_goes_as_a_bearer_to_the_configured_host_only():
 
     fetched = fetch([huggingface.Tracked(QWEN, "curated")], answer, hf_token="hf_secret_token_value")
     token = "Bearer hf_secret_token_value"
-    assert seen == [("hf.test", token)] * 2  # resolve's redirect within its host keeps the token (a gated repository)
+    assert seen == [("hf.test", token)] * 3  # resolve's redirect within its host keeps the token (a gated repository),
+    # and the model API on the same host has it too
     assert fetched.responses[0].url.endswith(f"/api/resolve-cache/models/{QWEN}/abc/config.json")
     assert "hf_secret_token_value" not in json.dumps([r.headers for r in fetched.responses])
     seen.clear()
     fetched = fetch([huggingface.Tracked("other/model", "curated"), huggingface.Tracked(QWEN, "curated")], answer,
                     hf_token="hf_secret_token_value")
-    assert seen == [("hf.test", token)] * 3  # the other repository is asked all the same
+    assert seen == [("hf.test", token)] * 4  # the other repository is asked all the same (no model API after a redirect)
     (note,) = fetched.client.notes
     assert note.startswith("huggingface: GET /other/model/resolve/main/config.json: HTTP 302 redirect to http://cdn.test/")
     assert "refused: it leaves http://hf.test" in note and "X-Amz-Signature=[REDACTED]" in note
@@ -113,7 +119,7 @@ def test_repositories_past_the_request_budget_wait_for_the_next_run_with_a_note(
 def test_a_listed_id_that_is_not_a_repository_is_never_asked():
     repos = [huggingface.Tracked("not a repo", "api listing"), huggingface.Tracked(QWEN, "curated")]
     fetched = fetch(repos, lambda request: httpx.Response(200, content=BODY))
-    assert [r.url.path for r in fetched.seen] == ["/Qwen/Qwen3-8B/resolve/main/config.json"]
+    assert [r.url.path for r in fetched.seen] == ["/Qwen/Qwen3-8B/resolve/main/config.json", "/api/models/Qwen/Qwen3-8B"]
     assert "1 listed id(s) are not owner/name and were not asked: not a repo" in fetched.client.notes[0]
 
 
@@ -121,10 +127,10 @@ def test_the_repository_is_read_from_a_resolve_path_or_the_cache_it_redirects_to
     redirected = f"/api/resolve-cache/models/{QWEN}/0a1b2c3d/config.json"
     (config,) = huggingface.parse([raw(huggingface.NAME, "GET", redirected, BODY)]).model_configs
     assert (config.repo, config.http_status, config.config["model_type"]) == (QWEN, 200, "qwen3")
-    stray = huggingface.parse([raw(huggingface.NAME, "GET", "/api/models/Qwen/Qwen3-8B", BODY),
+    stray = huggingface.parse([raw(huggingface.NAME, "GET", "/api/spaces/Qwen/Qwen3-8B", BODY),
                                raw(huggingface.NAME, "GET", f"/{QWEN}/resolve/main/config.json", BODY)])
     assert [c.repo for c in stray.model_configs] == [QWEN]  # an answer no repository is named for is noted, no record
-    assert stray.notes == ["huggingface: /api/models/Qwen/Qwen3-8B: not a config.json path of a Hugging Face repository"]
+    assert stray.notes == ["huggingface: /api/spaces/Qwen/Qwen3-8B: not a config.json path of a Hugging Face repository"]
 
 
 @pytest.mark.parametrize(("body", "error"), [
@@ -178,7 +184,35 @@ def test_ids_with_dot_segments_or_thousands_of_them_are_never_asked_and_the_note
     unsound = ["owner/..", "a/.", "../b", "-a/b", "a/b--c", "a/b.git", "o" * 97 + "/b"]
     repos = [huggingface.Tracked(r, "api listing") for r in unsound + [f"x/{i}!" for i in range(5000)]]
     fetched = fetch(repos + [huggingface.Tracked(QWEN, "curated")], lambda request: httpx.Response(200, content=BODY))
-    assert [r.url.path for r in fetched.seen] == ["/Qwen/Qwen3-8B/resolve/main/config.json"]
+    assert [r.url.path for r in fetched.seen] == ["/Qwen/Qwen3-8B/resolve/main/config.json", "/api/models/Qwen/Qwen3-8B"]
     (note,) = fetched.client.notes
     assert note.startswith("huggingface: 5007 listed id(s) are not owner/name and were not asked: owner/.., a/., ../b")
     assert note.endswith(" and 4997 more") and len(note) < 1_500
+
+
+def _config_then_api(repo: str, api_status: int, api_body: bytes) -> list:
+    return [raw(huggingface.NAME, "GET", f"/{repo}/resolve/main/config.json", BODY),
+            raw(huggingface.NAME, "GET", f"/api/models/{repo}", api_body, status=api_status)]
+
+
+@pytest.mark.parametrize(("repo", "parameters", "total"), [
+    ("Qwen/Qwen3-235B-A22B", {"BF16": 235_093_634_560}, 235_093_634_560),
+    ("deepseek-ai/DeepSeek-V4-Flash-0731", {"BF16": 1_483_567_488, "I64": 2_327_040, "F32": 37_741_630,
+                                            "F8_E4M3": 6_304_038_912, "I8": 296_352_743_424}, 304_180_418_494),
+])
+def test_the_model_apis_count_of_the_weights_goes_with_the_config(repo, parameters, total):
+    (config,) = huggingface.parse(_config_then_api(repo, 200, (API / f"{repo}.json").read_bytes())).model_configs
+    assert config.safetensors == {"parameters": parameters, "total": total}
+
+
+@pytest.mark.parametrize(("status", "body", "note"), [
+    (404, b'{"error":"Repository not found"}', None),  # the API's own answer: no count, no note
+    (200, b'{"id":"Qwen/Qwen3-8B"}', None),  # no safetensors files (only .bin): no count
+    (200, b"<html>busy</html>", "the model API's answer is not JSON"),
+    (200, b'{"safetensors":{"parameters":{"BF16":10},"total":11}}', "field 'safetensors' is not parameters per dtype"),
+])
+def test_a_model_api_answer_without_a_count_leaves_the_config_as_it_is(status, body, note):
+    result = huggingface.parse(_config_then_api(QWEN, status, body))
+    (config,) = result.model_configs
+    assert config.safetensors is None and config.config["model_type"] == "qwen3"
+    assert [n for n in result.notes if note and note in n] if note else not result.notes

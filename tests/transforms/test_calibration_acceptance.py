@@ -57,14 +57,7 @@ def test_held_out_estimates_meet_the_acceptance_on_both_splits(checks, group):
     assert not failing, "\n" + failing
 
 
-# Known short (docs/estimator.md): Qwen3-Coder-Next's 9 fixed-concurrency rows have no catalogue row (no copy of its
-# config.json was found), so 60 of the 69 usable rows are representable. Strict: the day it passes, this mark must go.
-REPRESENTABLE_SHORT = pytest.mark.xfail(strict=True, reason="fixed concurrency of current releases: 87% of usable "
-                                        "rows representable, below 90% (Qwen3-Coder-Next; issue 23, open)")
-
-
-@pytest.mark.parametrize("group", [pytest.param("max_load"),
-                                   pytest.param("fixed_concurrency", marks=REPRESENTABLE_SHORT)])
+@pytest.mark.parametrize("group", ["max_load", "fixed_concurrency"])
 def test_enough_usable_rows_are_representable(checks, group):
     failing = _failing(checks, group, representable=True)
     assert not failing, "\n" + failing

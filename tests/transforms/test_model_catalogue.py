@@ -5,9 +5,11 @@ from datetime import date, datetime
 from pathlib import Path
 
 from scrapers.base import ModelConfig
-from transforms.model_catalogue import NOT_FOLLOWED, UNKNOWN_304, checked, user_rows
+from transforms.model_catalogue import NOT_FOLLOWED, UNKNOWN_304, checked, user_rows, weights_check
+from transforms.model_config import derive_model
 
 CONFIGS = Path(__file__).parents[1] / "fixtures" / "hf_configs"
+API = Path(__file__).parents[1] / "fixtures" / "hf_api"  # real answers of the model API, with their PROVENANCE
 DAY, BEFORE, AFTER = date(2026, 8, 19), date(2026, 8, 18), date(2026, 8, 20)
 VL8 = "Qwen/Qwen3-VL-8B-Instruct"
 CURATED = [{"model_id": "qwen3-8b", "origin": "curated", "hf_repo": "Qwen/Qwen3-8B", "hf_ids": None},
@@ -22,7 +24,8 @@ def answer(repo: str, status: int = 200, *, config: str | None = None, etag: str
 
 def state(repo: str, checked_on: date = BEFORE, **fields) -> dict:
     return {"repo": repo, "http_status": 200, "etag": '"e0"', "config_sha256": "0" * 64, "model": None, "reason": None,
-            "checked_on": checked_on, "changed_on": checked_on, "run_id": "r0", "config_run_id": "r0"} | fields
+            "checked_on": checked_on, "changed_on": checked_on, "run_id": "r0", "config_run_id": "r0",
+            "safetensors": None} | fields
 
 
 def by_repo(done) -> dict[str, dict]:
@@ -59,7 +62,7 @@ def test_an_unreadable_config_or_a_refusal_is_the_reason_the_repository_stays_un
                    CURATED, {}, DAY, "r1")
     states = by_repo(done)
     assert states["deepseek-ai/DeepSeek-V4-Pro"]["reason"].startswith(
-        "deepseek-ai/DeepSeek-V4-Pro: config.json field 'compress_ratios' belongs to an architecture")
+        "deepseek-ai/DeepSeek-V4-Pro: config.json field 'compress_ratios' describes compressed attention")
     assert states["gated/model"]["reason"] == "HTTP 401: gated or private: set HF_TOKEN to a token with access to it"
     assert states["gone/model"]["reason"] == "HTTP 404: no such repository, or no config.json in it"
     assert done.models == [] and len(done.unmapped) == 3
@@ -123,4 +126,43 @@ def test_a_user_model_is_derived_again_and_refused_where_a_curated_one_has_its_i
     assert (row["config_sha256"], row["derived_on"], row["total_params_b"]) == ("b" * 64, DAY, 8.19)
     assert refused == ["user model qwen3-8b: the curated model qwen3-8b already has this id",
                        "user model glm: the curated model glm-5 already has zai-org/GLM-5-FP8",
-                       "user model broken: /tmp/b.json: config.json field 'model_type' is missing"]
+                       "user model broken: /tmp/b.json: config.json field 'num_hidden_layers' (or 'num_layers', 'n_layer', "
+                       "'n_layers') is missing (model_type None)"]
+
+
+def weights(repo: str) -> dict:
+    return json.loads((API / f"{repo}.json").read_text())["safetensors"]
+
+
+def test_a_derived_total_is_checked_against_the_weights_the_model_api_counted():
+    """Qwen3-235B-A22B: its config derives 235.09B, its safetensors hold 235,093,634,560 BF16 parameters."""
+    row = derive_model(json.loads((CONFIGS / "Qwen/Qwen3-235B-A22B/config.json").read_text()), "Qwen/Qwen3-235B-A22B")
+    assert weights_check(row["total_params_b"], weights("Qwen/Qwen3-235B-A22B")) == (
+        235.09, "within 3% of the weights (-0.0%)")
+    assert weights_check(row["total_params_b"], None) == (None, None)  # no safetensors files: nothing to compare
+
+
+def test_a_total_the_reader_got_wrong_is_flagged():
+    """Qwen3-8B read as if its head were tied to its embedding (0.62B short): the weights' 8.19B catch it."""
+    raw = json.loads((CONFIGS / "Qwen/Qwen3-8B/config.json").read_text()) | {"tie_word_embeddings": True}
+    row = derive_model(raw, "Qwen/Qwen3-8B")
+    weights_b, check = weights_check(row["total_params_b"], weights("Qwen/Qwen3-8B"))
+    assert (weights_b, check) == (8.19, "FLAGGED: the derived total 7.57B is -7.6% off the weights' 8.19B")
+    _, check = weights_check(7.57, weights("Qwen/Qwen3-8B"), "language model only: the vision/audio tower is not counted")
+    assert check.endswith("(the row leaves out a vision/audio tower)")
+
+
+def test_a_quantized_checkpoints_packed_integers_are_not_compared():
+    """DeepSeek-V4-Flash-0731 holds 296B of its 304B as I8: packed 4-bit weights, several to each integer."""
+    weights_b, check = weights_check(290.94, weights("deepseek-ai/DeepSeek-V4-Flash-0731"))
+    assert weights_b == 304.18
+    assert check.startswith("not compared: 296.36B of the weights' 304.18B are integers (I64, I8)")
+
+
+def test_the_weights_count_is_held_per_repository_and_set_on_the_row_derived_beside_it():
+    counted = {"parameters": {"BF16": 8_190_735_360}, "total": 8_190_735_360}
+    vl8 = answer(VL8)
+    done = checked([ModelConfig(**{**vl8.__dict__, "safetensors": counted})], CURATED, {}, DAY, "r1")
+    (row,) = done.models
+    assert row["weights_params_b"] == 8.19 and row["weights_check"].startswith("within 3%")
+    assert json.loads(by_repo(done)[VL8]["safetensors"]) == counted
