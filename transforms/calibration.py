@@ -21,13 +21,16 @@ those releases' kernels, not the hardware the cost tables price. Every other row
 fixed concurrency alike.
 
 The efficiencies (presets.FITTED) are few and global: bandwidth, compute by precision, the routed experts' grouped
-matmuls, vendor, prefill, TP/EP scaling, a step overhead, the host's work per request and a collective latency. None
-is per row or per model. They minimise a pseudo-Huber loss of log(estimate/measured) (a ratio error, so small and
+matmuls, vendor, engine (SGLang's and vLLM's relative to TensorRT-LLM; a row's engine from its `engine` column, a
+vendor's own harness read as the reference), prefill, TP/EP scaling, a step overhead, the host's work per request and
+a collective latency. None is per row or per model. They minimise a pseudo-Huber loss of log(estimate/measured) (a ratio error, so small and
 large systems weigh alike; linear beyond HUBER, so a few runs of immature software cannot drag the fit) with a weak
-pull to PRIOR, by a Nelder-Mead search. Validation holds out each model (leave-one-model-out) and, stricter, each
-maker of models.csv (leave-one-vendor-out: no sibling seen): every row gets an estimate from a fit that did not see
-it; the band is the leave-one-model-out ratio's p10-p90 on current releases. The acceptance (ACCEPTANCE,
-REPRESENTABLE_MIN) judges both splits on max-load and current fixed-concurrency rows alike.
+pull to PRIOR, by a Nelder-Mead search. Validation holds out each source whole (leave-one-source-out: a publisher and
+its engine, each MLPerf round; what a user on a stack none of them ran meets), each model (leave-one-model-out) and
+each maker of models.csv (leave-one-vendor-out: no sibling seen): every row gets an estimate from a fit that did not
+see it; the band is the leave-one-source-out ratio's p10-p90 on current releases, and band_check scores it on each
+fold with the band the other folds give. The acceptance (ACCEPTANCE, REPRESENTABLE_MIN) judges every split on
+max-load and current fixed-concurrency rows alike.
 """
 
 import math
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from transforms import estimator, presets
+from transforms import engines, estimator, presets
 from transforms.presets import FITTED, Params, fitted
 
 # vLLM's max_num_seqs is 256 on parts under 70 GiB, on A100s and before v0.9 (presets.ENGINE_MAX_RUNNING_REQUESTS).
@@ -45,7 +48,7 @@ PRIOR = {
     "bandwidth_efficiency": 0.7, "compute_efficiency": 0.5, "compute_efficiency_fp8": 0.4,
     "compute_efficiency_int4": 0.3, "moe_compute_efficiency": 0.7, "vendor_efficiency_amd": 0.7, "vendor_efficiency_intel": 0.5,
     "prefill_mfu": 0.4, "tp_derate": 0.05, "step_overhead_s": 0.005, "request_overhead_s": 1e-5, "tp_comm_s": 0.001,
-    "dp_comm_s": 0.001,
+    "dp_comm_s": 0.001, "engine_efficiency_sglang": 1.0, "engine_efficiency_vllm": 1.0,
 }
 SEARCHED = tuple(PRIOR)
 DERATE_MAX = 0.3  # tp_derate beyond this would make an 8-GPU group slower than 0.1 of its peak
@@ -83,21 +86,27 @@ class Fit:
     evaluations: int
 
 
+def _unbounded_above(name: str) -> bool:
+    """Seconds, and an engine's throughput relative to TensorRT-LLM's (it may exceed 1), are searched in log."""
+    return name.endswith("_s") or name.startswith("engine_efficiency")
+
+
 def _to_unbounded(values: dict) -> list[float]:
-    """Search coordinates: logit of fractions, log of seconds, so every point of the space is a valid parameter."""
+    """Search coordinates: logit of fractions, log of seconds and ratios, so every point of the space is a valid
+    parameter."""
     out = []
     for name in SEARCHED:
         v = values[name]
         if name == "tp_derate":
             v = v / DERATE_MAX
-        out.append(math.log(v) if name.endswith("_s") else math.log(v / (1 - v)))
+        out.append(math.log(v) if _unbounded_above(name) else math.log(v / (1 - v)))
     return out
 
 
 def _to_values(x: list[float]) -> dict:
     values = {}
     for name, xi in zip(SEARCHED, x, strict=True):
-        if name.endswith("_s"):
+        if _unbounded_above(name):
             values[name] = math.exp(xi)
         else:
             frac = 1 / (1 + math.exp(-xi))
@@ -183,7 +192,8 @@ def terms(rows: pl.DataFrame, models: pl.DataFrame, gpus: pl.DataFrame, base: Pa
         max_running_requests=engine_batch_limit(pl.col("engine"), pl.col("software"), pl.col("_memory_gb"),
                                                 pl.col("gpu")),
     ).drop("_memory_gb").join(models.select(model="model_id", model_vendor="vendor"), on="model", how="left",
-                              maintain_order="left").with_columns(source_name=source_name())
+                              maintain_order="left").with_columns(source_name=source_name(),
+                                                                  engine_key=engines.engine_key(pl.col("engine")))
     candidates = _replicas(asked, models, gpus, base)
     at_max_load = estimator.serving_terms(models, gpus, _grid(candidates.with_columns(streams=None)), base)
     candidates = candidates.with_columns(
@@ -191,7 +201,7 @@ def terms(rows: pl.DataFrame, models: pl.DataFrame, gpus: pl.DataFrame, base: Pa
         streams=pl.min_horizontal("concurrency", at_max_load["streams"]),
     ).filter(at_max_load["streams"] >= 1)
     out = estimator.serving_terms(models, gpus, _grid(candidates), base)
-    out = out.with_columns(candidates.select("row_id", "load", "legacy", "model_vendor", "source_name",
+    out = out.with_columns(candidates.select("row_id", "load", "legacy", "model_vendor", "source_name", "engine_key",
                                              "tok_s_per_gpu", "input_assumed"))
     lost = rows.filter(~pl.col("row_id").is_in(out["row_id"].implode())).with_columns(
         excluded=pl.lit("does not fit: no replica of the system's GPUs holds the weights and one request's KV cache"))
@@ -200,7 +210,8 @@ def terms(rows: pl.DataFrame, models: pl.DataFrame, gpus: pl.DataFrame, base: Pa
 
 def predict(terms_df: pl.DataFrame, params: Params) -> pl.DataFrame:
     """Estimated tokens/s per GPU per row (the best of its candidate replicas) with the measured value."""
-    compute_eff, vendor_eff = estimator.efficiencies(terms_df["precision"], terms_df["vendor"], params)
+    compute_eff, vendor_eff = estimator.efficiencies(terms_df["_compute_precision"], terms_df["vendor"], params,
+                                                     terms_df["engine_key"])
     log2_tp = terms_df["_log2_tp"]
     step = estimator.step_seconds(terms_df["_t_mem"], terms_df["_t_cmp"], log2_tp, compute_eff, vendor_eff, params,
                                   terms_df["_requests_per_rank"], terms_df["_x_mem"], terms_df["_x_cmp"],

@@ -242,3 +242,14 @@ def test_max_load_answers_the_table_and_is_refused_where_it_cannot_apply():
     assert "give it or --streams, not both" in message("estimate", *ONE_PART, "--max-load", "--streams", "8")
     assert "--max-load would not apply" in message("estimate", "--max-load", "--params")
 
+
+
+def test_every_answer_names_the_engine_it_models_and_engine_takes_the_three_names():
+    default = invoke("estimate", "--model", "llama-3.1-8b", "--gpu", "H100 SXM5 80GB").output
+    assert "served by TensorRT-LLM" in default
+    sglang = json.loads(invoke("estimate", "--model", "llama-3.1-8b", "--gpu", "H100 SXM5 80GB", "--engine", "sglang",
+                               "-f", "json").output)
+    assert {r["engine"] for r in sglang} == {"sglang"}
+    assert "use one of trtllm, sglang, vllm" in message("estimate", "--model", "llama-3.1-8b", "--engine", "tgi")
+    assert "calculator models none" in message("estimate", "--model", "llama-3.1-8b", "--method", "calculator",
+                                               "--engine", "vllm")

@@ -54,9 +54,9 @@ def _failing(checks: pl.DataFrame, group: str, representable: bool) -> str:
 # Figures known short on held-out rows (docs/calibration.md's acceptance says which and by how much). Strict: the
 # day one passes, its mark must go.
 KNOWN_SHORT = {
-    ("leave-one-source-out", "fixed_concurrency"): "within ±25% 0.58 of the SGLang cookbook's rows, fitted on the "
-                                                   "max-load sources alone (needs 0.60)",
-    ("leave-one-vendor-out", "max_load"): "within ±25% 0.56 (needs 0.60)",
+    ("leave-one-source-out", "fixed_concurrency"): "the SGLang cookbook's rows, fitted on the max-load sources alone: "
+                                                   "within ±25% 0.55 (needs 0.60), inside the band 0.67 (needs 0.70)",
+    ("leave-one-vendor-out", "fixed_concurrency"): "within ±25% 0.55 (needs 0.60)",
 }
 
 
