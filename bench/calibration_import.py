@@ -2,9 +2,9 @@
 
     python -m bench.calibration_import SOURCE_DIR
 
-SOURCE_DIR holds `mlperf_v4.0-v5.1.csv`, `mlperf_v6.0.csv`, `serving_benchmarks.csv` (MLPerf Inference closed-division results and
-NVIDIA's TensorRT-LLM / SGLang / vLLM tables) and `fixed_concurrency_2025_2026.csv` (SGLang cookbook and InferenceMAX
-runs of 2025-26 releases at fixed concurrency), each row naming its source file and commit. Every source row becomes
+SOURCE_DIR holds `mlperf_v4.0-v5.1.csv`, `mlperf_v6.0.csv` (MLPerf Inference closed-division results),
+`serving_benchmarks.csv` (NVIDIA's TensorRT-LLM / SGLang / vLLM tables) and `fixed_concurrency_2025_2026.csv`
+(SGLang cookbook and InferenceMAX runs of 2025-26 releases at fixed concurrency), each row naming its source file and commit. Every source row becomes
 one output row: rows the estimator cannot represent or that the calibration leaves out keep an `excluded` reason,
 so nothing is dropped silently. Nothing in the pipeline or the tests reads SOURCE_DIR; they read the trimmed copy.
 

@@ -235,7 +235,8 @@ def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: da
         "day": data.day.isoformat(), "run": run, "sources": _sources(con, data.day),
         "plotly": _plotly_asset(assets), "assets": "../assets",
         "estimator_version": estimator.ESTIMATOR_VERSION,
-        "engine": engines.ENGINES[presets.preset(METHOD).engine], "generated_at": config.utc_now().strftime("%Y-%m-%d %H:%M UTC"),
+        "engine": engines.ENGINES[presets.preset(METHOD).engine],
+        "generated_at": config.utc_now().strftime("%Y-%m-%d %H:%M UTC"),
         "models": [{"id": m, "file": f"{m}.html"} for m in model_ids],
     }
     folder = root / f"date={data.day.isoformat()}"

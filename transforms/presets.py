@@ -61,6 +61,8 @@ class Params:
                                         "covers KV)", "(0, 10]")
     runtime_gb: float = _doc("fixed memory per replica beyond the weights (activations, buffers)", "[0, 10000]")
     gpu_overhead_gb: float = _doc("memory each GPU of a replica loses to its runtime context", "[0, 10000]")
+    gpu_overhead_share: float = _doc("a GPU loses at most this share of its memory to gpu_overhead_gb, so a small card "
+                                     "keeps more for its KV cache (serving model; 1: gpu_overhead_gb alone)", "(0, 1]")
     kv_memory_factor: float = _doc("memory held per byte of KV cache (0: KV not modelled, no memory-full point)",
                                    "[0, 10]")
     fill_reserve_gb: float = _doc("extra headroom per GPU kept free when computing where memory fills", "[0, 10000]")
@@ -109,10 +111,8 @@ class Params:
                                           "(0, 10]")
     engine: str = _doc("the serving engine the measured method models: trtllm, sglang or vllm (transforms/engines.py; "
                        "the reference methods model none: 'none')")
-    engine_efficiency_sglang: float = _doc("SGLang reaches this fraction of TensorRT-LLM's throughput on the same "
-                                           "part (serving model)", "(0, 10]")
-    engine_efficiency_vllm: float = _doc("vLLM reaches this fraction of TensorRT-LLM's throughput on the same part "
-                                         "(serving model)", "(0, 10]")
+    engine_efficiency_sglang: float = _doc("SGLang's throughput over TensorRT-LLM's on a part (serving model)", "(0, 10]")
+    engine_efficiency_vllm: float = _doc("vLLM's throughput over TensorRT-LLM's on a part (serving model)", "(0, 10]")
     step_overhead_s: float = _doc("fixed seconds per decode step (kernel launches, synchronisation, scheduling)",
                                   "[0, 10]")
     request_overhead_s: float = _doc("host seconds per running request per decode step of one scheduler (batch "
@@ -122,9 +122,6 @@ class Params:
     dp_comm_s: float = _doc("seconds per decode step per doubling of the data-parallel attention ranks: the "
                             "gather of every rank's tokens before the experts and the scatter after (serving model)",
                             "[0, 10]")
-    gpu_overhead_share: float = _doc("the engine keeps at most this share of a GPU's memory from the KV cache, so a small "
-                                     "card reserves less than gpu_overhead_gb (serving model; 1: gpu_overhead_gb alone)",
-                                     "(0, 1]")
     pp_hop_s: float = _doc("seconds a decode step waits at each pipeline-stage boundary of a replica wider than one "
                            "node (node_gpus): a send over the cluster's scale-out fabric (0: no network cost)", "[0, 10]")
     pp_hop_s_per_stream: float = _doc("seconds per stream each pipeline-stage boundary adds to a decode step: the "
