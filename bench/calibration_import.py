@@ -2,9 +2,9 @@
 
     python -m bench.calibration_import SOURCE_DIR
 
-SOURCE_DIR holds `mlperf_v4.0-v5.1.csv`, `serving_benchmarks.csv` (MLPerf Inference closed-division results and
-NVIDIA's TensorRT-LLM / SGLang / vLLM tables) and `fixed_concurrency_2025_2026.csv` (SGLang cookbook and InferenceMAX
-runs of 2025-26 releases at fixed concurrency), each row naming its source file and commit. Every source row becomes
+SOURCE_DIR holds `mlperf_v4.0-v5.1.csv`, `mlperf_v6.0.csv` (MLPerf Inference closed-division results),
+`serving_benchmarks.csv` (NVIDIA's TensorRT-LLM / SGLang / vLLM tables) and `fixed_concurrency_2025_2026.csv`
+(SGLang cookbook and InferenceMAX runs of 2025-26 releases at fixed concurrency), each row naming its source file and commit. Every source row becomes
 one output row: rows the estimator cannot represent or that the calibration leaves out keep an `excluded` reason,
 so nothing is dropped silently. Nothing in the pipeline or the tests reads SOURCE_DIR; they read the trimmed copy.
 
@@ -33,12 +33,15 @@ COLUMNS = (
 # llama3.1-8b: output: the 128-token cap [INF-8bsut], ~129 measured in NVIDIA Offline logs; input 870.73 is
 #   secondary [SEC-script] (778 [SEC-notes] disagrees).
 # deepseek-r1: output 3,886.2274 [INF-ds]; input ~800 secondary [SEC-ds].
+# gpt-oss-120b (v6.0 on): input ~5,000 (the v6.0 blog [BLOG-oss]); output 1,278.20, the reference mean TEST09 holds
+#   every run to within 10% [INF-oss].
 MLPERF_LENGTHS = {
     "llama2-70b": ("llama-2-70b", 512, 294.45, "output [INF-l2]; input assumed: half the < 1024 filter [INF-orca]"),
     "mixtral-8x7b": ("mixtral-8x7b", 1024, 144.84, "output [INF-mx]; input assumed: half max_seq_len 2048 [POL]"),
     "llama3.1-405b": ("llama-3.1-405b", 9400, 684.68, "input [BLOG-405]; output [INF-405]"),
     "llama3.1-8b": ("llama-3.1-8b", 870.73, 129, "input secondary [SEC-script]; output cap 128 [INF-8bsut], ~129 in logs"),
     "deepseek-r1": ("deepseek-r1", 800, 3886.2274, "input secondary [SEC-ds]; output [INF-ds]"),
+    "gpt-oss-120b": ("gpt-oss-120b", 5000, 1278.20, "input ~5,000 [BLOG-oss]; output reference 1,278.20 [INF-oss]"),
 }
 SERVING_MODELS = {
     "Llama-3.3-70B-Instruct": "llama-3.3-70b",
@@ -93,6 +96,8 @@ GPU_PATTERNS = (
     (r"x\d+\).*\(x\d+\)|, AMD", None),  # a mixed MI300X + MI325X system: no single part
     (r"CPU-only", None),
     (r"Arc Pro B60 Dual", "Arc Pro B60 24GB"),  # two B60 GPUs on one board: BOARD_GPUS counts them
+    (r"Arc Pro(\(R\))? B60", "Arc Pro B60 24GB"),
+    (r"Arc Pro(\(R\))? B70", "Arc Pro B70 32GB"),
     (r"GB300", "GB300 NVL72 GPU"),
     (r"GB200", "GB200 NVL72 GPU"),
     (r"B200", "B200 SXM"),
@@ -107,6 +112,7 @@ GPU_PATTERNS = (
     (r"A100", "A100 SXM4 80GB"),  # the cookbook's "A100 (memory variant not stated)": the common 8-GPU SXM4 node
     (r"L40S", "L40S 48GB"),
     (r"RTX PRO 6000", "RTX PRO 6000 Blackwell Server Edition"),
+    (r"RTX PRO 4500", "RTX PRO 4500 Blackwell Server Edition"),  # MLPerf's are in servers (HPE ProLiant)
     (r"MI355X", "Instinct MI355X OAM"),
     (r"MI350X", "Instinct MI350X OAM"),
     (r"MI325X", "Instinct MI325X OAM"),
@@ -149,12 +155,14 @@ def mlperf_precision(row: dict) -> tuple[str, str]:
         return "fp8", "not declared; the NVIDIA TRT-LLM and AMD harnesses of these rounds run FP8"
     if declared == "fp16" and row["version"] == "v4.1" and nvidia:
         return "fp8", "declared fp16, but v4.1 NVIDIA configs enable FP8"
-    mapping = {"fp16": "bf16", "fp8": "fp8", "fp8-e4m3": "fp8", "fp4": "int4", "int8": "int8", "int4": "int4",
-               "uint4": "int4"}
+    mapping = {"fp16": "bf16", "fp8": "fp8", "fp8-e4m3": "fp8", "fp4": "int4", "mxfp4": "int4", "int8": "int8",
+               "int4": "int4", "uint4": "int4"}
     return mapping[declared], "declared"
 
 
-def mlperf_rows(path: Path) -> list[dict]:
+def mlperf_rows(path: Path, prefix: str = "mlperf") -> list[dict]:
+    """One row per MLPerf result; row ids are `prefix-<line>` (each file of rounds its own prefix, so ids stay put
+    when a round is added)."""
     rows, seen = [], {}
     for i, row in enumerate(csv.DictReader(path.open())):
         family = re.sub(r"-99(\.9)?$", "", row["benchmark"])
@@ -166,7 +174,9 @@ def mlperf_rows(path: Path) -> list[dict]:
         if row["scenario"] != "Offline":
             excluded = "latency-bound scenario (Server/Interactive): left out, only Offline (no latency limit) compared"
         elif gpu is None:
-            excluded = "accelerator not representable (CPU-only or mixed parts)"
+            excluded = ("accelerator not representable (CPU-only or mixed parts)"
+                        if re.search(GPU_PATTERNS[0][0] + "|CPU-only", row["accelerator"])
+                        else "accelerator not in the catalogue")
         elif n < 1:
             excluded = "no accelerator count"
         # llama2-70b's 99 and 99.9 rows are often one run reported twice: the same result counts once.
@@ -175,9 +185,9 @@ def mlperf_rows(path: Path) -> list[dict]:
             if key in seen:
                 excluded = f"duplicate of {seen[key]} (llama2-70b 99 and 99.9 report one run)"
             else:
-                seen[key] = f"mlperf-{i}"
+                seen[key] = f"{prefix}-{i}"
         rows.append({
-            "row_id": f"mlperf-{i}", "suite": "mlperf", "version": row["version"], "benchmark": row["benchmark"],
+            "row_id": f"{prefix}-{i}", "suite": "mlperf", "version": row["version"], "benchmark": row["benchmark"],
             "scenario": row["scenario"], "submitter": row["submitter"], "model": model, "gpu": gpu or "",
             "vendor": vendor_of(gpu), "gpus": n, "group_gpus": "", "parallelism": "", "attention_dp": "", "legacy": False,
             "precision": precision, "precision_note": note, "input_tokens": input_tokens,
@@ -296,7 +306,8 @@ def fixed_rows(path: Path) -> list[dict]:
 
 def main(source_dir: str) -> None:
     base = Path(source_dir)
-    rows = (mlperf_rows(base / "mlperf_v4.0-v5.1.csv") + serving_rows(base / "serving_benchmarks.csv")
+    rows = (mlperf_rows(base / "mlperf_v4.0-v5.1.csv") + mlperf_rows(base / "mlperf_v6.0.csv", "mlperf6")
+            + serving_rows(base / "serving_benchmarks.csv")
             + fixed_rows(base / "fixed_concurrency_2025_2026.csv"))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with OUT.open("w", newline="") as fh:

@@ -8,7 +8,7 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from transforms import aggregate, api_prices, costs, estimator, fx, model_bounds, presets, trends
+from transforms import aggregate, api_prices, costs, engines, estimator, fx, model_bounds, presets, trends
 from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
 
@@ -28,9 +28,11 @@ def input_per_output() -> float:
     return float(os.environ.get("GPULEDGER_INPUT_PER_OUTPUT", presets.DEFAULT_INPUT_PER_OUTPUT))
 
 
-def method_params(name: str, mix: float) -> presets.Params:
-    """A method's preset with the requests of the cost tables (the measured method's mix; others ignore it)."""
+def method_params(name: str, mix: float, engine: str | None = None) -> presets.Params:
+    """A method's preset with the requests of the cost tables (the measured method's mix; others ignore it), serving
+    with `engine` (None: the preset's, engines.DEFAULT_ENGINE for the measured method)."""
     params = presets.preset(name)
+    params = engines.for_engine(params, engine) if engine else params
     return replace(params, input_per_output=mix) if params.serving_model else params
 
 

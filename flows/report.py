@@ -25,7 +25,7 @@ import polars as pl
 
 from flows import views
 from scrapers.sources import PROVIDERS
-from transforms import display, estimator, presets
+from transforms import display, engines, estimator, presets
 from transforms import report as pages
 from warehouse import config, queries
 
@@ -234,7 +234,9 @@ def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: da
     common = {
         "day": data.day.isoformat(), "run": run, "sources": _sources(con, data.day),
         "plotly": _plotly_asset(assets), "assets": "../assets",
-        "estimator_version": estimator.ESTIMATOR_VERSION, "generated_at": config.utc_now().strftime("%Y-%m-%d %H:%M UTC"),
+        "estimator_version": estimator.ESTIMATOR_VERSION,
+        "engine": engines.ENGINES[presets.preset(METHOD).engine],
+        "generated_at": config.utc_now().strftime("%Y-%m-%d %H:%M UTC"),
         "models": [{"id": m, "file": f"{m}.html"} for m in model_ids],
     }
     folder = root / f"date={data.day.isoformat()}"

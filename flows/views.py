@@ -8,7 +8,7 @@ import duckdb
 import polars as pl
 
 from flows.derive import cheapest_api, hardware_usd, input_per_output, method_params
-from transforms import costs, deployability, estimator, presets, tables
+from transforms import costs, deployability, engines, estimator, presets, tables
 from warehouse import queries
 
 
@@ -65,21 +65,21 @@ def load_day(con: duckdb.DuckDBPyConnection, day: date | None) -> Day:
     )
 
 
-def estimate(data: Day, method: str, grid: pl.DataFrame) -> pl.DataFrame:
+def estimate(data: Day, method: str, grid: pl.DataFrame, engine: str | None = None) -> pl.DataFrame:
     gpus = estimator.apply_overlay(data.gpus, data.overlays, method)
     try:
-        return estimator.estimate(data.models, gpus, grid, method_params(method, input_per_output()))
-    except (estimator.EstimatorError, presets.ParamError) as exc:
+        return estimator.estimate(data.models, gpus, grid, method_params(method, input_per_output(), engine))
+    except (estimator.EstimatorError, presets.ParamError, engines.EngineError) as exc:
         raise ViewError(str(exc)) from None
 
 
 def estimate_cards(data: Day, model: str, method: str, names: list[str], precision: str | None, context: int,
-                   streams: int) -> pl.DataFrame:
+                   streams: int, engine: str | None = None) -> pl.DataFrame:
     """Page 000's cards as one table: every named part, or the labelled and the rented ones."""
     priced = set(data.ranges["gpu"].to_list())
     names = names or [g for g, label in zip(data.gpus["name"], data.gpus["label_000"], strict=True)
                       if label or g in priced]
-    est = estimate(data, method, estimator.make_grid([model], names, [precision], [context], [streams]))
+    est = estimate(data, method, estimator.make_grid([model], names, [precision], [context], [streams]), engine)
     return tables.estimate_view(est, data.gpus, data.ranges, hardware_usd(data.hardware, data.fx_rates, data.day))
 
 
@@ -94,7 +94,7 @@ ONE_STREAM = (4096, 1)  # the cards' bare minimum and cheapest per hour: a short
 
 
 def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str, int, int]],
-               price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD,
+               price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD, engine: str | None = None,
                ) -> dict[tuple[str, int, int], Calculator]:
     """Page 001's table and cards for each (precision, context, streams): one estimate pass, one pricing pass."""
     names = names or data.gpus["name"].to_list()
@@ -102,7 +102,7 @@ def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str
     grid = pl.concat([estimator.make_grid([model], names, [p], [c], [s]) for p, c, s in settings]
                      + [estimator.make_grid([model], names, precisions, [ONE_STREAM[0]], [ONE_STREAM[1]])]).unique(
         maintain_order=True)
-    est = estimate(data, method, grid)
+    est = estimate(data, method, grid, engine)
     replicas = tables.cheapest_replicas(
         costs.replica_prices(data.offers, est["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
     capacity = deployability.capacity(data.offers, data.gpus)

@@ -120,7 +120,8 @@ def cost_per_mtok(estimates: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame
         usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_low")).alias("usd_per_mtok_high"),
     ).select(
         "snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider", "price_kind",
-        "replica_pricing", "method", "estimator_version", "tp", "agg_tok_s", "replica_usd_per_hr", "usd_per_mtok",
+        "replica_pricing", "method", "engine", "estimator_version", "tp", "agg_tok_s", "replica_usd_per_hr",
+        "usd_per_mtok",
         "usd_per_mtok_low", "usd_per_mtok_high", "input_tokens", "output_tokens", *PRICE_COLUMNS, "deployable",
         "not_deployable_reason",
     ).sort("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider", "price_kind",

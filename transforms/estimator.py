@@ -7,7 +7,7 @@ README section on the estimator.
 
 import polars as pl
 
-from transforms import deployability
+from transforms import deployability, engines, stack
 from transforms.presets import (
     DEFAULT_CONTEXT_TOKENS,
     DEFAULT_STREAMS,
@@ -26,7 +26,9 @@ from transforms.presets import (
 # 1.6: the measured method keeps a recurrent state in FP32 and reads and writes it back every step; data-parallel
 # attention ranks pay a gather and scatter around the experts per step; a prefill pays a forward pass's fixed seconds,
 # and reads the weights its prompt uses, shared by the requests that arrive in one decode step.
-ESTIMATOR_VERSION = "1.6.0"
+# 1.7: the measured method models a serving engine (trtllm, sglang, vllm); a weight-only 4-bit checkpoint computes at
+# its activations' precision, attention at the KV cache's; a small card keeps at most 10% of its memory back.
+ESTIMATOR_VERSION = "1.7.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 FLOPS_PER_PARAM = 2.0  # one multiply-add per parameter per token, used by prefill
@@ -48,7 +50,7 @@ OUTPUT_COLUMNS = (
     "model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version", "tp", "multi_node",
     "memory_used_gb", "memory_used_pct", "max_streams", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
     "prefill_tok_s", "bound", "power_kw", "uncertain", "compute_tflops", "fp4_estimated", "input_tokens",
-    "output_tokens", "agg_tok_s_low", "agg_tok_s_high",
+    "output_tokens", "agg_tok_s_low", "agg_tok_s_high", "engine",
 )
 PRECISION = pl.Enum(PRECISIONS)
 NAME_COLUMNS = ("model", "gpu")  # Enums: their codes index the catalogue rows
@@ -341,6 +343,8 @@ def estimate(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, param
         fp4_estimated=pl.lit(params.compute_at_precision) & (pl.col("precision") == "int4")
         & (pl.col("fp4_tflops").is_null() | pl.col("fp4_page_estimate")),
         method=pl.lit(params.name),
+        # the serving engine the measured method models (transforms/engines.py); the reference methods model none
+        engine=pl.lit(params.engine if params.serving_model else None, dtype=pl.String),
         estimator_version=pl.lit(ESTIMATOR_VERSION),
         # The calibrated band: the held-out spread of estimate/measured, p90 gives the low end (see calibration).
         agg_tok_s_low=pl.col("agg_tok_s") / params.band_ratio_high if params.band_ratio_high
@@ -465,7 +469,8 @@ def _serving_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     dense_gb, expert_gb = pl.col("_dense_b") * weights_gb, pl.col("_expert_b") * weights_gb
     kv_gb, state_gb = params.kv_memory_factor * pl.col("_kv_stream_gb"), params.kv_memory_factor * pl.col("_state_gb")
     stream_gb = kv_gb + state_gb
-    free_gb = pl.col("memory_gb") - params.gpu_overhead_gb
+    reserved_gb = stack.reserved_gb(pl.col("memory_gb"), params.gpu_overhead_gb, params.gpu_overhead_share)
+    free_gb = pl.col("memory_gb") - reserved_gb
     max_load = pl.col("streams").is_null()
     whole_latent = pl.col("_latent_kv") if params.kv_replicated else pl.lit(False)
     dp_whole_group = (max_load & pl.col("attention_dp").is_null() & pl.col("_latent_kv") & pl.col("_moe")
@@ -499,7 +504,7 @@ def _serving_layout(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     )
     return df.with_columns(
         memory_used_gb=pl.col("_held_gb") + pl.col("streams") * pl.col("_stream_held_gb")
-        + params.gpu_overhead_gb * pl.col("tp"),
+        + reserved_gb * pl.col("tp"),
     )
 
 
@@ -541,7 +546,7 @@ def serving_terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, 
         max_streams=pl.col("max_streams").cast(pl.Int64),
     ).select(
         *NAME_COLUMNS, "precision", "vendor", "tp", "attention_dp", "streams", "input_tokens", "output_tokens",
-        "max_streams",
+        "max_streams", "_compute_precision",
         "_log2_tp", "_t_mem", "_t_cmp", "_t_mem1", "_t_cmp1", "_x_mem", "_x_cmp", "_t_prefill", "_x_prefill",
         "_requests_per_rank", "_log2_dp", "_t_pass_read",
     ).collect(engine="streaming")
@@ -552,9 +557,18 @@ def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     per decode step (_t_mem, _t_mem1 at one stream), of decode FLOPs per step (_t_cmp, _t_cmp1) and of prefill
     FLOPs per request (_t_prefill); the calibration fits the efficiencies that scale them.
 
-    Weights' matmuls run at the precision's peak; attention (QK and AV over the cached context) runs at the BF16
-    peak, as serving stacks keep it in 16 bits, so its FLOPs count `peak / BF16 peak` times at the precision's."""
-    attention_cost = pl.coalesce(pl.col("compute_tflops") / pl.col("bf16_tflops"), pl.lit(1.0))
+    Weights' matmuls run at the precision's peak; attention (QK and AV over the cached context) runs at the KV
+    cache's (stack.attention_peak), so its FLOPs count `peak / attention peak` times at the precision's."""
+    # a 4-bit checkpoint of weights alone computes at its activations' precision (stack.activation_precision)
+    df = df.with_columns(_compute_precision=stack.activation_precision(
+        pl.col("precision"), pl.col("_native"), pl.col("fp8_tflops").is_not_null(), pl.col("fp4_tflops").is_not_null()))
+    df = df.with_columns(compute_tflops=pl.when(pl.col("_compute_precision") == pl.col("precision").cast(pl.String))
+                         .then(pl.col("compute_tflops"))
+                         .when(pl.col("_compute_precision") == "fp8").then(pl.col("fp8_tflops"))
+                         .otherwise(pl.col("bf16_tflops")))
+    attention_peak = stack.attention_peak(pl.col("bf16_tflops"), pl.col("fp8_tflops"),
+                                          pl.col("precision").is_in(QUANTIZED) & params.kv_fp8_when_quantized)
+    attention_cost = pl.coalesce(pl.col("compute_tflops") / attention_peak, pl.lit(1.0))
     attention = pl.col("attn_flops_per_ctx_token") * attention_cost
     df = df.with_columns(
         _mem_gbs=pl.col("bandwidth_gbs") * pl.col("tp"),
@@ -584,14 +598,16 @@ def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     )
 
 
-def efficiencies(precision, vendor, params: Params):
-    """Compute and vendor efficiency per row (polars Exprs or Series alike): by the row's precision and GPU vendor."""
+def efficiencies(precision, vendor, params: Params, engine=None):
+    """Compute and vendor efficiency per row (polars Exprs or Series alike): by the row's precision and GPU vendor;
+    the vendor's is the engine's on that vendor (engines.engine_efficiency: `engine`, per row, else params.engine)."""
     compute = precision.replace_strict(
         {"fp8": params.compute_efficiency_fp8, "int8": params.compute_efficiency_fp8,
          "int4": params.compute_efficiency_int4}, default=params.compute_efficiency, return_dtype=pl.Float64,
     )
     maker = vendor.replace_strict({"AMD": params.vendor_efficiency_amd, "Intel": params.vendor_efficiency_intel},
                                   default=1.0, return_dtype=pl.Float64)
+    maker = maker * engines.engine_efficiency(params.engine if engine is None else engine, params)
     return compute, maker
 
 
@@ -616,7 +632,8 @@ def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params,
     scale = group_scale(log2_tp, vendor_eff, params)
     slower = 1 / params.moe_compute_efficiency - 1
     reads, flops = (t_mem + x_mem * slower) / params.bandwidth_efficiency, (t_cmp + x_cmp * slower) / compute_eff
-    return _larger(_overlap(reads, flops, params) / scale, params.request_overhead_s * requests_per_rank) + pass_seconds(log2_tp, log2_dp, params)
+    return (_larger(_overlap(reads, flops, params) / scale, params.request_overhead_s * requests_per_rank)
+            + pass_seconds(log2_tp, log2_dp, params))
 
 
 def _overlap(reads, flops, params: Params):
@@ -657,14 +674,14 @@ def request_tok_s(step, t_prefill, streams, output_tokens, log2_tp, vendor_eff, 
     t_prefill = t_prefill + x_prefill * (1 / params.moe_compute_efficiency - 1)
     scale, together = group_scale(log2_tp, vendor_eff, params), _larger(streams / output_tokens, 1.0)
     flops, reads = t_prefill / (params.prefill_mfu * scale), t_pass_read / (params.bandwidth_efficiency * scale * together)
-    return streams * output_tokens / (streams * (_overlap(flops, reads, params) + pass_seconds(log2_tp, log2_dp, params) / together)
-                                      + output_tokens * step)
+    prefill = _overlap(flops, reads, params) + pass_seconds(log2_tp, log2_dp, params) / together
+    return streams * output_tokens / (streams * prefill + output_tokens * step)
 
 
 def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     """The measured method: whole requests (prefill amortised over the answer), efficiencies fitted to benchmarks."""
     df = _serving_terms(df, params)
-    compute_eff, vendor_eff = efficiencies(pl.col("precision"), pl.col("_vendor"), params)
+    compute_eff, vendor_eff = efficiencies(pl.col("_compute_precision"), pl.col("_vendor"), params)
     log2_tp = pl.col("_log2_tp")
     tp, streams = pl.col("tp"), pl.col("streams")
     step = (step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params,

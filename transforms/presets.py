@@ -61,6 +61,8 @@ class Params:
                                         "covers KV)", "(0, 10]")
     runtime_gb: float = _doc("fixed memory per replica beyond the weights (activations, buffers)", "[0, 10000]")
     gpu_overhead_gb: float = _doc("memory each GPU of a replica loses to its runtime context", "[0, 10000]")
+    gpu_overhead_share: float = _doc("a GPU loses at most this share of its memory to gpu_overhead_gb, so a small card "
+                                     "keeps more for its KV cache (serving model; 1: gpu_overhead_gb alone)", "(0, 1]")
     kv_memory_factor: float = _doc("memory held per byte of KV cache (0: KV not modelled, no memory-full point)",
                                    "[0, 10]")
     fill_reserve_gb: float = _doc("extra headroom per GPU kept free when computing where memory fills", "[0, 10000]")
@@ -107,6 +109,10 @@ class Params:
                                         "(0, 10]")
     vendor_efficiency_intel: float = _doc("Intel parts reach this fraction of what NVIDIA's do at the same specs",
                                           "(0, 10]")
+    engine: str = _doc("the serving engine the measured method models: trtllm, sglang or vllm (transforms/engines.py; "
+                       "the reference methods model none: 'none')")
+    engine_efficiency_sglang: float = _doc("SGLang's throughput over TensorRT-LLM's on a part (serving model)", "(0, 10]")
+    engine_efficiency_vllm: float = _doc("vLLM's throughput over TensorRT-LLM's on a part (serving model)", "(0, 10]")
     step_overhead_s: float = _doc("fixed seconds per decode step (kernel launches, synchronisation, scheduling)",
                                   "[0, 10]")
     request_overhead_s: float = _doc("host seconds per running request per decode step of one scheduler (batch "
@@ -151,6 +157,7 @@ class Params:
             "prefill_active": ("input", "output"),
             "display": ("integer", "compact"),
             "rounding": ("half_even", "half_up"),
+            "engine": ("none", "trtllm", "sglang", "vllm"),
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -174,7 +181,8 @@ class Params:
 # The reference methods model steady decode only: none of the serving model's terms, no fitted band.
 STEADY_DECODE = {
     "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
-    "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0,
+    "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0, "engine": "none",
+    "engine_efficiency_sglang": 1.0, "engine_efficiency_vllm": 1.0, "gpu_overhead_share": 1.0,
     "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "dp_comm_s": 0.0, "pp_hop_s": 0.0, "pp_hop_s_per_stream": 0.0,
     "kv_fp8_when_quantized": False, "state_fp32": False, "state_passes": 1.0, "band_ratio_low": 0.0,
     "band_ratio_high": 0.0, "input_per_output": 0.0, "kv_replicated": False, "dp_attention_at_max_load": False,
@@ -268,6 +276,7 @@ MEASURED_BASE = replace(
     bytes_int4=0.5625,  # FP4 values plus a scale per 16 (NVFP4) or 32 (MXFP4) values
     runtime_gb=2.0,
     gpu_overhead_gb=6.0,  # activations, CUDA graphs and the engine's workspace on every GPU
+    gpu_overhead_share=0.1,  # at most: vLLM's default gpu_memory_utilization (0.9) keeps 10% of a card
     kv_memory_factor=1.0,
     fill_reserve_gb=0.0,
     decode_flops_per_param=2.0,  # a multiply-add per active parameter per token: the matmuls
@@ -284,7 +293,8 @@ MEASURED_BASE = replace(
     input_per_output=DEFAULT_INPUT_PER_OUTPUT,
     kv_replicated=True,
     dp_attention_at_max_load=True,
-    max_running_requests=2048,  # trtllm-serve's and the LLM API's max_batch_size, SGLang's request-pool floor
+    engine="trtllm",  # engines.DEFAULT_ENGINE: the cost tables' engine unless asked for another
+    max_running_requests=2048,  # trtllm-serve's and the LLM API's max_batch_size (engines.SERVE_MAX_RUNNING_REQUESTS)
     # Not fitted (the benchmarks' replicas are nearly all one node): a point-to-point send between nodes takes a
     # few microseconds on InfiniBand/RoCE and some 20 us through NCCL's send/recv; a stream's activations at a
     # stage boundary are at most 16,384 values x 2 bytes = 32 KB, 0.66 us at 400 Gb/s (50 GB/s) per node.
@@ -292,7 +302,8 @@ MEASURED_BASE = replace(
     pp_hop_s_per_stream=32_768 / 50e9,
 )
 FITTED = ("bandwidth_efficiency", "compute_efficiency", "compute_efficiency_fp8", "compute_efficiency_int4",
-          "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "prefill_mfu", "tp_derate",
+          "moe_compute_efficiency", "vendor_efficiency_amd", "vendor_efficiency_intel", "engine_efficiency_sglang",
+          "engine_efficiency_vllm", "prefill_mfu", "tp_derate",
           "step_overhead_s", "request_overhead_s", "tp_comm_s", "dp_comm_s", "band_ratio_low", "band_ratio_high")
 
 

@@ -11,7 +11,7 @@ COLUMNS = (
     "model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version", "tp", "multi_node",
     "memory_used_gb", "memory_used_pct", "max_streams", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
     "prefill_tok_s", "bound", "power_kw", "uncertain", "computed_at", "input_tokens", "output_tokens", "agg_tok_s_low",
-    "agg_tok_s_high",
+    "agg_tok_s_high", "engine",
 )
 
 

@@ -8,7 +8,7 @@ import typer
 
 from flows.cli.common import GPUS, STREAMS, TOKENS, fail, gpu_names, open_read_only, resolve_name
 from flows.cli.output import Format, render
-from transforms import display, estimator, presets
+from transforms import display, engines, estimator, presets
 
 LEAD_COLUMNS = (
     "gpu", "precision", "tp", "memory_used_pct", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
@@ -16,7 +16,7 @@ LEAD_COLUMNS = (
 )
 TAIL_COLUMNS = (
     "agg_tok_s_low", "agg_tok_s_high", "multi_node", "bound", "uncertain", "fp4_estimated", "context_tokens", "input_tokens", "output_tokens", "streams",
-    "method", "estimator_version",
+    "method", "engine", "estimator_version",
 )
 BAND_NOTE = ("agg_tok_s_low/high: the measured method's band, the p10-p90 of estimate/measured on benchmarks the "
              "fit did not see (docs/calibration.md).")
@@ -94,6 +94,8 @@ def estimate(
         help="Prompt tokens per request (measured; default: the context less the answer, or the context split at input_per_output, 3:1).")] = None,
     output_tokens: Annotated[int | None, typer.Option(**TOKENS,
         help="Answer tokens per request (measured; default: the context less the prompt, or its share at input_per_output).")] = None,
+    engine: Annotated[str | None, typer.Option(help="Serving engine the measured method models: trtllm (TensorRT-LLM, "
+                                               "the default), sglang or vllm.")] = None,
     assignments: Annotated[list[str] | None, typer.Option("--set", help="Override a parameter: NAME=VALUE (repeat).")] = None,
     show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu, at every "
                                                              "other option given.")] = False,
@@ -103,8 +105,9 @@ def estimate(
     """Throughput of one model per GPU by one estimator method: sizing, memory, decode, prefill and power."""
     try:
         params = presets.with_overrides(presets.preset(method), presets.parse_assignments(assignments or []))
+        params = engines.for_engine(params, engine) if engine else params
         chosen_precision = presets.normalise_precision(precision) if precision else None
-    except presets.ParamError as exc:
+    except (presets.ParamError, engines.EngineError) as exc:
         raise fail(str(exc)) from None
     if show_params:
         _list_params(params, fmt, model=model, gpu=gpu, precision=precision, context=context, streams=streams, tp=tp,
@@ -128,8 +131,8 @@ def estimate(
                 raise fail("--max-load chooses the streams itself, --curve runs through them: give one")
             out = estimator.curve(frames["models"], gpus, model_id, chosen_gpus[0], chosen_precision, tokens, params,
                                   tp=tp, input_tokens=input_tokens, output_tokens=output_tokens, streams=streams)
-            render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}: tokens/s as streams grow, "
-                                              f"{_request(out)} ({params.name})")
+            render(_rounded(out), fmt, title=f"{model_id} on {chosen_gpus[0]}{_engine(params)}: tokens/s as streams "
+                                              f"grow, {_request(out)} ({params.name})")
             return
         if max_load and streams is not None:
             raise fail("--max-load chooses the streams itself: give it or --streams, not both")
@@ -153,15 +156,20 @@ def estimate(
             named = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
             notes.append(f"TP {tp} cannot hold {model_id} on {len(left_out)} part(s), left out: {named}")
         render(
-            display.labels(out, params).drop("fp4_estimated", "method", "estimator_version", "context_tokens",
+            display.labels(out, params).drop("fp4_estimated", "method", "engine", "estimator_version", "context_tokens",
                                              *([] if max_load else ["streams"])),
             fmt,
-            title=f"{model_id}, {params.name}: {_request(out)} x {'max-load' if max_load else streams} streams "
-                  f"(estimator {estimator.ESTIMATOR_VERSION})",
+            title=f"{model_id}, {params.name}: {_request(out)} x {'max-load' if max_load else streams} streams"
+                  f"{_engine(params)} (estimator {estimator.ESTIMATOR_VERSION})",
             caption="\n".join(notes),
         )
     else:
         render(_rounded(out), fmt)
+
+
+def _engine(params: presets.Params) -> str:
+    """The serving engine an answer models, named even at the default (the reference methods model none)."""
+    return f" served by {engines.ENGINES[params.engine]}" if params.serving_model else ""
 
 
 def _unheld(out: pl.DataFrame, gpus: pl.DataFrame, tp: int | None, *, named: bool) -> list[str]:

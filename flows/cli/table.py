@@ -21,7 +21,7 @@ from flows.cli.common import (
     within,
 )
 from flows.cli.output import Format, render
-from transforms import api_prices, display, estimator, fx, presets, tables
+from transforms import api_prices, display, engines, estimator, fx, presets, tables
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
 HEADERS = {
@@ -92,9 +92,9 @@ def _parse_fleet(text: str, names: dict[str, str]) -> tuple[str, int]:
 
 
 def _estimate_style(data: views.Day, model: str, method: str, wanted: list[str], precision, context, streams, code,
-                    rate):
+                    rate, engine: str | None = None):
     try:
-        view = views.estimate_cards(data, model, method, wanted, precision, context, streams)
+        view = views.estimate_cards(data, model, method, wanted, precision, context, streams, engine)
     except views.ViewError as exc:
         raise fail(str(exc)) from None
     view = _convert(view, rate, code)
@@ -132,9 +132,9 @@ def _rental_label(code: str, r: dict, m: str) -> str:
 
 
 def _calculator_style(data: views.Day, model: str, method: str, wanted, precision, context, streams, price_kind, code,
-                      rate, fleets: list[tuple[str, int]], target_tok_s: float | None):
+                      rate, fleets: list[tuple[str, int]], target_tok_s: float | None, engine: str | None = None):
     try:
-        view = views.calculator(data, model, wanted, [(precision, context, streams)], price_kind, method)[
+        view = views.calculator(data, model, wanted, [(precision, context, streams)], price_kind, method, engine)[
             (precision, context, streams)]
     except views.ViewError as exc:
         raise fail(str(exc)) from None
@@ -188,6 +188,8 @@ def table(
     method: Annotated[str | None, typer.Option(help="Estimator for tokens/s and $/M: measured (the serving model "
                                                "fitted to benchmark throughput, with a band; the default), calculator "
                                                "(the per-step calculator), ceiling (the bandwidth ceiling).")] = None,
+    engine: Annotated[str | None, typer.Option(help="Serving engine the measured method models: trtllm (TensorRT-LLM, "
+                                               "the default), sglang or vllm.")] = None,
     day: Annotated[str | None, typer.Option("--date", help="Prices of this date (YYYY-MM-DD); default the latest.")] = None,
     gpu: Annotated[list[str] | None, typer.Option(help="Only these GPUs (repeatable): name, unique prefix or short label "
                                                                 "(e.g. 'H200 141GB').")] = None,
@@ -224,24 +226,28 @@ def table(
     method = method or presets.DEFAULT_COST_METHOD
     if method not in presets.PRESETS:
         raise fail(f"unknown method {method!r}: use one of {', '.join(presets.PRESETS)}")
+    if engine is not None and not presets.preset(method).serving_model:
+        raise fail(f"--engine names the serving engine of the measured method; {method} models none")
     if style is Style.estimate:
-        raw, labelled = _estimate_style(data, model_id, method, wanted, precision, context, streams, currency, rate)
+        raw, labelled = _estimate_style(data, model_id, method, wanted, precision, context, streams, currency, rate,
+                                        engine)
         notes = [n for n in (api_note, fx_note, f"hardware prices converted from CNY at the rate of {data.day} or the latest before it",
-                             _method_note(method)) if n]
+                             _method_note(method, engine)) if n]
         _emit({"table": raw}, {"table": labelled}, fmt, header, notes)
         return
     frames, asked, missing = _calculator_style(data, model_id, method, wanted, precision or "int4", context, streams,
                                                price_kind, currency, rate, [_parse_fleet(f, names) for f in fleet or []],
-                                               target_tok_s)
+                                               target_tok_s, engine)
     requests = (f" (requests of {asked['input_tokens']:,} in + {asked['output_tokens']:,} out, prefill included)"
                 if asked else "")
     settings = f"{(precision or 'int4').upper()}, {context:,} tokens{requests}, {streams} streams, {price_kind} prices"
-    notes = [n for n in (missing and f"{missing} ({data.day})", api_note, fx_note, PRICING_NOTE, _method_note(method))
-             if n]
+    notes = [n for n in (missing and f"{missing} ({data.day})", api_note, fx_note, PRICING_NOTE,
+                         _method_note(method, engine)) if n]
     _emit(frames, _labelled_calculator(frames, currency), fmt, f"{header}; {settings}", notes)
 
 
-def _method_note(method: str) -> str:
+def _method_note(method: str, engine: str | None = None) -> str:
+    """The method priced and, for the measured method, the serving engine it models (stated even at the default)."""
     what = {
         "measured": "the measured serving model, fitted to benchmark throughput; $/M low-high is its p10-p90 band "
                     "on benchmarks the fit did not see (docs/calibration.md)",
@@ -250,7 +256,9 @@ def _method_note(method: str) -> str:
         "ceiling": "the bandwidth ceiling, one stream's memory-bound limit with rules of thumb for batching and "
                    "prefill (not a price)",
     }[method]
-    return f"estimator: {method} {estimator.ESTIMATOR_VERSION}: {what}"
+    served = presets.preset(method).serving_model
+    on = f", serving engine {engines.ENGINES[engines.engine_name(engine or engines.DEFAULT_ENGINE)]}" if served else ""
+    return f"estimator: {method} {estimator.ESTIMATOR_VERSION}{on}: {what}"
 
 
 def _emit(raw: dict[str, pl.DataFrame], labelled: dict[str, pl.DataFrame], fmt: Format, header: str,

@@ -251,3 +251,14 @@ def test_a_kv_memory_factor_near_zero_holds_streams_up_to_what_the_tables_store(
         out = rows(invoke("estimate", "--model", "llama-3.3-70b", "--method", method, "--set", "kv_memory_factor=1e-20",
                           "-f", "csv").output)
         assert {int(r["max_streams"]) for r in out.values() if r["max_streams"]} == {2**31 - 1}
+
+
+def test_every_answer_names_the_engine_it_models_and_engine_takes_the_three_names():
+    default = invoke("estimate", "--model", "llama-3.1-8b", "--gpu", "H100 SXM5 80GB").output
+    assert "served by TensorRT-LLM" in default
+    sglang = json.loads(invoke("estimate", "--model", "llama-3.1-8b", "--gpu", "H100 SXM5 80GB", "--engine", "sglang",
+                               "-f", "json").output)
+    assert {r["engine"] for r in sglang} == {"sglang"}
+    assert "use one of trtllm, sglang, vllm" in message("estimate", "--model", "llama-3.1-8b", "--engine", "tgi")
+    assert "calculator models none" in message("estimate", "--model", "llama-3.1-8b", "--method", "calculator",
+                                               "--engine", "vllm")

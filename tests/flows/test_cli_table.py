@@ -84,6 +84,16 @@ def test_the_views_price_with_the_measured_method_and_its_band_by_default():
 
 
 @pytest.mark.usefixtures("published")
+def test_every_table_names_the_serving_engine_and_engine_prices_another():
+    def notes(*args: str) -> list[str]:
+        return json.loads(gpuledger("table", "--model", "llama-3.3-70b", "--precision", "fp8", *args, "-f", "json"))[
+            "notes"]
+    assert any("serving engine TensorRT-LLM" in n for n in notes())  # the default, stated
+    assert any("serving engine vLLM" in n for n in notes("--engine", "vllm"))
+    assert any("serving engine SGLang" in n for n in notes("--style", "estimate", "--engine", "sglang"))
+
+
+@pytest.mark.usefixtures("published")
 def test_the_currency_option_converts_at_the_dates_rate():
     usd = pl.read_csv(gpuledger("table", "--model", "deepseek-v4-flash", "-f", "csv").encode())
     eur = pl.read_csv(gpuledger("table", "--model", "deepseek-v4-flash", "-f", "csv", "--currency", "EUR").encode())
@@ -108,6 +118,8 @@ def test_markdown_output_for_documents():
     (["--model", "deepseek-v4-flash", "--fleet", "1" + "0" * 30 + "xH200 SXM"], "with 1 to 10,000,000 GPUs"),
     (["--model", "deepseek-v4-flash", "--currency", "XYZ"], "no XYZ rate"),
     (["--model", "deepseek-v4-flash", "--date", "2026-13-01"], "is not YYYY-MM-DD"),
+    (["--model", "deepseek-v4-flash", "--engine", "tgi"], "use one of trtllm, sglang, vllm"),
+    (["--model", "deepseek-v4-flash", "--method", "calculator", "--engine", "vllm"], "calculator models none"),
 ])
 def test_bad_options_name_what_is_wrong(args, message):
     assert message in gpuledger("table", *args, code=1)

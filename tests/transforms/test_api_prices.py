@@ -85,7 +85,7 @@ def test_the_api_line_names_price_provider_and_fetch_date_in_the_currency():
 
 def grid(**overrides) -> pl.DataFrame:
     row = dict(model="m", gpu="H200 SXM", precision="int4", context_tokens=32768, streams=32, method=DEFAULT_COST_METHOD,
-               estimator_version="1", tp=2, agg_tok_s=1000.0, agg_tok_s_low=None, agg_tok_s_high=None, input_tokens=None, output_tokens=None,
+               engine="trtllm", estimator_version="1", tp=2, agg_tok_s=1000.0, agg_tok_s_low=None, agg_tok_s_high=None, input_tokens=None, output_tokens=None,
                prefill_tok_s=9000.0, power_kw=1.4)
     return pl.DataFrame([{**row, **overrides}], schema_overrides={
         "tp": pl.Int64, "agg_tok_s_low": pl.Float64, "agg_tok_s_high": pl.Float64, "input_tokens": pl.Int64,

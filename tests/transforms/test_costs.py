@@ -50,9 +50,9 @@ def test_per_gpu_listings_price_any_group_their_pods_hold_and_flag_groups_across
 
 def estimates(**overrides) -> pl.DataFrame:
     row = dict(model="m", gpu="H200 SXM", precision="int4", context_tokens=32768, streams=32, method="calculator",
-               estimator_version="1", tp=2, agg_tok_s=1000.0, agg_tok_s_low=None, agg_tok_s_high=None, input_tokens=None, output_tokens=None, power_kw=1.4)
+               engine=None, estimator_version="1", tp=2, agg_tok_s=1000.0, agg_tok_s_low=None, agg_tok_s_high=None, input_tokens=None, output_tokens=None, power_kw=1.4)
     return pl.DataFrame([{**row, **overrides}], schema_overrides={
-        "tp": pl.Int64, "agg_tok_s_low": pl.Float64, "agg_tok_s_high": pl.Float64, "input_tokens": pl.Int64,
+        "engine": pl.String, "tp": pl.Int64, "agg_tok_s_low": pl.Float64, "agg_tok_s_high": pl.Float64, "input_tokens": pl.Int64,
         "output_tokens": pl.Int64})
 
 

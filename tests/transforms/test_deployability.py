@@ -79,7 +79,7 @@ def test_a_datacenter_part_without_a_cluster_says_what_is_missing():
 
 def estimates(**overrides) -> pl.DataFrame:
     row = dict(model="m", gpu=H100, precision="bf16", context_tokens=4096, streams=32, method="measured",
-               estimator_version="1", tp=16, agg_tok_s=1000.0, agg_tok_s_low=500.0, agg_tok_s_high=2000.0,
+               engine="trtllm", estimator_version="1", tp=16, agg_tok_s=1000.0, agg_tok_s_low=500.0, agg_tok_s_high=2000.0,
                input_tokens=3072, output_tokens=1024, power_kw=11.2, multi_node=True, prefill_tok_s=None)
     return pl.DataFrame([{**row, **overrides}], schema_overrides={"tp": pl.Int64, "prefill_tok_s": pl.Float64})
 
