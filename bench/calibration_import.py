@@ -33,12 +33,14 @@ COLUMNS = (
 # llama3.1-8b: output: the 128-token cap [INF-8bsut], ~129 measured in NVIDIA Offline logs; input 870.73 is
 #   secondary [SEC-script] (778 [SEC-notes] disagrees).
 # deepseek-r1: output 3,886.2274 [INF-ds]; input ~800 secondary [SEC-ds].
+# gpt-oss-120b (v6.0 on): output 1,278.20 reference mean on the performance dataset [INF-oss]; input ~5,000 [BLOG-oss].
 MLPERF_LENGTHS = {
     "llama2-70b": ("llama-2-70b", 512, 294.45, "output [INF-l2]; input assumed: half the < 1024 filter [INF-orca]"),
     "mixtral-8x7b": ("mixtral-8x7b", 1024, 144.84, "output [INF-mx]; input assumed: half max_seq_len 2048 [POL]"),
     "llama3.1-405b": ("llama-3.1-405b", 9400, 684.68, "input [BLOG-405]; output [INF-405]"),
     "llama3.1-8b": ("llama-3.1-8b", 870.73, 129, "input secondary [SEC-script]; output cap 128 [INF-8bsut], ~129 in logs"),
     "deepseek-r1": ("deepseek-r1", 800, 3886.2274, "input secondary [SEC-ds]; output [INF-ds]"),
+    "gpt-oss-120b": ("gpt-oss-120b", 5000, 1278.20, "input [BLOG-oss]; output [INF-oss]"),
 }
 SERVING_MODELS = {
     "Llama-3.3-70B-Instruct": "llama-3.3-70b",
@@ -150,7 +152,7 @@ def mlperf_precision(row: dict) -> tuple[str, str]:
     if declared == "fp16" and row["version"] == "v4.1" and nvidia:
         return "fp8", "declared fp16, but v4.1 NVIDIA configs enable FP8"
     mapping = {"fp16": "bf16", "fp8": "fp8", "fp8-e4m3": "fp8", "fp4": "int4", "int8": "int8", "int4": "int4",
-               "uint4": "int4"}
+               "uint4": "int4", "mxfp4": "int4", "nvfp4": "int4"}
     return mapping[declared], "declared"
 
 
