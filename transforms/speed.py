@@ -170,3 +170,39 @@ def at_target(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, para
     return (out.sort("_grid_row", best, pl.col("tp"), descending=[False, True, False], nulls_last=True)
             .group_by("_grid_row", maintain_order=True).first()
             .drop("_grid_row"))
+
+
+def curves(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
+           points: int = FRONTIER_POINTS) -> pl.DataFrame:
+    """Per replica (`replicas`), the estimate with its speed columns at `points` stream counts spaced evenly in log
+    from one stream to the replica's top (memory's limit or the engine's)."""
+    reps = replicas(models, gpus, grid, params)
+    steps = pl.DataFrame({"_k": range(points)}, schema={"_k": pl.Int64})
+    counts = reps.join(steps, how="cross").with_columns(
+        _n=(pl.col("top").cast(pl.Float64) ** (pl.col("_k") / max(points - 1, 1))).round().cast(pl.Int64)
+        .clip(1, pl.col("top")),
+    ).unique(["_row", "_n"], maintain_order=True).drop("_k")
+    return _at(models, gpus, counts, pl.col("_n"), params).drop("_row", "top", "limit")
+
+
+def priced(rows: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
+    """Answers or curve points priced by every deployable replica price of their GPU and TP (costs.replica_prices'
+    rows): usd_per_mtok and its band (the method's p10-p90), the provider, price kind and listing. A row that does
+    not reach its target (`reaches` False) gets no price."""
+    deployable = prices.filter(pl.col("deployable")).select(
+        "gpu", "tp", "provider", "price_kind", "replica_pricing", "replica_usd_per_hr", "offer_ids")
+    reached = rows.filter(pl.col("reaches")) if "reaches" in rows.columns else rows
+    return reached.join(deployable, on=["gpu", "tp"], how="inner").with_columns(
+        usd_per_mtok=estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")),
+        usd_per_mtok_low=estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_high")),
+        usd_per_mtok_high=estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_low")),
+    )
+
+
+def envelope(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Per group, the frontier of priced points: those no faster-or-equal point beats on $/M, slowest first, so $/M
+    rises with the speed per user along it."""
+    fastest_first = points.sort(*by, "user_tok_s", "usd_per_mtok", descending=[*(False,) * len(by), True, False])
+    cheaper_faster = pl.col("usd_per_mtok").cum_min().shift(1).over(by)
+    return fastest_first.filter(cheaper_faster.is_null() | (pl.col("usd_per_mtok") < cheaper_faster)).sort(
+        *by, "user_tok_s")

@@ -231,3 +231,23 @@ def test_the_estimate_view_prices_only_a_deployable_rental_of_its_gpus():
     assert (l40s["gpus"], l40s["multi_node"], l40s["usd_per_mtok"]) == (16, True, None)
     assert l40s["rental_min_usd_per_hr"] is not None and l40s["rental_deployable_min_usd_per_hr"] is None
     assert l40s["not_deployable_reason"].startswith("16 GPUs only from 2 separately rented hosts")
+
+
+@pytest.mark.usefixtures("published")
+def test_the_frontier_prices_each_speed_per_user_at_the_cheapest_deployable_listing():
+    rows = pl.read_csv(gpuledger("frontier", "--model", "llama-3.3-70b", "--gpu", "H200 SXM", "-f", "csv").encode())
+    assert rows.height > 3 and set(rows["gpu"]) == {"H200 SXM"}
+    ordered = rows.sort("user_tok_s")
+    # along the frontier a faster answer for each user never costs less per million tokens
+    assert ordered["usd_per_mtok"].diff().drop_nulls().min() > 0
+    assert ordered["streams"][0] > ordered["streams"][-1]  # the slow end packs streams, the fast end runs few
+    hourly = rows["replica_usd_per_hr"] * 1e6 / (rows["agg_tok_s"] * 3600)
+    assert ((rows["usd_per_mtok"] / hourly - 1).abs() < 1e-3).all()
+    assert (rows["replica_pricing"].is_in(["one_listing", "provider_cluster"])).all()
+    assert rows["api_usd_per_mtok"].null_count() == 0 and rows["api_provider"][0] == "openrouter"
+
+
+@pytest.mark.usefixtures("published")
+def test_the_frontier_names_the_api_and_the_means_on_the_terminal():
+    out = gpuledger("frontier", "--model", "llama-3.3-70b", "--gpu", "H200 SXM")
+    assert "API: $" in out and "means" in out

@@ -1,0 +1,94 @@
+"""`gpuledger frontier`: what a million tokens costs at each speed per user, per GPU, beside the cheapest API."""
+
+from datetime import date
+from typing import Annotated
+
+import duckdb
+import polars as pl
+import typer
+
+from flows import views
+from flows.cli.common import TOKENS, FormatOption, fail, gpu_names, open_read_only, resolve_name
+from flows.cli.output import Format, render
+from flows.derive import input_per_output, method_params
+from transforms import costs, estimator, presets, speed
+
+COLUMNS = ("gpu", "tp", "streams", "user_tok_s", "ttft_s", "agg_tok_s", "usd_per_mtok", "usd_per_mtok_low",
+           "usd_per_mtok_high", "provider", "price_kind", "replica_pricing", "replica_usd_per_hr", "precision",
+           "input_tokens", "output_tokens")
+NOTE = ("Per GPU, the cheapest deployable live listing at each speed: $/M output tokens (prefill paid for) from one "
+        "stream to memory's (or the engine's) limit, on every replica of the fewest GPUs that hold the model up to a "
+        "node, only the points no faster point beats. user_tok_s and ttft_s are means (docs/estimator.md). api: the "
+        "cheapest API price of the same requests per M output tokens (its output price plus the prompt tokens at its "
+        "input price).")
+
+
+def frontier_rows(data: views.Day, model: str, names: list[str], precision: str | None, context: int,
+                  prompt: int | None, answer: int | None, price_kind: str) -> tuple[pl.DataFrame, dict | None]:
+    """(the frontier per GPU, the cheapest API for the same requests: provider and api_usd_per_mtok, or None)."""
+    params = method_params(presets.MEASURED.name, input_per_output())
+    gpus = estimator.apply_overlay(data.gpus, data.overlays, params.name)
+    priced_parts = data.offers["gpu"].drop_nulls().unique().to_list()
+    names = names or [g for g in gpus["name"].to_list() if g in set(priced_parts)]
+    grid = estimator.make_grid([model], names, [precision], [context], [1]).with_columns(
+        input_tokens=pl.lit(prompt, dtype=pl.Int64), output_tokens=pl.lit(answer, dtype=pl.Int64))
+    try:
+        points = speed.curves(data.models, gpus, grid, params)
+    except estimator.EstimatorError as exc:
+        raise fail(str(exc)) from None
+    prices = costs.replica_prices(data.offers, points["tp"].unique().to_list(), data.gpus).filter(
+        pl.col("price_kind") == price_kind)
+    cheapest = speed.priced(points, prices).sort("usd_per_mtok").group_by(["gpu", "tp", "streams"]).first()
+    out = speed.envelope(cheapest, ["gpu"]).select(COLUMNS)
+    api = data.api.filter(pl.col("model") == model)
+    if api.is_empty() or points.is_empty():
+        return out, None
+    row, ratio = api.row(0, named=True), points["input_tokens"][0] / points["output_tokens"][0]
+    return out, {"api_provider": row["api_provider"], "api_model_id": row["api_model_id"],
+                 "api_usd_per_mtok": row["usd_per_mtok_output"] + ratio * row["usd_per_mtok_input"]}
+
+
+def frontier(
+    model: Annotated[str, typer.Option(help="Model id (see `gpuledger models`).")],
+    gpu: Annotated[list[str] | None, typer.Option(help="Only these GPUs (repeatable; default: every part listed that "
+                                                       "day).")] = None,
+    precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8, int4; default the model's native.")] = None,
+    context: Annotated[int, typer.Option(help="Tokens of each request (split at the cost tables' prompt:answer mix "
+                                              "unless the lengths are given).", **TOKENS)] = 4096,
+    input_tokens: Annotated[int | None, typer.Option(help="Prompt tokens per request.", **TOKENS)] = None,
+    output_tokens: Annotated[int | None, typer.Option(help="Answer tokens per request.", **TOKENS)] = None,
+    price_kind: Annotated[str, typer.Option(help="on_demand, interruptible, reserved, ...")] = "on_demand",
+    day: Annotated[str | None, typer.Option("--date", help="Prices of this date (YYYY-MM-DD); default the latest.")] = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """$/M tokens against tokens/s per user, per GPU at its cheapest deployable live listing, beside the cheapest API."""
+    try:
+        chosen_precision = presets.normalise_precision(precision) if precision else None
+    except presets.ParamError as exc:
+        raise fail(str(exc)) from None
+    try:
+        when = date.fromisoformat(day) if day else None
+    except ValueError:
+        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
+    con = open_read_only()
+    try:
+        data = views.load_day(con, when)
+    except (views.ViewError, duckdb.Error) as exc:
+        raise fail(str(exc)) from None
+    finally:
+        con.close()
+    model_id = resolve_name(model, {m.lower(): m for m in data.models["model_id"]}, "model")
+    names = [resolve_name(g, gpu_names(data.gpus), "GPU") for g in gpu or []]
+    if input_tokens is not None and output_tokens is not None:
+        context = input_tokens + output_tokens
+    out, api = frontier_rows(data, model_id, names, chosen_precision, context, input_tokens, output_tokens, price_kind)
+    out = out.with_columns(api_provider=pl.lit(api and api["api_provider"]),
+                           api_usd_per_mtok=pl.lit(api and api["api_usd_per_mtok"], dtype=pl.Float64))
+    if fmt in (Format.table, Format.markdown):
+        api_text = (f"API: ${api['api_usd_per_mtok']:,.2f}/M out ({api['api_provider']})" if api
+                    else "no API lists the model")
+        shown = out.drop("api_provider", "api_usd_per_mtok").with_columns(pl.col(pl.Float64).round(3))
+        render(shown, fmt, title=f"{model_id}: $/M against tokens/s per user, {price_kind} prices of {data.day}; "
+                                 f"{api_text}", caption=NOTE)
+    else:
+        render(out.with_columns(pl.col(pl.Float64).round(4)), fmt)
