@@ -7,11 +7,12 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from transforms import aggregate, api_prices, costs, estimator, fx, presets, trends
+from transforms import aggregate, api_prices, costs, estimator, fx, presets, speed, trends
 from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
 
-EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
+EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api",
+            "cost_at_speed")
 
 
 def made_by(quality: str | None = None) -> dict[str, str]:
@@ -65,6 +66,13 @@ def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFra
     return pl.concat(frames, how="vertical_relaxed")
 
 
+def speed_grid(cats: dict[str, pl.DataFrame], offers: pl.DataFrame, plan: DerivePlan) -> pl.DataFrame:
+    """The requests cost_at_speed prices: every model on every part listed that day, at the model's native precision
+    and the plan's first context (split at its prompt:answer mix)."""
+    listed = offers["gpu"].drop_nulls().unique().sort().to_list()
+    return estimator.make_grid(cats["models"]["model_id"].to_list(), listed, [None], [plan.contexts[0]], [1])
+
+
 def hardware_usd(hardware_prices: pl.DataFrame, rates: pl.DataFrame, day: date) -> pl.DataFrame:
     """Hardware prices in USD at the rate of `day` (or the latest before it)."""
     dated = hardware_prices.with_columns(pl.lit(day).alias("snapshot_date"))
@@ -109,7 +117,10 @@ def derive_date(
     grid = estimate_grid(cats, plan)
     if not estimates.stored_and_current(con, grid):  # estimates do not depend on the date
         estimates.replace_estimates(con, grid)
-    prices = costs.replica_prices(offers, grid["tp"].drop_nulls().unique().to_list(), cats["gpus"])
+    # the estimates' replicas, and every power of two up to them or a node: cost_at_speed widens replicas for speed
+    widest = max(grid["tp"].max() or 1, presets.MEASURED.node_gpus)
+    tps = {*grid["tp"].drop_nulls().unique().to_list(), *(1 << k for k in range(widest.bit_length()))}
+    prices = costs.replica_prices(offers, sorted(tps), cats["gpus"])
     cost = costs.cost_per_mtok(grid, prices)
     hardware = hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), day)
     own = costs.own_vs_rent(grid, hardware, cost, plan.ownership, cats["gpus"])
@@ -121,6 +132,9 @@ def derive_date(
         "own_vs_rent": own,
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
         "own_rent_api": api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
+        "cost_at_speed": speed.cost_at_speed(
+            cats["models"], estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], presets.MEASURED.name),
+            speed_grid(cats, offers, plan), method_params(presets.MEASURED.name, plan.input_per_output), prices),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)

@@ -8,7 +8,7 @@ import duckdb
 import polars as pl
 
 from flows.derive import cheapest_api, hardware_usd, input_per_output, method_params
-from transforms import costs, deployability, estimator, presets, tables
+from transforms import costs, deployability, estimator, presets, speed, tables
 from warehouse import queries
 
 
@@ -117,3 +117,31 @@ def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str
                                                         tables.calculator_cards(table, one, replicas),
                                                         tables.deployment_note(table, at, replicas, capacity))
     return out
+
+
+SPEED_COLUMNS = ["streams", "user_tok_s", "ttft_s", "stopped_by"]
+
+
+def calculator_at_target(data: Day, model: str, names: list[str], precision: str, context: int, target: speed.Target,
+                         price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD,
+                         ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Page 001's table at a speed target: (the answers, the table of the parts that reach it, priced like the
+    calculator's and showing streams, user_tok_s, ttft_s and what stopped them; the parts that cannot reach it,
+    with their best: never priced)."""
+    names = names or data.gpus["name"].to_list()
+    gpus = estimator.apply_overlay(data.gpus, data.overlays, method)
+    try:
+        answers = speed.at_target(data.models, gpus, estimator.make_grid([model], names, [precision], [context], [1]),
+                                  method_params(method, input_per_output()), target)
+    except (estimator.EstimatorError, presets.ParamError) as exc:
+        raise ViewError(str(exc)) from None
+    reached = answers.filter(pl.col("reaches"))
+    replicas = tables.cheapest_replicas(
+        costs.replica_prices(data.offers, reached["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
+    table = tables.calculator_view(reached, data.gpus, replicas, deployability.capacity(data.offers, data.gpus))
+    table = table.join(reached.select("gpu", *SPEED_COLUMNS), on="gpu", how="left", maintain_order="left")
+    table = table.select(*table.columns[:4], *SPEED_COLUMNS, *(c for c in table.columns[4:] if c not in SPEED_COLUMNS))
+    # a part the method cannot estimate (no speed figure) is neither reached nor missed: left out
+    unreached = answers.filter(~pl.col("reaches") & pl.col("user_tok_s").is_not_null()).sort("user_tok_s", descending=True).select(
+        "gpu", "tp", "precision", "user_tok_s", "ttft_s")
+    return answers, table, unreached

@@ -186,17 +186,44 @@ def curves(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params:
 
 
 def priced(rows: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
-    """Answers or curve points priced by every deployable replica price of their GPU and TP (costs.replica_prices'
-    rows): usd_per_mtok and its band (the method's p10-p90), the provider, price kind and listing. A row that does
-    not reach its target (`reaches` False) gets no price."""
-    deployable = prices.filter(pl.col("deployable")).select(
-        "gpu", "tp", "provider", "price_kind", "replica_pricing", "replica_usd_per_hr", "offer_ids")
+    """Answers or curve points priced by every replica price of their GPU and TP (costs.replica_prices' rows, with
+    whether it is deployable and why not): usd_per_mtok and its band (the method's p10-p90). A row that does not
+    reach its target (`reaches` False) gets no price."""
+    offered = prices.select("snapshot_date", "gpu", "tp", "provider", "price_kind", "replica_pricing",
+                            "replica_usd_per_hr", "offer_ids", "deployable", "not_deployable_reason")
     reached = rows.filter(pl.col("reaches")) if "reaches" in rows.columns else rows
-    return reached.join(deployable, on=["gpu", "tp"], how="inner").with_columns(
+    return reached.join(offered, on=["gpu", "tp"], how="inner").with_columns(
         usd_per_mtok=estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")),
         usd_per_mtok_low=estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_high")),
         usd_per_mtok_high=estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_low")),
     )
+
+
+TABLE_KEY = ("snapshot_date", "model", "gpu", "provider", "price_kind", "precision", "speed_tier")
+TABLE_COLUMNS = (
+    *TABLE_KEY, "min_user_tok_s", "max_ttft_s", "input_tokens", "output_tokens", "tp", "streams", "stopped_by",
+    "user_tok_s", "ttft_s", "agg_tok_s", "replica_pricing", "replica_usd_per_hr", "usd_per_mtok", "usd_per_mtok_low",
+    "usd_per_mtok_high", "offer_ids", "deployable", "method", "estimator_version",
+)
+
+
+def cost_at_speed(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
+                  prices: pl.DataFrame, tiers: tuple[Target, ...] = TIERS) -> pl.DataFrame:
+    """Per grid row (model, GPU, precision, request), provider, price kind and tier: the answer at the tier on the
+    replica (up to a node) that makes it cheapest, priced at that replica's cheapest deployable listing (a replica
+    the listings could only fake is no answer: its price would undercut a real one at some tier). A part that
+    cannot reach a tier has no row there: no price for a speed it cannot give."""
+    prices = prices.filter(pl.col("deployable"))
+    frames = []
+    for target in tiers:
+        rows = priced(answers(models, gpus, grid, params, target), prices)
+        frames.append(rows.with_columns(
+            speed_tier=pl.lit(target.label), min_user_tok_s=pl.lit(target.min_user_tok_s, dtype=pl.Float64),
+            max_ttft_s=pl.lit(target.max_ttft_s, dtype=pl.Float64)))
+    every = pl.concat(frames, how="vertical_relaxed")
+    return (every.sort("usd_per_mtok", "tp")
+            .group_by(TABLE_KEY, maintain_order=True).first()
+            .select(TABLE_COLUMNS).sort(TABLE_KEY))
 
 
 def envelope(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:

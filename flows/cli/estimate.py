@@ -6,7 +6,17 @@ import duckdb
 import polars as pl
 import typer
 
-from flows.cli.common import GPUS, STREAMS, TOKENS, fail, gpu_names, open_read_only, resolve_name, within
+from flows.cli.common import (
+    GPUS,
+    MAX_TTFT_S,
+    MIN_USER_TOK_S,
+    STREAMS,
+    TOKENS,
+    fail,
+    gpu_names,
+    open_read_only,
+    resolve_name,
+)
 from flows.cli.output import Format, render
 from transforms import display, estimator, presets, speed
 
@@ -20,12 +30,6 @@ TAIL_COLUMNS = (
 )
 SPEED_COLUMNS = ("user_tok_s", "ttft_s")  # the measured method's: what each user sees
 TARGET_COLUMNS = ("reaches", "stopped_by")
-MIN_USER_TOK_S = typer.Option("--min-user-tok-s", callback=within(0, 1e6, above=True),
-                              help="Measured method: each user decodes at least this many tokens/s; the answer runs "
-                                   "the most streams (and the replica, up to a node, with the most tokens/s per GPU) "
-                                   "that meet it and --max-ttft-s.")
-MAX_TTFT_S = typer.Option("--max-ttft-s", callback=within(0, 1e6, above=True),
-                          help="Measured method: the mean time to the first token is at most this many seconds.")
 SPEED_NOTE = ("user_tok_s: the mean decode tokens/s each user sees (other requests' prefills included); ttft_s: the "
               "mean seconds to the first token (the wait for the running step, then the prompt's prefill pass). "
               "Means, not percentiles.")

@@ -37,7 +37,7 @@ def frontier_rows(data: views.Day, model: str, names: list[str], precision: str 
     except estimator.EstimatorError as exc:
         raise fail(str(exc)) from None
     prices = costs.replica_prices(data.offers, points["tp"].unique().to_list(), data.gpus).filter(
-        pl.col("price_kind") == price_kind)
+        (pl.col("price_kind") == price_kind) & pl.col("deployable"))
     cheapest = speed.priced(points, prices).sort("usd_per_mtok").group_by(["gpu", "tp", "streams"]).first()
     out = speed.envelope(cheapest, ["gpu"]).select(COLUMNS)
     api = data.api.filter(pl.col("model") == model)

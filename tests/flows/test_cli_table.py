@@ -251,3 +251,43 @@ def test_the_frontier_prices_each_speed_per_user_at_the_cheapest_deployable_list
 def test_the_frontier_names_the_api_and_the_means_on_the_terminal():
     out = gpuledger("frontier", "--model", "llama-3.3-70b", "--gpu", "H200 SXM")
     assert "API: $" in out and "means" in out
+
+
+@pytest.mark.usefixtures("published")
+def test_cost_at_speed_keeps_each_tiers_promise_and_never_gets_cheaper_as_it_tightens():
+    table = pl.DataFrame(rows("select * from cost_at_speed"))
+    assert table.height and set(table["speed_tier"]) >= {"batch", "10", "35"}
+    promised = table.filter(pl.col("speed_tier") != "batch")
+    assert (promised["user_tok_s"] >= promised["min_user_tok_s"]).all()
+    assert (promised["ttft_s"] <= promised["max_ttft_s"]).all()
+    part = ["model", "gpu", "provider", "price_kind", "precision"]
+    ladder = table.with_columns(pl.col("min_user_tok_s").fill_null(0.0)).sort(*part, "min_user_tok_s").with_columns(
+        step=pl.col("usd_per_mtok").diff().over(part))
+    assert ladder["step"].drop_nulls().min() >= -1e-9  # a faster promise never costs less
+    # a part that cannot reach a tier has no row there, nor at any faster one: its tiers are the slowest ones
+    tiers = sorted(table["min_user_tok_s"].drop_nulls().unique().to_list())
+    reached = ladder.filter(pl.col("min_user_tok_s") > 0).group_by(part).agg(pl.col("min_user_tok_s"))
+    for got in reached["min_user_tok_s"].to_list():
+        assert got == tiers[:len(got)]
+
+
+@pytest.mark.usefixtures("published")
+def test_the_table_at_a_speed_target_prices_only_the_parts_that_reach_it():
+    def at(speed: str) -> dict:
+        out = json.loads(gpuledger("table", "--model", "llama-3.3-70b", "--precision", "fp8", "--context", "4096",
+                                   "--min-user-tok-s", speed, "--max-ttft-s", "2", "-f", "json"))
+        return out
+
+    chat, fast = at("35"), at("75")
+    h200 = {s: next(r for r in out["table"] if r["gpu"] == "H200 SXM") for s, out in (("35", chat), ("75", fast))}
+    assert h200["35"]["user_tok_s"] >= 35 and h200["35"]["ttft_s"] <= 2
+    assert h200["75"]["usd_per_mtok"] > h200["35"]["usd_per_mtok"]  # a faster promise costs more
+    unreached = fast.get("Cannot reach the target (best at one stream, not priced)", [])
+    assert unreached and all(r["user_tok_s"] < 75 or r["ttft_s"] > 2 for r in unreached)
+    assert not {r["gpu"] for r in unreached} & {r["gpu"] for r in fast["table"]}
+
+
+@pytest.mark.usefixtures("published")
+def test_a_speed_target_belongs_to_the_measured_calculator_view():
+    out = gpuledger("table", "--model", "llama-3.3-70b", "--style", "estimate", "--min-user-tok-s", "35", code=1)
+    assert "measured method's" in out
