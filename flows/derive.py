@@ -11,6 +11,9 @@ from transforms import aggregate, api_prices, costs, estimator, fx, presets, spe
 from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
 
+# The requests cost_at_speed, the frontier and the model pages' chart price: a chat turn's length (3,072 in + 1,024 out
+# at the default 3:1 mix).
+SPEED_CONTEXT_TOKENS = 4096
 EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api",
             "cost_at_speed")
 
@@ -66,11 +69,11 @@ def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFra
     return pl.concat(frames, how="vertical_relaxed")
 
 
-def speed_grid(cats: dict[str, pl.DataFrame], offers: pl.DataFrame, plan: DerivePlan) -> pl.DataFrame:
+def speed_grid(cats: dict[str, pl.DataFrame], offers: pl.DataFrame) -> pl.DataFrame:
     """The requests cost_at_speed prices: every model on every part listed that day, at the model's native precision
-    and the plan's first context (split at its prompt:answer mix)."""
+    and SPEED_CONTEXT_TOKENS (split at the plan's prompt:answer mix)."""
     listed = offers["gpu"].drop_nulls().unique().sort().to_list()
-    return estimator.make_grid(cats["models"]["model_id"].to_list(), listed, [None], [plan.contexts[0]], [1])
+    return estimator.make_grid(cats["models"]["model_id"].to_list(), listed, [None], [SPEED_CONTEXT_TOKENS], [1])
 
 
 def hardware_usd(hardware_prices: pl.DataFrame, rates: pl.DataFrame, day: date) -> pl.DataFrame:
@@ -134,7 +137,7 @@ def derive_date(
         "own_rent_api": api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
         "cost_at_speed": speed.cost_at_speed(
             cats["models"], estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], presets.MEASURED.name),
-            speed_grid(cats, offers, plan), method_params(presets.MEASURED.name, plan.input_per_output), prices),
+            speed_grid(cats, offers), method_params(presets.MEASURED.name, plan.input_per_output), prices),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)

@@ -10,42 +10,14 @@ import typer
 from flows import views
 from flows.cli.common import TOKENS, FormatOption, fail, gpu_names, open_read_only, resolve_name
 from flows.cli.output import Format, render
-from flows.derive import input_per_output, method_params
-from transforms import costs, estimator, presets, speed
+from flows.derive import SPEED_CONTEXT_TOKENS
+from transforms import presets
 
-COLUMNS = ("gpu", "tp", "streams", "user_tok_s", "ttft_s", "agg_tok_s", "usd_per_mtok", "usd_per_mtok_low",
-           "usd_per_mtok_high", "provider", "price_kind", "replica_pricing", "replica_usd_per_hr", "precision",
-           "input_tokens", "output_tokens")
 NOTE = ("Per GPU, the cheapest deployable live listing at each speed: $/M output tokens (prefill paid for) from one "
         "stream to memory's (or the engine's) limit, on every replica of the fewest GPUs that hold the model up to a "
         "node, only the points no faster point beats. user_tok_s and ttft_s are means (docs/estimator.md). api: the "
         "cheapest API price of the same requests per M output tokens (its output price plus the prompt tokens at its "
         "input price).")
-
-
-def frontier_rows(data: views.Day, model: str, names: list[str], precision: str | None, context: int,
-                  prompt: int | None, answer: int | None, price_kind: str) -> tuple[pl.DataFrame, dict | None]:
-    """(the frontier per GPU, the cheapest API for the same requests: provider and api_usd_per_mtok, or None)."""
-    params = method_params(presets.MEASURED.name, input_per_output())
-    gpus = estimator.apply_overlay(data.gpus, data.overlays, params.name)
-    priced_parts = data.offers["gpu"].drop_nulls().unique().to_list()
-    names = names or [g for g in gpus["name"].to_list() if g in set(priced_parts)]
-    grid = estimator.make_grid([model], names, [precision], [context], [1]).with_columns(
-        input_tokens=pl.lit(prompt, dtype=pl.Int64), output_tokens=pl.lit(answer, dtype=pl.Int64))
-    try:
-        points = speed.curves(data.models, gpus, grid, params)
-    except estimator.EstimatorError as exc:
-        raise fail(str(exc)) from None
-    prices = costs.replica_prices(data.offers, points["tp"].unique().to_list(), data.gpus).filter(
-        (pl.col("price_kind") == price_kind) & pl.col("deployable"))
-    cheapest = speed.priced(points, prices).sort("usd_per_mtok").group_by(["gpu", "tp", "streams"]).first()
-    out = speed.envelope(cheapest, ["gpu"]).select(COLUMNS)
-    api = data.api.filter(pl.col("model") == model)
-    if api.is_empty() or points.is_empty():
-        return out, None
-    row, ratio = api.row(0, named=True), points["input_tokens"][0] / points["output_tokens"][0]
-    return out, {"api_provider": row["api_provider"], "api_model_id": row["api_model_id"],
-                 "api_usd_per_mtok": row["usd_per_mtok_output"] + ratio * row["usd_per_mtok_input"]}
 
 
 def frontier(
@@ -54,7 +26,7 @@ def frontier(
                                                        "day).")] = None,
     precision: Annotated[str | None, typer.Option(help="bf16, fp8, int8, int4; default the model's native.")] = None,
     context: Annotated[int, typer.Option(help="Tokens of each request (split at the cost tables' prompt:answer mix "
-                                              "unless the lengths are given).", **TOKENS)] = 4096,
+                                              "unless the lengths are given).", **TOKENS)] = SPEED_CONTEXT_TOKENS,
     input_tokens: Annotated[int | None, typer.Option(help="Prompt tokens per request.", **TOKENS)] = None,
     output_tokens: Annotated[int | None, typer.Option(help="Answer tokens per request.", **TOKENS)] = None,
     price_kind: Annotated[str, typer.Option(help="on_demand, interruptible, reserved, ...")] = "on_demand",
@@ -81,7 +53,11 @@ def frontier(
     names = [resolve_name(g, gpu_names(data.gpus), "GPU") for g in gpu or []]
     if input_tokens is not None and output_tokens is not None:
         context = input_tokens + output_tokens
-    out, api = frontier_rows(data, model_id, names, chosen_precision, context, input_tokens, output_tokens, price_kind)
+    try:
+        out, api = views.frontier(data, model_id, names, chosen_precision, context, input_tokens, output_tokens,
+                                  price_kind)
+    except views.ViewError as exc:
+        raise fail(str(exc)) from None
     out = out.with_columns(api_provider=pl.lit(api and api["api_provider"]),
                            api_usd_per_mtok=pl.lit(api and api["api_usd_per_mtok"], dtype=pl.Float64))
     if fmt in (Format.table, Format.markdown):
