@@ -1,15 +1,14 @@
 """`gpuledger frontier`: what a million tokens costs at each speed per user, per GPU, beside the cheapest API."""
 
-from datetime import date
 from typing import Annotated
 
-import duckdb
 import polars as pl
 import typer
 
 from flows import views
-from flows.cli.common import TOKENS, FormatOption, fail, gpu_names, open_read_only, resolve_name
+from flows.cli.common import TOKENS, FormatOption, fail, gpu_names, resolve_name
 from flows.cli.output import Format, render
+from flows.cli.table import load_published
 from flows.derive import SPEED_CONTEXT_TOKENS
 from transforms import presets
 
@@ -38,17 +37,7 @@ def frontier(
         chosen_precision = presets.normalise_precision(precision) if precision else None
     except presets.ParamError as exc:
         raise fail(str(exc)) from None
-    try:
-        when = date.fromisoformat(day) if day else None
-    except ValueError:
-        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
-    con = open_read_only()
-    try:
-        data = views.load_day(con, when)
-    except (views.ViewError, duckdb.Error) as exc:
-        raise fail(str(exc)) from None
-    finally:
-        con.close()
+    data = load_published(day)
     model_id = resolve_name(model, {m.lower(): m for m in data.models["model_id"]}, "model")
     names = [resolve_name(g, gpu_names(data.gpus), "GPU") for g in gpu or []]
     if input_tokens is not None and output_tokens is not None:

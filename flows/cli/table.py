@@ -5,7 +5,6 @@ from datetime import date
 from enum import StrEnum
 from typing import Annotated
 
-import duckdb
 import polars as pl
 import typer
 
@@ -45,11 +44,19 @@ class Style(StrEnum):
     calculator = "calculator"
 
 
-def _load(con: duckdb.DuckDBPyConnection, day: date | None) -> views.Day:
+def load_published(day: str | None) -> views.Day:
+    """What the published day `--date` (YYYY-MM-DD; None: the latest) is built from, or the error saying why not."""
     try:
-        return views.load_day(con, day)
+        when = date.fromisoformat(day) if day else None
+    except ValueError:
+        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
+    con = open_read_only()
+    try:
+        return views.load_day(con, when)
     except views.ViewError as exc:
         raise fail(str(exc)) from None
+    finally:
+        con.close()
 
 
 def _currency(data: views.Day, code: str) -> tuple[float, str]:
@@ -208,15 +215,7 @@ def table(
 ) -> None:
     """A dated cost table for one model: a card per GPU (estimate) or every part ranked by $/M (calculator), with
     live prices."""
-    try:
-        when = date.fromisoformat(day) if day else None
-    except ValueError:
-        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
-    con = open_read_only()
-    try:
-        data = _load(con, when)
-    finally:
-        con.close()
+    data = load_published(day)
     model_id = resolve_name(model, {m.lower(): m for m in data.models["model_id"]}, "model")
     names = gpu_names(data.gpus)
     wanted = [resolve_name(g, names, "GPU") for g in gpu or []]
