@@ -46,6 +46,8 @@ class DerivePlan:
     ownership: costs.OwnershipParams = field(default_factory=costs.OwnershipParams)
     quality: gates.QualityRules = field(default_factory=gates.QualityRules)
     input_per_output: float = field(default_factory=input_per_output)
+    # the speed tier own_rent_api also compares at (the chat tier), beside its fixed numbers of streams
+    own_rent_api_tier: speed.Target = speed.CHAT
 
 
 def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
@@ -128,16 +130,21 @@ def derive_date(
     hardware = hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), day)
     own = costs.own_vs_rent(grid, hardware, cost, plan.ownership, cats["gpus"])
     api = cheapest_api(con, day, cats["models"], plan.input_per_output)
+    # at a speed: the measured method on the requests of speed_grid
+    measured = method_params(presets.MEASURED.name, plan.input_per_output)
+    measured_gpus, requests = estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], measured.name), speed_grid(cats, offers)
     frames = {
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),
         "cost_per_mtok": cost,
         "own_vs_rent": own,
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
-        "own_rent_api": api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
-        "cost_at_speed": speed.cost_at_speed(
-            cats["models"], estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], presets.MEASURED.name),
-            speed_grid(cats, offers), method_params(presets.MEASURED.name, plan.input_per_output), prices),
+        "own_rent_api": pl.concat([
+            api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
+            speed.own_rent_api_at(cats["models"], measured_gpus, requests, measured, plan.own_rent_api_tier, prices,
+                                  hardware, plan.ownership, cats["gpus"], api, plan.input_per_output),
+        ], how="diagonal_relaxed"),
+        "cost_at_speed": speed.cost_at_speed(cats["models"], measured_gpus, requests, measured, prices),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)

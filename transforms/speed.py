@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from transforms import estimator
+from transforms import api_prices, costs, estimator
 from transforms.presets import Params
 
 # Speed tiers (decode tokens/s per user) the nightly prices: reading pace to voice and agents.
@@ -233,3 +233,20 @@ def envelope(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     cheaper_faster = pl.col("usd_per_mtok").cum_min().shift(1).over(by)
     return fastest_first.filter(cheaper_faster.is_null() | (pl.col("usd_per_mtok") < cheaper_faster)).sort(
         *by, "user_tok_s")
+
+
+def own_rent_api_at(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params, target: Target,
+                    prices: pl.DataFrame, hardware_usd: pl.DataFrame, ownership: costs.OwnershipParams,
+                    catalogue: pl.DataFrame, api: pl.DataFrame, input_per_output: float) -> pl.DataFrame:
+    """own_rent_api at a speed tier: per model (grid row), each part that reaches the target answers on the replica
+    with the most tokens/s per GPU (`at_target`), rented at its cheapest listing and owned as own_vs_rent owns it,
+    against the cheapest API; the rows name the tier (`speed_tier`, `min_user_tok_s`, `max_ttft_s`). `gpus` as the
+    method's estimates see them, `catalogue` the GPU catalogue (which parts span hosts)."""
+    tier = {"speed_tier": pl.lit(target.label)}
+    answers = at_target(models, gpus, grid, params, target).filter(pl.col("reaches")).with_columns(**tier)
+    cost = costs.cost_per_mtok(answers, prices).with_columns(**tier)
+    own = costs.own_vs_rent(answers, hardware_usd, cost, ownership, catalogue).with_columns(**tier)
+    return api_prices.own_rent_api(cost, own, answers, api, input_per_output=input_per_output, method=params.name,
+                                   grain=("precision", "context_tokens", "speed_tier")).with_columns(
+        min_user_tok_s=pl.lit(target.min_user_tok_s, dtype=pl.Float64),
+        max_ttft_s=pl.lit(target.max_ttft_s, dtype=pl.Float64))

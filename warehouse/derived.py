@@ -22,7 +22,7 @@ KEYS = {
                       "price_kind", "replica_pricing", "method"),
     "own_vs_rent": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "method", "price_kind"),
     "price_index": ("snapshot_date", "gpu", "provider", "price_kind"),
-    "own_rent_api": ("snapshot_date", "model", "precision", "context_tokens", "streams", "method"),
+    "own_rent_api": ("snapshot_date", "model", "precision", "context_tokens", "streams", "speed_tier", "method"),
     "cost_at_speed": ("snapshot_date", "model", "gpu", "provider", "price_kind", "precision", "speed_tier"),
     "estimates": ("model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version"),
 }

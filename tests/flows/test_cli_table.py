@@ -291,3 +291,17 @@ def test_the_table_at_a_speed_target_prices_only_the_parts_that_reach_it():
 def test_a_speed_target_belongs_to_the_measured_calculator_view():
     out = gpuledger("table", "--model", "llama-3.3-70b", "--style", "estimate", "--min-user-tok-s", "35", code=1)
     assert "measured method's" in out
+
+
+@pytest.mark.usefixtures("published")
+def test_own_rent_api_also_compares_at_the_chat_tier_and_says_so():
+    (row,) = rows("select * from own_rent_api where model = 'llama-3.3-70b' and speed_tier is not null")
+    assert (row["speed_tier"], row["min_user_tok_s"], row["max_ttft_s"], row["streams"]) == ("35", 35.0, 2.0, None)
+    # the rented replica is the answer `estimate` gives at the same promise and requests, priced by the hour
+    answer = pl.read_csv(gpuledger("estimate", "--model", "llama-3.3-70b", "--gpu", row["rent_gpu"], "--context",
+                                   str(row["context_tokens"]), "--precision", row["precision"], "--min-user-tok-s",
+                                   "35", "--max-ttft-s", "2", "-f", "csv").encode()).row(0, named=True)
+    assert answer["tp"] == row["rent_tp"] and answer["user_tok_s"] >= 35 and answer["ttft_s"] <= 2
+    hourly = row["rent_replica_usd_per_hr"] * 1e6 / (answer["agg_tok_s"] * 3600)
+    assert row["rent_usd_per_mtok"] == pytest.approx(hourly, rel=1e-3)
+    assert row["api_usd_per_mtok_output"] is not None and row["own_gpu"]

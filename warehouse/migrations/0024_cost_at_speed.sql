@@ -31,3 +31,11 @@ CREATE TABLE cost_at_speed (
     estimator_version     VARCHAR NOT NULL,
     quality               VARCHAR
 );
+
+-- own_rent_api also compares at a speed tier (the plan's, default the chat tier: 35 tokens/s per user, first token
+-- within 2 s): those rows name it and leave `streams` empty (each part runs the most streams that keep the promise);
+-- the rows at a fixed number of streams leave the tier empty.
+ALTER TABLE own_rent_api ADD COLUMN speed_tier VARCHAR;
+ALTER TABLE own_rent_api ADD COLUMN min_user_tok_s DOUBLE;
+ALTER TABLE own_rent_api ADD COLUMN max_ttft_s DOUBLE;
+ALTER TABLE own_rent_api ALTER COLUMN streams DROP NOT NULL;
