@@ -115,3 +115,28 @@ def test_a_tighter_target_never_buys_more_tokens_per_gpu(question, speed_tok_s, 
             assert tight is None
         elif tight is not None:
             assert tight <= looser * (1 + SLACK)
+
+
+def offers(gpu: str, tp: int, usd_per_hr: float, deployable: bool = True) -> pl.DataFrame:
+    return pl.DataFrame({"snapshot_date": [None], "gpu": [gpu], "tp": [tp], "provider": ["vastai"],
+                         "price_kind": ["on_demand"], "replica_pricing": ["one_listing"],
+                         "replica_usd_per_hr": [usd_per_hr], "offer_ids": ["1"], "deployable": [deployable],
+                         "not_deployable_reason": [None]}, schema_overrides={"snapshot_date": pl.Date})
+
+
+def test_a_part_that_cannot_reach_a_target_is_never_priced():
+    g = grid("llama-3.3-70b", "A100 SXM4 80GB", "bf16", 2000, 500, 2)
+    slow, fast = (speed.at_target(MODELS, GPUS, g, MEASURED, speed.Target(s, 2)) for s in (5, 500))
+    assert slow["reaches"][0] and not fast["reaches"][0]
+    price = offers("A100 SXM4 80GB", 2, 3.0)
+    assert speed.priced(slow, price).height == 1 and speed.priced(fast, price).is_empty()
+    assert speed.cost_at_speed(MODELS, GPUS, g, MEASURED, price, (speed.Target(500, 2),)).is_empty()
+    assert speed.cost_at_speed(MODELS, GPUS, g, MEASURED, offers("A100 SXM4 80GB", 2, 3.0, deployable=False),
+                               (speed.Target(5, 2),)).is_empty()  # a replica the listings could only fake
+
+
+def test_the_frontier_keeps_only_points_no_faster_point_beats():
+    points = pl.DataFrame({"gpu": ["a"] * 4, "user_tok_s": [10.0, 20.0, 30.0, 40.0],
+                           "usd_per_mtok": [1.0, 3.0, 2.0, 5.0]})
+    kept = speed.envelope(points, ["gpu"])
+    assert kept["user_tok_s"].to_list() == [10.0, 30.0, 40.0]  # 20 tok/s at $3 loses to 30 tok/s at $2
