@@ -155,8 +155,8 @@ def mlperf_precision(row: dict) -> tuple[str, str]:
         return "fp8", "not declared; the NVIDIA TRT-LLM and AMD harnesses of these rounds run FP8"
     if declared == "fp16" and row["version"] == "v4.1" and nvidia:
         return "fp8", "declared fp16, but v4.1 NVIDIA configs enable FP8"
-    mapping = {"fp16": "bf16", "fp8": "fp8", "fp8-e4m3": "fp8", "fp4": "int4", "mxfp4": "int4", "int8": "int8",
-               "int4": "int4", "uint4": "int4"}
+    mapping = {"fp16": "bf16", "fp8": "fp8", "fp8-e4m3": "fp8", "fp4": "int4", "int8": "int8", "int4": "int4",
+               "uint4": "int4", "mxfp4": "int4", "nvfp4": "int4"}
     return mapping[declared], "declared"
 
 

@@ -8,12 +8,27 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from transforms import aggregate, api_prices, costs, engines, estimator, fx, model_bounds, presets, trends
+from transforms import (
+    aggregate,
+    api_prices,
+    costs,
+    engines,
+    estimator,
+    fx,
+    model_bounds,
+    presets,
+    speed,
+    trends,
+)
 from transforms import quality as gates
 from warehouse import config, derived, estimates, queries
 
 log = logging.getLogger("gpuledger.derive")
-EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
+# The requests cost_at_speed, the frontier and the model pages' chart price: a chat turn's length (3,072 in + 1,024 out
+# at the default 3:1 mix).
+SPEED_CONTEXT_TOKENS = 4096
+EXPORTED = ("offers", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api",
+            "cost_at_speed")
 
 
 def made_by(quality: str | None = None) -> dict[str, str]:
@@ -46,6 +61,8 @@ class DerivePlan:
     ownership: costs.OwnershipParams = field(default_factory=costs.OwnershipParams)
     quality: gates.QualityRules = field(default_factory=gates.QualityRules)
     input_per_output: float = field(default_factory=input_per_output)
+    # the speed tier own_rent_api also compares at (the chat tier), beside its fixed numbers of streams
+    own_rent_api_tier: speed.Target = speed.CHAT
 
 
 def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
@@ -73,6 +90,13 @@ def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFra
         frames.append(estimator.estimate(cats["models"], gpus, grid, method_params(name, plan.input_per_output)).filter(
             pl.col("tp").is_not_null()))
     return pl.concat(frames, how="vertical_relaxed")
+
+
+def speed_grid(cats: dict[str, pl.DataFrame], offers: pl.DataFrame) -> pl.DataFrame:
+    """The requests cost_at_speed prices: every model on every part listed that day, at the model's native precision
+    and SPEED_CONTEXT_TOKENS (split at the plan's prompt:answer mix)."""
+    listed = offers["gpu"].drop_nulls().unique().sort().to_list()
+    return estimator.make_grid(cats["models"]["model_id"].to_list(), listed, [None], [SPEED_CONTEXT_TOKENS], [1])
 
 
 def hardware_usd(hardware_prices: pl.DataFrame, rates: pl.DataFrame, day: date) -> pl.DataFrame:
@@ -119,18 +143,29 @@ def derive_date(
     grid = estimate_grid(cats, plan)
     if not estimates.stored_and_current(con, grid):  # estimates do not depend on the date
         estimates.replace_estimates(con, grid)
-    prices = costs.replica_prices(offers, grid["tp"].drop_nulls().unique().to_list(), cats["gpus"])
+    # the estimates' replicas, and every power of two up to them or a node: cost_at_speed widens replicas for speed
+    widest = max(grid["tp"].max() or 1, presets.MEASURED.node_gpus)
+    tps = {*grid["tp"].drop_nulls().unique().to_list(), *(1 << k for k in range(widest.bit_length()))}
+    prices = costs.replica_prices(offers, sorted(tps), cats["gpus"])
     cost = costs.cost_per_mtok(grid, prices)
     hardware = hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), day)
     own = costs.own_vs_rent(grid, hardware, cost, plan.ownership, cats["gpus"])
     api = cheapest_api(con, day, cats["models"], plan.input_per_output)
+    # at a speed: the measured method on the requests of speed_grid
+    measured = method_params(presets.MEASURED.name, plan.input_per_output)
+    measured_gpus, requests = estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], measured.name), speed_grid(cats, offers)
     frames = {
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),
         "cost_per_mtok": cost,
         "own_vs_rent": own,
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
-        "own_rent_api": api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
+        "own_rent_api": pl.concat([
+            api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
+            speed.own_rent_api_at(cats["models"], measured_gpus, requests, measured, plan.own_rent_api_tier, prices,
+                                  hardware, plan.ownership, cats["gpus"], api, plan.input_per_output),
+        ], how="diagonal_relaxed"),
+        "cost_at_speed": speed.cost_at_speed(cats["models"], measured_gpus, requests, measured, prices),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)

@@ -24,6 +24,7 @@ import jinja2
 import polars as pl
 
 from flows import views
+from flows.derive import SPEED_CONTEXT_TOKENS
 from scrapers.sources import PROVIDERS
 from transforms import display, engines, estimator, presets
 from transforms import report as pages
@@ -188,11 +189,19 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
         }
     ceiling = views.estimate_cards(data, model, METHOD, [], None, presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREAMS)
     price_lines = pages.api_price_lines(data.api, model)  # shown above the cards
+    curve, api = views.frontier(data, model, [], None, SPEED_CONTEXT_TOKENS, None, None)
+    tiers = con.sql(
+        "select speed_tier, min_user_tok_s, max_ttft_s, gpu, tp, provider, streams, user_tok_s, ttft_s, usd_per_mtok "
+        "from cost_at_speed where snapshot_date = ? and model = ? and price_kind = 'on_demand' "
+        "qualify row_number() over (partition by speed_tier order by usd_per_mtok, gpu, provider) = 1 "
+        "order by min_user_tok_s nulls first", params=[data.day, model]).pl()
     default = DEFAULT_SETTING if DEFAULT_SETTING in frames else next(iter(frames))
     return {
         "model": card,
         "estimate_cards": _records(ceiling),
         "price_lines": price_lines,
+        "tiers": _records(tiers),
+        "frontier_api": api,
         "data": {
             "settings": [{"key": _key(st), "precision": st[0], "context": st[1], "streams": st[2],
                           **views.request(calc.estimates)} for st, calc in frames.items()],
@@ -201,6 +210,7 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
             "pricing": pages.PRICING_TEXT,
             "ownership": pages.ownership_terms(own),
             "views": entries,
+            "frontier": {"points": _column_lists(curve), "api": api},
         },
     }
 

@@ -8,7 +8,7 @@ import duckdb
 import polars as pl
 
 from flows.derive import cheapest_api, hardware_usd, input_per_output, method_params
-from transforms import costs, deployability, engines, estimator, presets, tables
+from transforms import costs, deployability, engines, estimator, presets, speed, tables
 from warehouse import queries
 
 
@@ -117,3 +117,64 @@ def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str
                                                         tables.calculator_cards(table, one, replicas),
                                                         tables.deployment_note(table, at, replicas, capacity))
     return out
+
+
+SPEED_COLUMNS = ["streams", "user_tok_s", "ttft_s", "stopped_by"]
+
+
+def calculator_at_target(data: Day, model: str, names: list[str], precision: str, context: int, target: speed.Target,
+                         price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD,
+                         ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Page 001's table at a speed target: (the answers, the table of the parts that reach it, priced like the
+    calculator's and showing streams, user_tok_s, ttft_s and what stopped them; the parts that cannot reach it,
+    with their best: never priced)."""
+    names = names or data.gpus["name"].to_list()
+    gpus = estimator.apply_overlay(data.gpus, data.overlays, method)
+    try:
+        answers = speed.at_target(data.models, gpus, estimator.make_grid([model], names, [precision], [context], [1]),
+                                  method_params(method, input_per_output()), target)
+    except (estimator.EstimatorError, presets.ParamError) as exc:
+        raise ViewError(str(exc)) from None
+    reached = answers.filter(pl.col("reaches"))
+    replicas = tables.cheapest_replicas(
+        costs.replica_prices(data.offers, reached["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
+    table = tables.calculator_view(reached, data.gpus, replicas, deployability.capacity(data.offers, data.gpus))
+    table = table.join(reached.select("gpu", *SPEED_COLUMNS), on="gpu", how="left", maintain_order="left")
+    table = table.select(*table.columns[:4], *SPEED_COLUMNS, *(c for c in table.columns[4:] if c not in SPEED_COLUMNS))
+    # a part the method cannot estimate (no speed figure) is neither reached nor missed: left out
+    unreached = answers.filter(~pl.col("reaches") & pl.col("user_tok_s").is_not_null()).sort("user_tok_s", descending=True).select(
+        "gpu", "tp", "precision", "user_tok_s", "ttft_s")
+    return answers, table, unreached
+
+
+FRONTIER_COLUMNS = ("gpu", "tp", "streams", "user_tok_s", "ttft_s", "agg_tok_s", "usd_per_mtok", "usd_per_mtok_low",
+                    "usd_per_mtok_high", "provider", "price_kind", "replica_pricing", "replica_usd_per_hr", "precision",
+                    "input_tokens", "output_tokens")
+
+
+def frontier(data: Day, model: str, names: list[str], precision: str | None, context: int, prompt: int | None,
+             answer: int | None, price_kind: str = "on_demand") -> tuple[pl.DataFrame, dict | None]:
+    """`gpuledger frontier` and the model pages' chart: per GPU listed that day (or each named), $/M against tokens/s
+    per user from one stream to the memory limit on every replica up to a node, at its cheapest deployable listing
+    of the price kind, the envelope only; and the cheapest API for the same requests (provider, model id and
+    api_usd_per_mtok: its output price plus the prompts at its input price, per M output tokens), or None."""
+    params = method_params(presets.MEASURED.name, input_per_output())
+    gpus = estimator.apply_overlay(data.gpus, data.overlays, params.name)
+    priced_parts = data.offers["gpu"].drop_nulls().unique().to_list()
+    names = names or [g for g in gpus["name"].to_list() if g in set(priced_parts)]
+    grid = estimator.make_grid([model], names, [precision], [context], [1]).with_columns(
+        input_tokens=pl.lit(prompt, dtype=pl.Int64), output_tokens=pl.lit(answer, dtype=pl.Int64))
+    try:
+        points = speed.curves(data.models, gpus, grid, params)
+    except estimator.EstimatorError as exc:
+        raise ViewError(str(exc)) from None
+    prices = costs.replica_prices(data.offers, points["tp"].unique().to_list(), data.gpus).filter(
+        (pl.col("price_kind") == price_kind) & pl.col("deployable"))
+    cheapest = speed.priced(points, prices).sort("usd_per_mtok").group_by(["gpu", "tp", "streams"]).first()
+    out = speed.envelope(cheapest, ["gpu"]).select(FRONTIER_COLUMNS)
+    api = data.api.filter(pl.col("model") == model)
+    if api.is_empty() or points.is_empty():
+        return out, None
+    row, ratio = api.row(0, named=True), points["input_tokens"][0] / points["output_tokens"][0]
+    return out, {"api_provider": row["api_provider"], "api_model_id": row["api_model_id"],
+                 "api_usd_per_mtok": row["usd_per_mtok_output"] + ratio * row["usd_per_mtok_input"]}

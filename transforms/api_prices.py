@@ -104,8 +104,12 @@ def _mix(input_per_output: float) -> tuple[pl.Expr, pl.Expr]:
 def own_rent_api(
     costs: pl.DataFrame, own: pl.DataFrame, estimates: pl.DataFrame, api: pl.DataFrame, *,
     input_per_output: float = DEFAULT_INPUT_PER_OUTPUT, method: str = DEFAULT_COST_METHOD,
+    grain: tuple[str, ...] = ("precision", "context_tokens", "streams"),
 ) -> pl.DataFrame:
     """Per model and setting: the cheapest rented replica, the cheapest owned configuration and the cheapest API.
+
+    A setting is the `grain`'s columns and the method: a number of streams, or a speed tier (`speed_tier`, each part
+    at the streams that keep its promise: transforms/speed.own_rent_api_at).
 
     Rented and owned replicas are deployable ones only (docs/deployability.md); where a side has none, its
     `*_not_deployable_reason` gives the reason of the cheapest replica the listings or prices could only fake.
@@ -116,8 +120,8 @@ def own_rent_api(
     exceeds what it can serve.
     `api` is cheapest_api's frame with api_provider, fetched_at and run_id.
     """
-    keys = ["snapshot_date", "model", "precision", "context_tokens", "streams", "method"]
-    setting = ["model", "gpu", "precision", "context_tokens", "streams", "method"]
+    keys = ["snapshot_date", "model", *grain, "method"]
+    setting = ["model", "gpu", *grain, "method"]
     ratio, seconds = _mix(input_per_output)
     rates = estimates.select(*setting, ratio.alias("input_per_output"),
                              ((ratio + 1) / seconds).alias("_mix_tok_s"))  # tokens a second at the blend

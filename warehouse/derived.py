@@ -12,7 +12,8 @@ from warehouse.db import transaction
 if TYPE_CHECKING:  # polars loads with the first frame: `gpuledger status` reads BY_DATE without it
     import polars as pl
 
-BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
+BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api",
+           "cost_at_speed")
 # Each derived table's key, checked before a replacement (the tables carry no index: see migration 0006).
 KEYS = {
     "daily_prices": ("snapshot_date", "provider", "gpu", "gpu_count", "price_kind", "tier"),
@@ -21,7 +22,8 @@ KEYS = {
                       "price_kind", "replica_pricing", "method"),
     "own_vs_rent": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "method", "price_kind"),
     "price_index": ("snapshot_date", "gpu", "provider", "price_kind"),
-    "own_rent_api": ("snapshot_date", "model", "precision", "context_tokens", "streams", "method"),
+    "own_rent_api": ("snapshot_date", "model", "precision", "context_tokens", "streams", "speed_tier", "method"),
+    "cost_at_speed": ("snapshot_date", "model", "gpu", "provider", "price_kind", "precision", "speed_tier"),
     "estimates": ("model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version"),
 }
 

@@ -76,6 +76,8 @@ lazy_command("estimate", "flows.cli.estimate:estimate", "Throughput of one model
              "sizing, memory, decode, prefill and power.")
 lazy_command("table", "flows.cli.table:table", "A dated cost table for one model: a card per GPU (estimate) or "
              "every part ranked by $/M (calculator), with live prices.")
+lazy_command("frontier", "flows.cli.frontier:frontier", "$/M tokens against tokens/s per user, per GPU at its "
+             "cheapest deployable live listing, beside the cheapest API.")
 app.command()(pipeline_commands.status)
 app.command("export")(pipeline_commands.export_cmd)
 app.command()(pipeline_commands.nightly)

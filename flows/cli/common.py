@@ -27,6 +27,26 @@ FormatOption = Annotated[Format, typer.Option("--format", "-f", help="Output for
 TOKENS = {"min": 1, "max": 10_000_000}  # tokens of context, prompt or answer
 STREAMS = {"min": 1, "max": 100_000}
 GPUS = {"min": 1, "max": 4096}
+
+
+def within(low: float, high: float, *, above: bool = False):
+    """A float option's callback: a finite number from low (above it when `above`) to high. NaN and infinity,
+    which pass click's own range checks, are refused too."""
+    def check(value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and (value > low if above else value >= low)
+                                      and value <= high):
+            raise typer.BadParameter(f"{value:g} is not {'above' if above else 'at least'} {low:g} and at most {high:g}")
+        return value
+    return check
+
+
+# A speed target (estimate, table): what each user is promised; the answer runs the most streams that keep it.
+MIN_USER_TOK_S = typer.Option("--min-user-tok-s", callback=within(0, 1e6, above=True),
+                              help="Measured method: each user decodes at least this many tokens/s (a mean); the "
+                                   "answer runs the most streams, on the replica up to a node with the most "
+                                   "tokens/s per GPU, that keep it and --max-ttft-s.")
+MAX_TTFT_S = typer.Option("--max-ttft-s", callback=within(0, 1e6, above=True),
+                          help="Measured method: the mean time to the first token is at most this many seconds.")
 DAYS = {"min": 1, "max": 36_500}
 
 
@@ -45,17 +65,6 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
     err().print(f"[red]error:[/red] {escape(terminal_text(message))}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
-
-
-def within(low: float, high: float, *, above: bool = False):
-    """A float option's callback: a finite number from low (above it when `above`) to high. NaN and infinity,
-    which pass click's own range checks, are refused too."""
-    def check(value: float | None) -> float | None:
-        if value is not None and not (math.isfinite(value) and (value > low if above else value >= low)
-                                      and value <= high):
-            raise typer.BadParameter(f"{value:g} is not {'above' if above else 'at least'} {low:g} and at most {high:g}")
-        return value
-    return check
 
 
 def open_read_only() -> duckdb.DuckDBPyConnection:

@@ -6,9 +6,19 @@ import duckdb
 import polars as pl
 import typer
 
-from flows.cli.common import GPUS, STREAMS, TOKENS, fail, gpu_names, open_read_only, resolve_name
+from flows.cli.common import (
+    GPUS,
+    MAX_TTFT_S,
+    MIN_USER_TOK_S,
+    STREAMS,
+    TOKENS,
+    fail,
+    gpu_names,
+    open_read_only,
+    resolve_name,
+)
 from flows.cli.output import Format, render
-from transforms import display, engines, estimator, presets
+from transforms import display, engines, estimator, presets, speed
 
 LEAD_COLUMNS = (
     "gpu", "precision", "tp", "memory_used_pct", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
@@ -18,6 +28,11 @@ TAIL_COLUMNS = (
     "agg_tok_s_low", "agg_tok_s_high", "multi_node", "bound", "uncertain", "fp4_estimated", "context_tokens", "input_tokens", "output_tokens", "streams",
     "method", "engine", "estimator_version",
 )
+SPEED_COLUMNS = ("user_tok_s", "ttft_s")  # the measured method's: what each user sees
+TARGET_COLUMNS = ("reaches", "stopped_by")
+SPEED_NOTE = ("user_tok_s: the mean decode tokens/s each user sees (other requests' prefills included); ttft_s: the "
+              "mean seconds to the first token (the wait for the running step, then the prompt's prefill pass). "
+              "Means, not percentiles.")
 BAND_NOTE = ("agg_tok_s_low/high: the measured method's band, the p10-p90 of estimate/measured on benchmarks the "
              "fit did not see (docs/calibration.md).")
 
@@ -97,6 +112,8 @@ def estimate(
     engine: Annotated[str | None, typer.Option(help="Serving engine the measured method models: trtllm (TensorRT-LLM, "
                                                "the default), sglang or vllm.")] = None,
     assignments: Annotated[list[str] | None, typer.Option("--set", help="Override a parameter: NAME=VALUE (repeat).")] = None,
+    min_user_tok_s: Annotated[float | None, MIN_USER_TOK_S] = None,
+    max_ttft_s: Annotated[float | None, MAX_TTFT_S] = None,
     show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu, at every "
                                                              "other option given.")] = False,
     show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters (with --set) and exit.")] = False,
@@ -112,7 +129,7 @@ def estimate(
     if show_params:
         _list_params(params, fmt, model=model, gpu=gpu, precision=precision, context=context, streams=streams, tp=tp,
                      input_tokens=input_tokens, output_tokens=output_tokens, curve=show_curve or None,
-                     max_load=max_load or None)
+                     max_load=max_load or None, min_user_tok_s=min_user_tok_s, max_ttft_s=max_ttft_s)
         return
     if model is None:
         raise fail("--model is required (see `gpuledger models`)")
@@ -123,6 +140,12 @@ def estimate(
     tokens = _request_tokens(context, input_tokens, output_tokens)
     _check_context(frames["models"], model_id, tokens)
     lengths = _lengths(params, input_tokens, output_tokens)
+    target = speed.Target(min_user_tok_s, max_ttft_s)
+    if not target.none:
+        if not params.serving_model:
+            raise fail(f"--min-user-tok-s/--max-ttft-s are the measured method's: {params.name} models no requests")
+        if show_curve or max_load or streams is not None:
+            raise fail("a speed target chooses the streams itself: leave out --streams, --max-load and --curve")
     try:
         if show_curve:
             if len(chosen_gpus) != 1:
@@ -138,28 +161,39 @@ def estimate(
             raise fail("--max-load chooses the streams itself: give it or --streams, not both")
         streams = presets.DEFAULT_STREAMS if streams is None else streams
         grid = estimator.make_grid([model_id], chosen_gpus or gpus["name"].to_list(), [chosen_precision], [tokens],
-                                   [None if max_load else streams])
-        out = estimator.estimate(frames["models"], gpus, grid.with_columns(tp=pl.lit(tp, dtype=pl.Int64), **lengths),
-                                 params)
+                                   [None if max_load else streams]).with_columns(tp=pl.lit(tp, dtype=pl.Int64), **lengths)
+        out = estimator.estimate(frames["models"], gpus, grid, params)
         left_out = _unheld(out, gpus, tp, named=bool(chosen_gpus))
+        if not target.none:
+            out = speed.at_target(frames["models"], gpus, grid.filter(~pl.col("gpu").is_in(left_out)), params, target)
     except estimator.EstimatorError as exc:
         raise fail(str(exc)) from None
+    if target.none:
+        out = speed.with_speed(out).with_columns(pl.lit(None, dtype=pl.Boolean).alias(c) if c == "reaches" else
+                                                 pl.lit(None, dtype=pl.String).alias(c) for c in TARGET_COLUMNS)
     out = out.filter(~pl.col("gpu").is_in(left_out))
     if not chosen_gpus:
-        out = out.sort("agg_tok_s", descending=True, nulls_last=True)
-    out = out.select(*LEAD_COLUMNS, *TAIL_COLUMNS)
+        out = out.sort(*(["reaches"] if not target.none else []), "agg_tok_s", descending=True, nulls_last=True)
+    shown_speed = (*SPEED_COLUMNS, *(TARGET_COLUMNS if not target.none else ())) if params.serving_model else ()
+    out = out.select(*LEAD_COLUMNS, *shown_speed, *TAIL_COLUMNS)
     if fmt in (Format.table, Format.markdown):
         notes = ["~: the FP4 figure is estimated. uncertain: an input spec is uncertain, or was inferred from a "
                  "published estimate's figures rather than a datasheet."]
         notes += [BAND_NOTE] if params.band_ratio_low else []
+        notes += [SPEED_NOTE] if params.serving_model else []
+        if not target.none:
+            notes.append(f"target {_target_text(target)}: the most streams that meet it; reaches false: the part "
+                         "cannot at one stream on any replica up to a node, its best (one stream) shown")
         if left_out:
             named = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
             notes.append(f"TP {tp} cannot hold {model_id} on {len(left_out)} part(s), left out: {named}")
         render(
-            display.labels(out, params).drop("fp4_estimated", "method", "engine", "estimator_version", "context_tokens",
-                                             *([] if max_load else ["streams"])),
+            display.labels(out, params).with_columns(pl.col(SPEED_COLUMNS).round(2) if shown_speed else []).drop(
+                "fp4_estimated", "method", "engine", "estimator_version", "context_tokens",
+                *([] if max_load or not target.none else ["streams"])),
             fmt,
-            title=f"{model_id}, {params.name}: {_request(out)} x {'max-load' if max_load else streams} streams"
+            title=f"{model_id}, {params.name}: {_request(out)} "
+                  f"{f'at {_target_text(target)}' if not target.none else 'x max-load streams' if max_load else f'x {streams} streams'}"
                   f"{_engine(params)} (estimator {estimator.ESTIMATOR_VERSION})",
             caption="\n".join(notes),
         )
@@ -170,6 +204,12 @@ def estimate(
 def _engine(params: presets.Params) -> str:
     """The serving engine an answer models, named even at the default (the reference methods model none)."""
     return f" served by {engines.ENGINES[params.engine]}" if params.serving_model else ""
+
+
+def _target_text(target: speed.Target) -> str:
+    parts = [f">= {target.min_user_tok_s:g} tok/s per user" if target.min_user_tok_s else "",
+             f"first token <= {target.max_ttft_s:g} s" if target.max_ttft_s else ""]
+    return ", ".join(p for p in parts if p)
 
 
 def _unheld(out: pl.DataFrame, gpus: pl.DataFrame, tp: int | None, *, named: bool) -> list[str]:

@@ -5,12 +5,13 @@ from datetime import date
 from enum import StrEnum
 from typing import Annotated
 
-import duckdb
 import polars as pl
 import typer
 
 from flows import views
 from flows.cli.common import (
+    MAX_TTFT_S,
+    MIN_USER_TOK_S,
     STREAMS,
     TOKENS,
     FormatOption,
@@ -21,7 +22,7 @@ from flows.cli.common import (
     within,
 )
 from flows.cli.output import Format, render
-from transforms import api_prices, display, engines, estimator, fx, presets, tables
+from transforms import api_prices, display, engines, estimator, fx, presets, speed, tables
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
 HEADERS = {
@@ -43,11 +44,19 @@ class Style(StrEnum):
     calculator = "calculator"
 
 
-def _load(con: duckdb.DuckDBPyConnection, day: date | None) -> views.Day:
+def load_published(day: str | None) -> views.Day:
+    """What the published day `--date` (YYYY-MM-DD; None: the latest) is built from, or the error saying why not."""
     try:
-        return views.load_day(con, day)
+        when = date.fromisoformat(day) if day else None
+    except ValueError:
+        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
+    con = open_read_only()
+    try:
+        return views.load_day(con, when)
     except views.ViewError as exc:
         raise fail(str(exc)) from None
+    finally:
+        con.close()
 
 
 def _currency(data: views.Day, code: str) -> tuple[float, str]:
@@ -202,19 +211,13 @@ def table(
     target_tok_s: Annotated[float | None, typer.Option(callback=within(0, 1e12, above=True),
                                                        help="Size every GPU for this many tokens/s (calculator).")] = None,
     currency: Annotated[str, typer.Option(help="Show money in this currency, at the date's rate.")] = "USD",
+    min_user_tok_s: Annotated[float | None, MIN_USER_TOK_S] = None,
+    max_ttft_s: Annotated[float | None, MAX_TTFT_S] = None,
     fmt: FormatOption = Format.table,
 ) -> None:
     """A dated cost table for one model: a card per GPU (estimate) or every part ranked by $/M (calculator), with
     live prices."""
-    try:
-        when = date.fromisoformat(day) if day else None
-    except ValueError:
-        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
-    con = open_read_only()
-    try:
-        data = _load(con, when)
-    finally:
-        con.close()
+    data = load_published(day)
     model_id = resolve_name(model, {m.lower(): m for m in data.models["model_id"]}, "model")
     names = gpu_names(data.gpus)
     wanted = [resolve_name(g, names, "GPU") for g in gpu or []]
@@ -228,6 +231,14 @@ def table(
         raise fail(f"unknown method {method!r}: use one of {', '.join(presets.PRESETS)}")
     if engine is not None and not presets.preset(method).serving_model:
         raise fail(f"--engine names the serving engine of the measured method; {method} models none")
+    target = speed.Target(min_user_tok_s, max_ttft_s)
+    if not target.none:
+        if style is not Style.calculator or method != presets.MEASURED.name or fleet or target_tok_s:
+            raise fail("a speed target (--min-user-tok-s, --max-ttft-s) is the measured method's, in the calculator "
+                       "view, without --fleet or --target-tok-s")
+        _at_target(data, model_id, wanted, precision or "int4", context, target, price_kind, currency, rate, fmt,
+                   header, [n for n in (api_note, fx_note, PRICING_NOTE, _method_note(method)) if n])
+        return
     if style is Style.estimate:
         raw, labelled = _estimate_style(data, model_id, method, wanted, precision, context, streams, currency, rate,
                                         engine)
@@ -244,6 +255,27 @@ def table(
     notes = [n for n in (missing and f"{missing} ({data.day})", api_note, fx_note, PRICING_NOTE,
                          _method_note(method, engine)) if n]
     _emit(frames, _labelled_calculator(frames, currency), fmt, f"{header}; {settings}", notes)
+
+
+def _at_target(data: views.Day, model: str, wanted: list[str], precision: str, context: int, target: speed.Target,
+               price_kind: str, code: str, rate: float, fmt: Format, header: str, notes: list[str]) -> None:
+    """The calculator view at a speed target: the parts that reach it priced, the others with their best."""
+    try:
+        answers, table, unreached = views.calculator_at_target(data, model, wanted, precision, context, target,
+                                                               price_kind)
+    except views.ViewError as exc:
+        raise fail(str(exc)) from None
+    frames = {"table": _convert(table, rate, code)}
+    if unreached.height:
+        frames["Cannot reach the target (best at one stream, not priced)"] = unreached
+    promise = ", ".join(p for p in (target.min_user_tok_s and f">= {target.min_user_tok_s:g} tok/s per user",
+                                    target.max_ttft_s and f"first token <= {target.max_ttft_s:g} s") if p)
+    asked = views.request(answers)
+    requests = f" (requests of {asked['input_tokens']:,} in + {asked['output_tokens']:,} out)" if asked else ""
+    notes = [*notes, "user_tok_s and ttft_s are means; streams: the most that keep the promise (stopped_by: target, "
+             "memory or the engine's batch limit)"]
+    _emit(frames, _labelled_calculator(frames, code), fmt,
+          f"{header}; {precision.upper()}, {context:,} tokens{requests} at {promise}, {price_kind} prices", notes)
 
 
 def _method_note(method: str, engine: str | None = None) -> str:

@@ -262,3 +262,34 @@ def test_every_answer_names_the_engine_it_models_and_engine_takes_the_three_name
     assert "use one of trtllm, sglang, vllm" in message("estimate", "--model", "llama-3.1-8b", "--engine", "tgi")
     assert "calculator models none" in message("estimate", "--model", "llama-3.1-8b", "--method", "calculator",
                                                "--engine", "vllm")
+
+
+LLAMA_B200 = ("--model", "llama-3.3-70b", "--gpu", "B200 SXM", "--precision", "fp8", "--input-tokens", "2000",
+              "--output-tokens", "500")
+
+
+def test_every_measured_estimate_says_what_each_user_sees():
+    row = rows(invoke("estimate", *LLAMA_B200, "--tp", "2", "-f", "csv").output)["B200 SXM"]
+    assert float(row["user_tok_s"]) < float(row["per_stream_tok_s"])  # 32 streams: others' prefills stall decode
+    assert 0 < float(row["ttft_s"]) < 2
+
+
+def test_a_speed_target_runs_the_most_streams_that_meet_it():
+    slow, fast = (rows(invoke("estimate", *LLAMA_B200, "--tp", "2", "--min-user-tok-s", speed, "--max-ttft-s", "2",
+                              "-f", "csv").output)["B200 SXM"] for speed in ("35", "70"))
+    for row, speed in ((slow, 35), (fast, 70)):
+        assert row["reaches"] == "true" and float(row["user_tok_s"]) >= speed and float(row["ttft_s"]) <= 2
+    assert int(fast["streams"]) < int(slow["streams"]) and float(fast["agg_tok_s"]) < float(slow["agg_tok_s"])
+
+
+def test_a_part_that_cannot_reach_the_target_shows_its_best():
+    out = invoke("estimate", "--model", "llama-3.3-70b", "--gpu", "GeForce RTX 4090 24GB", "--min-user-tok-s", "500",
+                 "-f", "csv").output
+    row = rows(out)["GeForce RTX 4090 24GB"]
+    assert row["reaches"] == "false" and row["streams"] == "1" and float(row["user_tok_s"]) < 500
+
+
+def test_a_speed_target_chooses_the_streams_itself():
+    assert "chooses the streams itself" in message("estimate", *LLAMA_B200, "--streams", "8", "--min-user-tok-s", "30")
+    assert "models no requests" in message("estimate", "--model", "llama-3.3-70b", "--method", "calculator",
+                                           "--max-ttft-s", "1")

@@ -188,8 +188,15 @@ ANSWERED = """select a.model, a.precision, a.rent_gpu, a.rent_tp, c.deployable, 
 @pytest.mark.usefixtures("published")
 def test_no_rented_or_owned_answer_of_the_demo_day_rests_on_a_replica_no_one_could_deploy():
     answered = rows(ANSWERED)
-    assert len(answered) == rows("select count(*) as n from own_rent_api where rent_gpu is not null")[0]["n"]
+    assert len(answered) == rows("select count(*) as n from own_rent_api where rent_gpu is not null "
+                                 "and speed_tier is null")[0]["n"]
     assert answered and all(r["deployable"] for r in answered)
+    at_tier = rows("""select c.deployable from own_rent_api a join cost_at_speed c using (snapshot_date, model, precision,
+                      speed_tier) where c.gpu = a.rent_gpu and c.tp = a.rent_tp and c.provider = a.rent_provider
+                      and c.price_kind = a.rent_price_kind""")  # a tier's rental is one of the tier's priced rows
+    assert len(at_tier) == rows("select count(*) as n from own_rent_api where rent_gpu is not null "
+                                "and speed_tier is not null")[0]["n"] > 0
+    assert all(r["deployable"] for r in at_tier)
     owned = rows("""select o.deployable from own_rent_api a join own_vs_rent o using (snapshot_date, model, precision,
                     context_tokens, streams, method) where o.gpu = a.own_gpu and o.price_kind = a.own_price_kind""")
     assert owned and all(r["deployable"] for r in owned)
@@ -243,3 +250,77 @@ def test_the_estimate_view_prices_only_a_deployable_rental_of_its_gpus():
     assert (l40s["gpus"], l40s["multi_node"], l40s["usd_per_mtok"]) == (16, True, None)
     assert l40s["rental_min_usd_per_hr"] is not None and l40s["rental_deployable_min_usd_per_hr"] is None
     assert l40s["not_deployable_reason"].startswith("16 GPUs only from 2 separately rented hosts")
+
+
+@pytest.mark.usefixtures("published")
+def test_the_frontier_prices_each_speed_per_user_at_the_cheapest_deployable_listing():
+    rows = pl.read_csv(gpuledger("frontier", "--model", "llama-3.3-70b", "--gpu", "H200 SXM", "-f", "csv").encode())
+    assert rows.height > 3 and set(rows["gpu"]) == {"H200 SXM"}
+    ordered = rows.sort("user_tok_s")
+    # along the frontier a faster answer for each user never costs less per million tokens
+    assert ordered["usd_per_mtok"].diff().drop_nulls().min() > 0
+    assert ordered["streams"][0] > ordered["streams"][-1]  # the slow end packs streams, the fast end runs few
+    hourly = rows["replica_usd_per_hr"] * 1e6 / (rows["agg_tok_s"] * 3600)
+    assert ((rows["usd_per_mtok"] / hourly - 1).abs() < 1e-3).all()
+    assert (rows["replica_pricing"].is_in(["one_listing", "provider_cluster"])).all()
+    assert rows["api_usd_per_mtok"].null_count() == 0 and rows["api_provider"][0] == "openrouter"
+
+
+@pytest.mark.usefixtures("published")
+def test_the_frontier_names_the_api_and_the_means_on_the_terminal():
+    out = gpuledger("frontier", "--model", "llama-3.3-70b", "--gpu", "H200 SXM")
+    assert "API: $" in out and "means" in out
+
+
+@pytest.mark.usefixtures("published")
+def test_cost_at_speed_keeps_each_tiers_promise_and_never_gets_cheaper_as_it_tightens():
+    table = pl.DataFrame(rows("select * from cost_at_speed"))
+    assert table.height and set(table["speed_tier"]) >= {"batch", "10", "35"}
+    promised = table.filter(pl.col("speed_tier") != "batch")
+    assert (promised["user_tok_s"] >= promised["min_user_tok_s"]).all()
+    assert (promised["ttft_s"] <= promised["max_ttft_s"]).all()
+    part = ["model", "gpu", "provider", "price_kind", "precision"]
+    ladder = table.with_columns(pl.col("min_user_tok_s").fill_null(0.0)).sort(*part, "min_user_tok_s").with_columns(
+        step=pl.col("usd_per_mtok").diff().over(part))
+    assert ladder["step"].drop_nulls().min() >= -1e-9  # a faster promise never costs less
+    # a part that cannot reach a tier has no row there, nor at any faster one: its tiers are the slowest ones
+    tiers = sorted(table["min_user_tok_s"].drop_nulls().unique().to_list())
+    reached = ladder.filter(pl.col("min_user_tok_s") > 0).group_by(part).agg(pl.col("min_user_tok_s"))
+    for got in reached["min_user_tok_s"].to_list():
+        assert got == tiers[:len(got)]
+
+
+@pytest.mark.usefixtures("published")
+def test_the_table_at_a_speed_target_prices_only_the_parts_that_reach_it():
+    def at(speed: str) -> dict:
+        out = json.loads(gpuledger("table", "--model", "llama-3.3-70b", "--precision", "fp8", "--context", "4096",
+                                   "--min-user-tok-s", speed, "--max-ttft-s", "2", "-f", "json"))
+        return out
+
+    chat, fast = at("35"), at("75")
+    h200 = {s: next(r for r in out["table"] if r["gpu"] == "H200 SXM") for s, out in (("35", chat), ("75", fast))}
+    assert h200["35"]["user_tok_s"] >= 35 and h200["35"]["ttft_s"] <= 2
+    assert h200["75"]["usd_per_mtok"] > h200["35"]["usd_per_mtok"]  # a faster promise costs more
+    unreached = fast.get("Cannot reach the target (best at one stream, not priced)", [])
+    assert unreached and all(r["user_tok_s"] < 75 or r["ttft_s"] > 2 for r in unreached)
+    assert not {r["gpu"] for r in unreached} & {r["gpu"] for r in fast["table"]}
+
+
+@pytest.mark.usefixtures("published")
+def test_a_speed_target_belongs_to_the_measured_calculator_view():
+    out = gpuledger("table", "--model", "llama-3.3-70b", "--style", "estimate", "--min-user-tok-s", "35", code=1)
+    assert "measured method's" in out
+
+
+@pytest.mark.usefixtures("published")
+def test_own_rent_api_also_compares_at_the_chat_tier_and_says_so():
+    (row,) = rows("select * from own_rent_api where model = 'llama-3.3-70b' and speed_tier is not null")
+    assert (row["speed_tier"], row["min_user_tok_s"], row["max_ttft_s"], row["streams"]) == ("35", 35.0, 2.0, None)
+    # the rented replica is the answer `estimate` gives at the same promise and requests, priced by the hour
+    answer = pl.read_csv(gpuledger("estimate", "--model", "llama-3.3-70b", "--gpu", row["rent_gpu"], "--context",
+                                   str(row["context_tokens"]), "--precision", row["precision"], "--min-user-tok-s",
+                                   "35", "--max-ttft-s", "2", "-f", "csv").encode()).row(0, named=True)
+    assert answer["tp"] == row["rent_tp"] and answer["user_tok_s"] >= 35 and answer["ttft_s"] <= 2
+    hourly = row["rent_replica_usd_per_hr"] * 1e6 / (answer["agg_tok_s"] * 3600)
+    assert row["rent_usd_per_mtok"] == pytest.approx(hourly, rel=1e-3)
+    assert row["api_usd_per_mtok_output"] is not None and row["own_gpu"]

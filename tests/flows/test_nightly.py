@@ -13,7 +13,8 @@ from warehouse import config, db, queries
 
 pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
 
-DERIVED = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api")
+DERIVED = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api",
+           "cost_at_speed")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -21,7 +21,7 @@ from warehouse import db
 
 # Tables the rebuild clears before each load, so equal contents can only come from the parse under test.
 CLEARED = ("offers", "quarantine", "unmapped_gpus", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent",
-           "price_index", "own_rent_api")
+           "price_index", "own_rent_api", "cost_at_speed")
 
 
 def every_table() -> dict[str, list[tuple]]:

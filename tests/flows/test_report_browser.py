@@ -165,3 +165,29 @@ def test_the_table_sorts_and_the_priced_only_toggle_hides_unpriced_parts(browser
     priced = raw.filter(pl.col("usd_per_mtok").is_not_null()).height
     assert visit.page.locator("#model-table tbody tr").count() == priced < total
     visit.clean()
+
+
+def test_the_frontier_chart_draws_a_line_per_gpu_and_the_api_with_hover_text(browser, published, tmp_path):
+    visit = Visit(browser, published.root, published.sites[SNAPSHOT].index.parent / "llama-3.3-70b.html")
+    visit.page.wait_for_function("document.getElementById('frontier').data !== undefined")
+    visit.clean()
+    traces = visit.page.evaluate("document.getElementById('frontier').data.map(t => "
+                                 "({name: t.name, x: t.x, y: t.y, hover: t.hovertemplate}))")
+    api = [t for t in traces if t["name"].startswith("API")]
+    parts = [t for t in traces if not t["name"].startswith("API")]
+    assert len(api) == 1 and len(set(api[0]["y"])) == 1  # the API is one price whatever the speed
+    assert parts and all("streams" in t["hover"] and "first token" in t["hover"] for t in parts)
+    for t in parts:  # along each GPU's line, a faster speed per user never costs less
+        assert t["x"] == sorted(t["x"]) and t["y"] == sorted(t["y"])
+    visit.page.evaluate("Plotly.Fx.hover('frontier', [{curveNumber: 0, pointNumber: 0}])")
+    label = visit.page.locator("#frontier .hovertext").first.text_content()
+    assert "streams" in label and "first token" in label and parts[0]["name"] in label
+    with db.connect(published.home / "gpuledger.duckdb", read_only=True) as con:
+        tiers = con.execute("select speed_tier, min(usd_per_mtok) from cost_at_speed where snapshot_date = ? and "
+                            "model = 'llama-3.3-70b' and price_kind = 'on_demand' group by 1", [SNAPSHOT]).fetchall()
+    shown = visit.page.locator("#tier-table tbody tr")
+    assert shown.count() == len(tiers) > 0
+    cheapest = {tier: display.usd_label(usd) for tier, usd in tiers}
+    for row in shown.all():
+        assert row.locator("td").last.inner_text() == cheapest[row.get_attribute("data-tier")]
+    visit.page.locator("#frontier").screenshot(path=tmp_path / "frontier.png")

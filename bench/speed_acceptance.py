@@ -1,0 +1,137 @@
+"""Answers at a latency target against MLPerf's Server and Interactive results (not in `make test`).
+
+    python -m bench.speed_acceptance [SOURCE_DIR]
+
+MLPerf's Server and Interactive scenarios report output tokens/s under a limit on the time to the first token and
+on the time per output token (mlperf_datasets.md; both judged at the 99th percentile). Each row is asked what
+`gpuledger estimate --min-user-tok-s (1000 / TPOT ms) --max-ttft-s (TTFT s)` answers, at the dataset's mean request:
+transforms/speed.py's answer on every power-of-two replica the system's GPUs hold (its engine's batch limit), the one
+with the most tokens/s per GPU, against the tokens/s per GPU measured. A row no replica of whose GPUs meets the
+target at one stream counts as a miss (estimate 0). The calibration never fitted on these rows: it leaves the
+latency-bound scenarios out (bench/calibration_import.py).
+
+The rows: warehouse/reference/calibration/measurements.csv's Server and Interactive rows (MLPerf v4.0-v5.1), and,
+given SOURCE_DIR (the directory bench/calibration_import.py reads), the v6.0 rows of SOURCE_DIR/mlperf_v6.0.csv
+trimmed the same way. Targets: median |estimate / measured - 1| <= 30%, >= 85% of rows within 2x.
+"""
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from bench import calibration_import
+from transforms import calibration, estimator, presets, speed
+from warehouse import catalog
+
+MEASUREMENTS = calibration_import.OUT
+# (TTFT s, TPOT ms) per benchmark family and scenario, from mlperf_datasets.md ([CONF] [POL]).
+LIMITS = {
+    ("llama2-70b", "Server"): (2.0, 200), ("llama2-70b", "Interactive"): (0.45, 40),
+    ("llama3.1-405b", "Server"): (6.0, 175), ("llama3.1-405b", "Interactive"): (4.5, 80),
+    ("llama3.1-8b", "Server"): (2.0, 100), ("llama3.1-8b", "Interactive"): (0.5, 30),
+    ("mixtral-8x7b", "Server"): (2.0, 200),
+    ("deepseek-r1", "Server"): (2.0, 80), ("deepseek-r1", "Interactive"): (1.5, 15),
+    ("gpt-oss-120b", "Server"): (3.0, 80), ("gpt-oss-120b", "Interactive"): (2.0, 15),
+}
+MEDIAN_ERROR_MAX, WITHIN_2X_MIN = 0.30, 0.85
+
+
+def latency_rows(source_dir: Path | None) -> pl.DataFrame:
+    """The Server and Interactive rows, with their family's limits; v6.0's when the source directory is given."""
+    rows = pl.read_csv(MEASUREMENTS, infer_schema_length=None).filter(pl.col("suite") == "mlperf")
+    if source_dir is not None:
+        trimmed = io.StringIO()
+        writer = csv.DictWriter(trimmed, fieldnames=calibration_import.COLUMNS)
+        writer.writeheader()
+        writer.writerows(calibration_import.mlperf_rows(source_dir / "mlperf_v6.0.csv"))
+        v6 = pl.read_csv(io.StringIO(trimmed.getvalue()), infer_schema_length=None, schema_overrides=rows.schema)
+        rows = pl.concat([rows, v6], how="diagonal_relaxed")
+    rows = rows.filter(pl.col("scenario").is_in(["Server", "Interactive"]) & (pl.col("gpu").fill_null("") != "")
+                       & (pl.col("gpus").cast(pl.Int64) > 0))
+    family = pl.col("benchmark").str.replace(r"-99(\.9)?$", "")
+    limits = pl.DataFrame([(f, s, t, p) for (f, s), (t, p) in LIMITS.items()],
+                          schema=["family", "scenario", "ttft_s", "tpot_ms"], orient="row")
+    # llama2-70b's 99 and 99.9 rows are often one run reported twice: the same result counts once
+    return rows.with_columns(family=family).join(limits, on=["family", "scenario"], how="inner").unique(
+        ["version", "submitter", "benchmark", "scenario", "family", "gpu", "gpus", "tok_s_per_gpu"]
+    ).unique(["version", "submitter", "family", "scenario", "gpu", "gpus", "tok_s_per_gpu"], keep="first",
+             maintain_order=True)
+
+
+def estimates(rows: pl.DataFrame, targeted: bool = True) -> pl.DataFrame:
+    """Per row the estimate at its target (tokens/s per GPU; 0 where no replica reaches it) and estimate/measured;
+    not `targeted`, at max load (no target)."""
+    frames = catalog.read_all()
+    gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], presets.MEASURED.name)
+    known = rows.filter(pl.col("model").is_in(frames["models"]["model_id"].implode())
+                        & pl.col("gpu").is_in(gpus["name"].implode())).with_row_index("case")
+    widths = pl.DataFrame({"tp": [1 << k for k in range(8)]})
+    asked = known.join(gpus.select(gpu="name", _memory_gb="memory_gb"), on="gpu", how="left").with_columns(
+        max_running_requests=calibration.engine_batch_limit(pl.col("engine"), pl.col("software"),
+                                                            pl.col("_memory_gb"), pl.col("gpu")),
+    ).join(widths, how="cross").filter(pl.col("tp") <= pl.col("gpus").cast(pl.Int64))
+    out = []
+    for (ttft_s, tpot_ms), group in asked.group_by(["ttft_s", "tpot_ms"]):
+        grid = group.select(
+            "model", "gpu", "precision", "tp", "max_running_requests",
+            input_tokens=pl.col("input_tokens").cast(pl.Float64).round().cast(pl.Int64),
+            output_tokens=pl.col("output_tokens").cast(pl.Float64).round().cast(pl.Int64),
+        ).with_columns(context_tokens=pl.col("input_tokens") + pl.col("output_tokens"),
+                       streams=pl.lit(1, dtype=pl.Int64))
+        target = speed.Target(1000 / tpot_ms, ttft_s) if targeted else speed.Target()
+        answers = speed.answers(frames["models"], gpus, grid, presets.MEASURED, target)
+        cases = group.select("case")[answers["_grid_row"]]
+        out.append(answers.with_columns(cases).select(
+            "case", "tp", "streams", "user_tok_s", pl.col("ttft_s").alias("est_ttft_s"),
+            est=pl.when(pl.col("reaches")).then(pl.col("agg_tok_s") / pl.col("tp")).otherwise(0.0)))
+    best = pl.concat(out).sort("est", descending=True).group_by("case").first()
+    return known.join(best, on="case", how="left").with_columns(
+        est=pl.col("est").fill_null(0.0)).with_columns(ratio=pl.col("est") / pl.col("tok_s_per_gpu").cast(pl.Float64))
+
+
+def summary(compared: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    err = (pl.col("ratio") - 1).abs()
+    return compared.group_by(by).agg(
+        rows=pl.len(), median_ratio=pl.col("ratio").median(), median_abs_error=err.median(),
+        within_2x=((pl.col("ratio") >= 0.5) & (pl.col("ratio") <= 2)).mean(),
+    ).sort(by)
+
+
+def offline_share(compared: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """The latency model alone: per row with an Offline run of the same system, (estimate at the target / estimate at
+    max load) over (measured under the limits / measured Offline), as `ratio`; the throughput model's own error
+    cancels."""
+    every = pl.read_csv(MEASUREMENTS, infer_schema_length=None).filter(pl.col("suite") == "mlperf")
+    system = ["version", "submitter", "family", "gpu", "gpus"]
+    offline = every.filter(pl.col("scenario") == "Offline").with_columns(
+        family=pl.col("benchmark").str.replace(r"-99(\.9)?$", "")).group_by(system).agg(
+        offline_tok_s_per_gpu=pl.col("tok_s_per_gpu").max())
+    at_max = estimates(rows, targeted=False).select("row_id", "scenario", max_est="est")
+    return compared.join(at_max, on=["row_id", "scenario"]).join(offline, on=system).with_columns(
+        ratio=(pl.col("est") / pl.col("max_est"))
+        / (pl.col("tok_s_per_gpu").cast(pl.Float64) / pl.col("offline_tok_s_per_gpu").cast(pl.Float64)))
+
+
+def main(source_dir: str | None = None) -> None:
+    rows = latency_rows(Path(source_dir) if source_dir else None)
+    compared = estimates(rows)
+    with pl.Config(tbl_rows=60, tbl_cols=12, tbl_width_chars=160):
+        print(summary(compared, ["version", "scenario"]))
+        print(summary(compared, ["family", "scenario"]))
+        print("published prompt lengths only (input_assumed false):")
+        print(summary(compared.filter(~pl.col("input_assumed").cast(pl.Boolean)), ["scenario"]))
+        print("the latency model alone: (estimate at target / at max load) over (measured / measured Offline):")
+        print(summary(offline_share(compared, rows), ["scenario"]))
+        overall = summary(compared.with_columns(all=pl.lit("all")), ["all"]).row(0, named=True)
+    print(f"speed_acceptance: {overall['rows']} Server/Interactive rows ({rows.height - compared.height} with a model "
+          f"or GPU outside the catalogue left out): median |est/meas - 1| {overall['median_abs_error']:.1%} "
+          f"(target <= {MEDIAN_ERROR_MAX:.0%}), within 2x {overall['within_2x']:.1%} (target >= {WITHIN_2X_MIN:.0%})")
+    if overall["median_abs_error"] > MEDIAN_ERROR_MAX or overall["within_2x"] < WITHIN_2X_MIN:
+        raise SystemExit("answers at a latency target outside the acceptance")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:2])

@@ -1,0 +1,142 @@
+"""Per-user speed and time to first token, and answers at a speed target: properties over models, parts and targets."""
+
+import polars as pl
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from transforms import estimator, speed
+from transforms.presets import CALCULATOR, MEASURED, PRECISIONS
+from warehouse import catalog
+
+FRAMES = catalog.read_all()
+MODELS = FRAMES["models"]
+GPUS = estimator.apply_overlay(FRAMES["gpus"], FRAMES["gpu_overlays"], MEASURED.name)
+SERVER_PARTS = ["B200 SXM", "H100 SXM5 80GB", "H200 SXM", "A100 SXM4 80GB", "Instinct MI300X 192GB", "L40S 48GB",
+                "RTX PRO 6000 Blackwell Server Edition"]
+FEW = settings(max_examples=25, deadline=None)
+SLACK = 1e-9
+
+
+def grid(model: str, gpu: str, precision: str | None, prompt: int, answer: int, tp: int | None = None) -> pl.DataFrame:
+    return estimator.make_grid([model], [gpu], [precision], [prompt + answer], [1]).with_columns(
+        tp=pl.lit(tp, dtype=pl.Int64), input_tokens=pl.lit(prompt, dtype=pl.Int64),
+        output_tokens=pl.lit(answer, dtype=pl.Int64))
+
+
+def at(g: pl.DataFrame, streams: int, tp: int, attention_dp: int) -> dict:
+    """The estimate of grid g's replica at `streams` streams, with its speed columns."""
+    g = g.with_columns(streams=pl.lit(streams, dtype=pl.Int64), tp=pl.lit(tp, dtype=pl.Int64),
+                       attention_dp=pl.lit(attention_dp, dtype=pl.Int64))
+    return speed.with_speed(estimator.estimate(MODELS, GPUS, g, MEASURED)).row(0, named=True)
+
+
+@st.composite
+def questions(draw):
+    return (draw(st.sampled_from(MODELS["model_id"].to_list())), draw(st.sampled_from(SERVER_PARTS)),
+            draw(st.sampled_from([None, *PRECISIONS])), draw(st.integers(16, 8192)), draw(st.integers(16, 2048)),
+            speed.Target(draw(st.one_of(st.none(), st.floats(5, 250))), draw(st.one_of(st.none(), st.floats(0.05, 5)))))
+
+
+def test_one_stream_sees_the_replicas_decode_speed():
+    """Alone, a user decodes at the step's pace and waits for nothing but its own prefill pass and the step."""
+    row = speed.with_speed(estimator.estimate(MODELS, GPUS, grid("llama-3.3-70b", "B200 SXM", "fp8", 2000, 500, 2),
+                                              MEASURED)).row(0, named=True)
+    assert row["streams"] == 1
+    assert row["user_tok_s"] == pytest.approx(row["per_stream_tok_s"])
+    prefill = row["output_tokens"] / row["agg_tok_s"] - 1 / row["per_stream_tok_s"] * row["output_tokens"]
+    assert prefill < row["ttft_s"] < prefill + 1 / row["per_stream_tok_s"] + prefill
+
+
+def test_methods_without_requests_have_no_user_speed():
+    out = speed.with_speed(estimator.estimate(MODELS, estimator.apply_overlay(FRAMES["gpus"], FRAMES["gpu_overlays"],
+                                                                             "calculator"),
+                                              estimator.make_grid(["llama-3.3-70b"], ["B200 SXM"]), CALCULATOR))
+    assert out["user_tok_s"].is_null().all() and out["ttft_s"].is_null().all()
+
+
+def test_the_issue_example_spans_speeds():
+    """Llama 3.3 70B FP8 on two B200s, 2,000 in + 500 out: a chat speed costs streams, a batch speed packs memory."""
+    g = grid("llama-3.3-70b", "B200 SXM", "fp8", 2000, 500, 2)
+    fast = speed.at_target(MODELS, GPUS, g, MEASURED, speed.Target(70, 2)).row(0, named=True)
+    chat = speed.at_target(MODELS, GPUS, g, MEASURED, speed.Target(50, 2)).row(0, named=True)
+    batch = speed.at_target(MODELS, GPUS, g, MEASURED, speed.Target()).row(0, named=True)
+    assert fast["reaches"] and chat["reaches"] and batch["reaches"]
+    assert fast["streams"] < chat["streams"] < batch["streams"]
+    assert fast["agg_tok_s"] < chat["agg_tok_s"] < batch["agg_tok_s"]
+    assert batch["stopped_by"] in ("memory", "batch limit") and chat["stopped_by"] == "target"
+
+
+@FEW
+@given(questions())
+def test_an_answer_meets_its_target_and_one_more_stream_would_not(question):
+    model, gpu, precision, prompt, answer, target = question
+    assume(not target.none)
+    g = grid(model, gpu, precision, prompt, answer)
+    assume(prompt + answer <= (MODELS.filter(pl.col("model_id") == model)["context_max"][0] or 1 << 20))
+    everyone = speed.answers(MODELS, GPUS, g, MEASURED, target)
+    assume(everyone.height)
+    reps = speed.replicas(MODELS, GPUS, g, MEASURED)
+    for row, rep in zip(everyone.iter_rows(named=True), reps.iter_rows(named=True), strict=True):
+        assert row["streams"] <= rep["top"]
+        if not row["reaches"]:
+            assert row["streams"] == 1
+            one = at(g, 1, row["tp"], rep["attention_dp"])
+            assert not ((target.min_user_tok_s is None or one["user_tok_s"] >= target.min_user_tok_s)
+                        and (target.max_ttft_s is None or one["ttft_s"] <= target.max_ttft_s))
+            continue
+        if target.min_user_tok_s is not None:
+            assert row["user_tok_s"] >= target.min_user_tok_s
+        if target.max_ttft_s is not None:
+            assert row["ttft_s"] <= target.max_ttft_s
+        if row["streams"] == rep["top"]:
+            assert row["stopped_by"] in ("memory", "batch limit")
+        else:
+            more = at(g, row["streams"] + 1, row["tp"], rep["attention_dp"])
+            assert row["stopped_by"] == "target"
+            assert ((target.min_user_tok_s is not None and more["user_tok_s"] < target.min_user_tok_s)
+                    or (target.max_ttft_s is not None and more["ttft_s"] > target.max_ttft_s))
+
+
+@FEW
+@given(questions(), st.floats(5, 120), st.floats(1.1, 3))
+def test_a_tighter_target_never_buys_more_tokens_per_gpu(question, speed_tok_s, tighter):
+    """Per part, the tokens/s per GPU (what $/M divides a per-GPU price by) never rise as the target tightens, and a
+    part that cannot reach a tier reaches no tighter one."""
+    model, gpu, precision, prompt, answer, _ = question
+    assume(prompt + answer <= (MODELS.filter(pl.col("model_id") == model)["context_max"][0] or 1 << 20))
+    g = grid(model, gpu, precision, prompt, answer)
+    tiers = [speed.Target(), speed.Target(speed_tok_s, 2.0), speed.Target(speed_tok_s * tighter, 2.0)]
+    rows = [speed.at_target(MODELS, GPUS, g, MEASURED, t) for t in tiers]
+    assume(all(r.height for r in rows))
+    per_gpu = [r["agg_tok_s"][0] / r["tp"][0] if r["reaches"][0] else None for r in rows]
+    for looser, tight in zip(per_gpu, per_gpu[1:], strict=False):
+        if looser is None:
+            assert tight is None
+        elif tight is not None:
+            assert tight <= looser * (1 + SLACK)
+
+
+def offers(gpu: str, tp: int, usd_per_hr: float, deployable: bool = True) -> pl.DataFrame:
+    return pl.DataFrame({"snapshot_date": [None], "gpu": [gpu], "tp": [tp], "provider": ["vastai"],
+                         "price_kind": ["on_demand"], "replica_pricing": ["one_listing"],
+                         "replica_usd_per_hr": [usd_per_hr], "offer_ids": ["1"], "deployable": [deployable],
+                         "not_deployable_reason": [None]}, schema_overrides={"snapshot_date": pl.Date})
+
+
+def test_a_part_that_cannot_reach_a_target_is_never_priced():
+    g = grid("llama-3.3-70b", "A100 SXM4 80GB", "bf16", 2000, 500, 2)
+    slow, fast = (speed.at_target(MODELS, GPUS, g, MEASURED, speed.Target(s, 2)) for s in (5, 500))
+    assert slow["reaches"][0] and not fast["reaches"][0]
+    price = offers("A100 SXM4 80GB", 2, 3.0)
+    assert speed.priced(slow, price).height == 1 and speed.priced(fast, price).is_empty()
+    assert speed.cost_at_speed(MODELS, GPUS, g, MEASURED, price, (speed.Target(500, 2),)).is_empty()
+    assert speed.cost_at_speed(MODELS, GPUS, g, MEASURED, offers("A100 SXM4 80GB", 2, 3.0, deployable=False),
+                               (speed.Target(5, 2),)).is_empty()  # a replica the listings could only fake
+
+
+def test_the_frontier_keeps_only_points_no_faster_point_beats():
+    points = pl.DataFrame({"gpu": ["a"] * 4, "user_tok_s": [10.0, 20.0, 30.0, 40.0],
+                           "usd_per_mtok": [1.0, 3.0, 2.0, 5.0]})
+    kept = speed.envelope(points, ["gpu"])
+    assert kept["user_tok_s"].to_list() == [10.0, 30.0, 40.0]  # 20 tok/s at $3 loses to 30 tok/s at $2

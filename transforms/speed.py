@@ -1,0 +1,252 @@
+"""The speed each user sees and the answer at a speed target: per-user decode tokens/s and time to first token from
+the measured serving model's estimate, the most streams that meet a target, and its frontier ($/M against speed).
+
+Nothing here changes the estimator's physics: every figure is read off `estimator.estimate` rows of the measured
+method (its requests, decode steps and prefill passes), so a change to that model carries through.
+
+How the measured method serves requests (estimator.request_tok_s): `streams` requests run at once; each finished one
+is replaced, its prompt's prefill is a forward pass of its own (shared by the requests that arrive in the same decode
+step), and decode steps of the whole batch stall while a prefill pass runs. One request's life is then a cycle of
+`streams * output_tokens / agg_tok_s` seconds: its share of every prefill pass plus `output_tokens` decode steps of
+`1 / per_stream_tok_s` seconds. From that cycle:
+
+- `ttft_s`, the mean time to the first token: the wait for the pass or step running when the request arrives (its
+  mean residual, arrivals at random times) plus the prefill pass that carries the prompt (with the others that
+  arrived in the same step);
+- `user_tok_s`, the mean decode speed a user sees: the answer's tokens over the rest of the cycle (its decode steps
+  and the other requests' prefill passes that stall them).
+
+Both are means over requests, as MLPerf's TTFT and TPOT limits are judged at percentiles: a mean that meets a limit
+says the typical request does, not the 90th or 99th percentile one.
+"""
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from transforms import api_prices, costs, estimator
+from transforms.presets import Params
+
+# Speed tiers (decode tokens/s per user) the nightly prices: reading pace to voice and agents.
+SPEED_TIERS_TOK_S = (10, 20, 35, 50, 75, 100, 150, 200)
+BATCH_TIER = "batch"  # no target: as many streams as memory and the engine's batch limit allow
+# A product that promises a speed promises a first token soon: every speed tier holds TTFT to this.
+TIER_MAX_TTFT_S = 2.0
+# The stream counts a frontier is drawn through: one stream, the memory (or batch) limit, and this many between.
+FRONTIER_POINTS = 24
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a product promises each user: at least `min_user_tok_s` decode tokens/s and a first token within
+    `max_ttft_s` seconds (None: no such promise)."""
+
+    min_user_tok_s: float | None = None
+    max_ttft_s: float | None = None
+
+    @property
+    def label(self) -> str:
+        """The tier's name: '35' for 35 tok/s per user, 'batch' for no target; a TTFT limit is its own column."""
+        if self.min_user_tok_s is None:
+            return BATCH_TIER if self.max_ttft_s is None else "any"
+        return f"{self.min_user_tok_s:g}"
+
+    @property
+    def none(self) -> bool:
+        return self.min_user_tok_s is None and self.max_ttft_s is None
+
+
+CHAT = Target(35.0, TIER_MAX_TTFT_S)  # a chat product: faster than reading, first token within two seconds
+TIERS = (*(Target(float(t), TIER_MAX_TTFT_S) for t in SPEED_TIERS_TOK_S), Target())
+
+
+def speed_columns() -> list[pl.Expr]:
+    """user_tok_s and ttft_s of measured-method estimate rows (NULL for methods without requests), from the row's
+    streams, answer length, aggregate and per-stream tokens/s (see the module's docstring)."""
+    step = 1 / pl.col("per_stream_tok_s")
+    out, streams = pl.col("output_tokens").cast(pl.Float64), pl.col("streams").cast(pl.Float64)
+    cycle = streams * out / pl.col("agg_tok_s")
+    share = ((cycle - out * step) / streams).clip(lower_bound=0.0)  # one request's share of the prefill passes
+    together = pl.max_horizontal(streams / out, pl.lit(1.0))  # requests that join one prefill pass
+    own_pass = together * share
+    passes = streams / together  # prefill passes per cycle, beside `out` decode steps
+    wait = (out * step ** 2 + passes * own_pass ** 2) / (2 * cycle)
+    has_requests = pl.col("output_tokens").is_not_null() & (pl.col("agg_tok_s") > 0)
+    return [pl.when(has_requests).then(out / (cycle - own_pass)).alias("user_tok_s"),
+            pl.when(has_requests).then(wait + own_pass).alias("ttft_s")]
+
+
+def with_speed(estimates: pl.DataFrame) -> pl.DataFrame:
+    """Estimate rows with user_tok_s and ttft_s (NULL where the method models no requests)."""
+    return estimates.with_columns(speed_columns())
+
+
+def meets(target: Target) -> pl.Expr:
+    """Rows (with user_tok_s and ttft_s) that keep the target's promise."""
+    ok = pl.col("user_tok_s").is_not_null()
+    if target.min_user_tok_s is not None:
+        ok = ok & (pl.col("user_tok_s") >= target.min_user_tok_s)
+    if target.max_ttft_s is not None:
+        ok = ok & (pl.col("ttft_s") <= target.max_ttft_s)
+    return ok
+
+
+def replicas(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params) -> pl.DataFrame:
+    """Per grid row (streams ignored) the replicas the measured method could run at max load: the given tp, else
+    every power of two from the fewest GPUs that hold the model up to a node (more GPUs buy each user speed), with
+    their layout (attention_dp, request lengths), the most streams each batches (`top`: memory's limit or the
+    engine's, the lower) and `limit` naming which; `_grid_row` is the grid row's index. A part that cannot hold the
+    model is left out."""
+    if not params.serving_model:
+        raise estimator.EstimatorError(f"speed targets are a question for the measured method, not {params.name}")
+    grid = grid.with_row_index("_grid_row").with_columns(streams=pl.lit(None, dtype=pl.Int64))
+    if "tp" not in grid.columns:
+        grid = grid.with_columns(tp=pl.lit(None, dtype=pl.Int64))
+    fewest = estimator.serving_terms(models, gpus, grid.drop("_grid_row"), params)["tp"]
+    given = pl.col("_given").is_not_null()
+    widths = pl.lit(pl.Series([[1 << k for k in range(13)]], dtype=pl.List(pl.Int64))).first()
+    grid = grid.with_columns(_fewest=fewest, _given=pl.col("tp")).with_columns(
+        tp=pl.when(given).then(pl.concat_list("tp")).otherwise(widths),
+    ).explode("tp").filter(given | (pl.col("tp") >= pl.col("_fewest"))
+                           & (pl.col("tp") <= pl.max_horizontal("_fewest", pl.lit(params.node_gpus))))
+    terms = estimator.serving_terms(models, gpus, grid.drop("_grid_row", "_fewest", "_given"), params)
+    return terms.select(
+        *estimator.NAME_COLUMNS, "precision", "tp", "attention_dp", "input_tokens", "output_tokens",
+        top=pl.col("streams"),
+        limit=pl.when(pl.col("streams") < pl.col("max_streams")).then(pl.lit("batch limit")).otherwise(pl.lit("memory")),
+    ).with_columns(grid.select("_grid_row")).with_row_index("_row").filter(
+        pl.col("tp").is_not_null() & (pl.col("top") >= 1))
+
+
+def _at(models: pl.DataFrame, gpus: pl.DataFrame, reps: pl.DataFrame, streams: pl.Expr, params: Params) -> pl.DataFrame:
+    """The estimate of each replica at `streams` streams, with the speed columns and the replica's _row, top, limit."""
+    grid = reps.select(*estimator.NAME_COLUMNS, "precision", "tp", "attention_dp", "input_tokens", "output_tokens",
+                       streams.cast(pl.Int64).alias("streams"))
+    out = estimator.estimate(models, gpus, grid, params)
+    return with_speed(out).with_columns(reps.select("_row", "_grid_row", "top", "limit", "attention_dp"))
+
+
+def answers(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
+            target: Target) -> pl.DataFrame:
+    """Per replica (`replicas`) the answer at the target: the estimate at the most streams (1 to its top) that meet
+    it, `reaches` True; a replica that misses it at one stream gives its one-stream estimate (its best speed) with
+    `reaches` False, to be listed and never priced. `stopped_by` says what bounds the streams: the target, memory
+    or the engine's batch limit. No target: max load. `_grid_row` is the grid row's index.
+
+    The search halves the interval between a stream count that meets the target and one that does not, all rows at
+    once: per-user speed falls and first tokens slow as streams grow, so the count found is the most that meet it."""
+    reps = replicas(models, gpus, grid, params)
+    if target.none:
+        return _at(models, gpus, reps, pl.col("top"), params).with_columns(
+            reaches=pl.lit(True), stopped_by=pl.col("limit")).drop("_row", "top", "limit")
+    ok_top = _at(models, gpus, reps, pl.col("top"), params).select(meets(target))["user_tok_s"]
+    ok_one = _at(models, gpus, reps, pl.lit(1), params).select(meets(target))["user_tok_s"]
+    # lo meets the target (or is 1 when even one stream misses it), hi does not (top + 1: no more streams run)
+    top = reps["top"]
+    lo = pl.select(pl.when(ok_top).then(top).otherwise(1)).to_series()
+    hi = pl.select(pl.when(ok_top).then(top + 1).otherwise(top)).to_series()
+    open_ = ok_one & ~ok_top & (hi - lo > 1)
+    while open_.any():
+        mid = (lo + hi) // 2
+        ok = _at(models, gpus, reps.with_columns(_n=mid), pl.col("_n"), params).select(meets(target))["user_tok_s"]
+        lo = pl.select(pl.when(open_ & ok).then(mid).otherwise(lo)).to_series()
+        hi = pl.select(pl.when(open_ & ~ok).then(mid).otherwise(hi)).to_series()
+        open_ = ok_one & ~ok_top & (hi - lo > 1)
+    return _at(models, gpus, reps.with_columns(_n=lo), pl.col("_n"), params).with_columns(
+        reaches=ok_one, stopped_by=pl.when(ok_top).then(pl.col("limit")).otherwise(pl.lit("target")),
+    ).drop("_row", "top", "limit")
+
+
+def at_target(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
+              target: Target) -> pl.DataFrame:
+    """Per grid row the answer at the target: of the replicas (`replicas`: the given tp, else the widths from the
+    fewest GPUs that hold the model to a node), the one that reaches the target with the most tokens/s per GPU (the
+    least $/M at any per-GPU price), at the most streams (1 to its top) that meet it, `reaches` True. A part none of
+    whose replicas meets it at one stream gives the one-stream estimate of its fastest (its best speed) with
+    `reaches` False (see `answers`). No target: max load, the replica with the most tokens/s per GPU."""
+    out = answers(models, gpus, grid, params, target)
+    # per grid row: the reaching replica with the most tokens/s per GPU, else the fastest one stream
+    best = (pl.when(pl.col("reaches")).then(pl.col("agg_tok_s") / pl.col("tp")).otherwise(pl.col("user_tok_s") - 1e12))
+    return (out.sort("_grid_row", best, pl.col("tp"), descending=[False, True, False], nulls_last=True)
+            .group_by("_grid_row", maintain_order=True).first()
+            .drop("_grid_row"))
+
+
+def curves(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
+           points: int = FRONTIER_POINTS) -> pl.DataFrame:
+    """Per replica (`replicas`), the estimate with its speed columns at `points` stream counts spaced evenly in log
+    from one stream to the replica's top (memory's limit or the engine's)."""
+    reps = replicas(models, gpus, grid, params)
+    steps = pl.DataFrame({"_k": range(points)}, schema={"_k": pl.Int64})
+    counts = reps.join(steps, how="cross").with_columns(
+        _n=(pl.col("top").cast(pl.Float64) ** (pl.col("_k") / max(points - 1, 1))).round().cast(pl.Int64)
+        .clip(1, pl.col("top")),
+    ).unique(["_row", "_n"], maintain_order=True).drop("_k")
+    return _at(models, gpus, counts, pl.col("_n"), params).drop("_row", "top", "limit")
+
+
+def priced(rows: pl.DataFrame, prices: pl.DataFrame) -> pl.DataFrame:
+    """Answers or curve points priced by every replica price of their GPU and TP (costs.replica_prices' rows, with
+    whether it is deployable and why not): usd_per_mtok and its band (the method's p10-p90). A row that does not
+    reach its target (`reaches` False) gets no price."""
+    offered = prices.select("snapshot_date", "gpu", "tp", "provider", "price_kind", "replica_pricing",
+                            "replica_usd_per_hr", "offer_ids", "deployable", "not_deployable_reason")
+    reached = rows.filter(pl.col("reaches")) if "reaches" in rows.columns else rows
+    return reached.join(offered, on=["gpu", "tp"], how="inner").with_columns(
+        usd_per_mtok=estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s")),
+        usd_per_mtok_low=estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_high")),
+        usd_per_mtok_high=estimator.usd_per_mtok(pl.col("replica_usd_per_hr"), pl.col("agg_tok_s_low")),
+    )
+
+
+TABLE_KEY = ("snapshot_date", "model", "gpu", "provider", "price_kind", "precision", "speed_tier")
+TABLE_COLUMNS = (
+    *TABLE_KEY, "min_user_tok_s", "max_ttft_s", "input_tokens", "output_tokens", "tp", "streams", "stopped_by",
+    "user_tok_s", "ttft_s", "agg_tok_s", "replica_pricing", "replica_usd_per_hr", "usd_per_mtok", "usd_per_mtok_low",
+    "usd_per_mtok_high", "offer_ids", "deployable", "method", "estimator_version",
+)
+
+
+def cost_at_speed(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
+                  prices: pl.DataFrame, tiers: tuple[Target, ...] = TIERS) -> pl.DataFrame:
+    """Per grid row (model, GPU, precision, request), provider, price kind and tier: the answer at the tier on the
+    replica (up to a node) that makes it cheapest, priced at that replica's cheapest deployable listing (a replica
+    the listings could only fake is no answer: its price would undercut a real one at some tier). A part that
+    cannot reach a tier has no row there: no price for a speed it cannot give."""
+    prices = prices.filter(pl.col("deployable"))
+    frames = []
+    for target in tiers:
+        rows = priced(answers(models, gpus, grid, params, target), prices)
+        frames.append(rows.with_columns(
+            speed_tier=pl.lit(target.label), min_user_tok_s=pl.lit(target.min_user_tok_s, dtype=pl.Float64),
+            max_ttft_s=pl.lit(target.max_ttft_s, dtype=pl.Float64)))
+    every = pl.concat(frames, how="vertical_relaxed")
+    return (every.sort("usd_per_mtok", "tp")
+            .group_by(TABLE_KEY, maintain_order=True).first()
+            .select(TABLE_COLUMNS).sort(TABLE_KEY))
+
+
+def envelope(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """Per group, the frontier of priced points: those no faster-or-equal point beats on $/M, slowest first, so $/M
+    rises with the speed per user along it."""
+    fastest_first = points.sort(*by, "user_tok_s", "usd_per_mtok", descending=[*(False,) * len(by), True, False])
+    cheaper_faster = pl.col("usd_per_mtok").cum_min().shift(1).over(by)
+    return fastest_first.filter(cheaper_faster.is_null() | (pl.col("usd_per_mtok") < cheaper_faster)).sort(
+        *by, "user_tok_s")
+
+
+def own_rent_api_at(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params, target: Target,
+                    prices: pl.DataFrame, hardware_usd: pl.DataFrame, ownership: costs.OwnershipParams,
+                    catalogue: pl.DataFrame, api: pl.DataFrame, input_per_output: float) -> pl.DataFrame:
+    """own_rent_api at a speed tier: per model (grid row), each part that reaches the target answers on the replica
+    with the most tokens/s per GPU (`at_target`), rented at its cheapest listing and owned as own_vs_rent owns it,
+    against the cheapest API; the rows name the tier (`speed_tier`, `min_user_tok_s`, `max_ttft_s`). `gpus` as the
+    method's estimates see them, `catalogue` the GPU catalogue (which parts span hosts)."""
+    tier = {"speed_tier": pl.lit(target.label)}
+    answers = at_target(models, gpus, grid, params, target).filter(pl.col("reaches")).with_columns(**tier)
+    cost = costs.cost_per_mtok(answers, prices).with_columns(**tier)
+    own = costs.own_vs_rent(answers, hardware_usd, cost, ownership, catalogue).with_columns(**tier)
+    return api_prices.own_rent_api(cost, own, answers, api, input_per_output=input_per_output, method=params.name,
+                                   grain=("precision", "context_tokens", "speed_tier")).with_columns(
+        min_user_tok_s=pl.lit(target.min_user_tok_s, dtype=pl.Float64),
+        max_ttft_s=pl.lit(target.max_ttft_s, dtype=pl.Float64))
