@@ -18,6 +18,7 @@ import msgspec
 import polars as pl
 
 from scrapers.base import (
+    MAX_GPU_COUNT,
     Listing,
     ParseResult,
     RecordError,
@@ -147,9 +148,8 @@ def _record_listings(record, raw: RawResponse, result: ParseResult) -> list[List
     """`listings` of one record; a record that cannot be read is added to the result's rejections."""
     try:
         return listings(record, raw)
-    except RecordError as exc:
-        offer_id = record.get("id") if isinstance(record, dict) else None
-        result.rejected.append(Rejection(None if offer_id is None else str(offer_id), exc.field, exc.reason, record))
+    except Exception as exc:  # whatever one record raises is its reason
+        result.rejected.append(Rejection.of(record.get("id") if isinstance(record, dict) else None, exc, record))
         return []
 
 
@@ -170,6 +170,7 @@ NUMBERS = ("gpu_ram", "reliability", "dph_base", "min_bid", "discount_rate", "di
 READ_KEYS = ("id", "gpu_name", "num_gpus", "geolocation", "hosting_type", "verification", "rentable", "rented",
              *NUMBERS)
 _EXACT = range(-(2**53), 2**53)  # `integer` reads through a float: beyond this, leave it to `listings`
+_COUNTS = range(MAX_GPU_COUNT + 1)  # a count `integer` would refuse (or normalise quarantine): left to `listings`
 
 
 def _number(value) -> bool:
@@ -183,7 +184,7 @@ def well_formed(record) -> bool:
     if type(record) is not dict or type(record.get("id")) is not int or record["id"] not in _EXACT:
         return False
     name, count = record.get("gpu_name"), record.get("num_gpus")
-    if type(name) is not str or not name or not (count is None or (type(count) is int and count in _EXACT)):
+    if type(name) is not str or not name or not (count is None or (type(count) is int and count in _COUNTS)):
         return False
     return all(_number(record.get(key)) for key in NUMBERS)
 
@@ -363,7 +364,7 @@ def listings(record, raw: RawResponse) -> list[Listing]:
     common = dict(
         offer_id=str(offer_id),
         gpu_raw=text(record.get("gpu_name"), "gpu_name", required=True),
-        gpu_count=integer(record.get("num_gpus"), "num_gpus"),
+        gpu_count=integer(record.get("num_gpus"), "num_gpus", MAX_GPU_COUNT),
         fetched_at=raw.fetched_at,
         gpu_memory_gb=gpu_ram_mib / 1024 if gpu_ram_mib else None,  # gpu_ram is MiB in practice
         region=region,

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from selectolax.lexbor import LexborHTMLParser
 
 from scrapers.base import (
+    MAX_GPU_COUNT,
     Listing,
     ParseResult,
     RecordError,
@@ -88,9 +89,9 @@ def parse(responses: list[RawResponse]) -> ParseResult:
         result.record_count += 1
         try:
             found = instance_listings(record, types, available, countries)
-        except RecordError as exc:
+        except Exception as exc:  # whatever one record raises is its reason
             offer_id = record.get("instance_type") if isinstance(record, dict) else None
-            result.rejected.append(Rejection(offer_id, exc.field, exc.reason, record))
+            result.rejected.append(Rejection.of(offer_id, exc, record))
             continue
         cpu_only += not found
         result.listings.extend(found)
@@ -143,7 +144,7 @@ def instance_listings(record, raw: RawResponse, available: dict | None, countrie
     gpu = record.get("gpu")
     if not isinstance(gpu, dict):
         raise RecordError("gpu", "expected an object")
-    gpu_count = integer(gpu.get("number_of_gpus"), "gpu.number_of_gpus")
+    gpu_count = integer(gpu.get("number_of_gpus"), "gpu.number_of_gpus", MAX_GPU_COUNT)
     description = text(gpu.get("description"), "gpu.description") or ""
     if not gpu_count and not description.strip():
         return []

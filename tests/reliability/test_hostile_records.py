@@ -1,0 +1,111 @@
+"""One hostile record costs itself, never its source or the night (issue 30, N7 and N8), end to end: one nightly
+replays recordings where one OpenRouter price is "1e999999" (a Decimal overflow at the shift to per million
+tokens), one OpenRouter `context_length`, one vast.ai `num_gpus` and one Verda GPU count and GPU memory are
+integers beyond 64 bits, and one vast.ai offer counts a million GPUs. Each is its record's quarantine reason
+naming the field; every other record of those sources loads.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flows import pipeline
+from tests.pipeline_support import serve_fixtures
+from tests.sources_support import FIXTURES, SNAPSHOT
+from warehouse import db
+
+BEYOND_64_BITS = 2**64 + 1
+OVERFLOW = "1e999999"  # a finite Decimal; shifted six places it leaves Decimal's range
+# (source, the record's id, the field named in quarantine)
+HOSTILE = {
+    ("openrouter", "qwen/qwen3.8-27b", "pricing.completion"),
+    ("openrouter", "x-ai/grok-4.6", "context_length"),
+    ("vastai", "26635622", "num_gpus"),
+    ("verda", "1B300.30V", "gpu.number_of_gpus"),
+    ("verda", "8B300.240V", "gpu_memory.size_in_gigabytes"),
+}
+MILLION_GPUS = 10**6  # an int64, but no offer rents a million GPUs: above the bound on a listing's count
+
+
+def hostile_fixtures(directory: Path) -> tuple[Path, str]:
+    """The recordings with the records above; also the id of the vast.ai offer given MILLION_GPUS."""
+    shutil.copytree(FIXTURES, directory)
+
+    def edit(name: str, change) -> None:
+        path = directory / name
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+
+    def openrouter(data):
+        models = {record["id"]: record for record in data["data"]}
+        models["qwen/qwen3.8-27b"]["pricing"]["completion"] = OVERFLOW
+        models["x-ai/grok-4.6"]["context_length"] = BEYOND_64_BITS
+
+    def vastai(data):
+        offers = {str(offer["id"]): offer for offer in data["offers"]}
+        offers["26635622"]["num_gpus"] = BEYOND_64_BITS
+        data["offers"][2]["num_gpus"] = MILLION_GPUS
+
+    def verda(data):
+        types = {record["instance_type"]: record for record in data}
+        types["1B300.30V"]["gpu"]["number_of_gpus"] = BEYOND_64_BITS
+        types["8B300.240V"]["gpu_memory"]["size_in_gigabytes"] = 10**400  # beyond a double, too
+
+    edit("openrouter_models_2026-08-19.json", openrouter)
+    edit("vastai_bundles.json", vastai)
+    edit("verda_instance_types.json", verda)
+    million = str(json.loads((directory / "vastai_bundles.json").read_text())["offers"][2]["id"])
+    return directory, million
+
+
+def nightly(mp, home: Path, directory: Path):
+    """A nightly (no derive) replaying directory: its summary, fetch statuses, quarantine and what loaded."""
+    mp.setenv("GPULEDGER_HOME", str(home))
+    with serve_fixtures(mp, directory) as server:
+        mp.setenv("GPULEDGER_NOW", server.now)
+        summary = pipeline.run(None, SNAPSHOT, export_format="", derive=False)
+    with db.connect(read_only=True) as con:
+        fetches = dict(con.execute("select source, status from fetches where run_id = ?", [summary.run_id]).fetchall())
+        quarantined = con.execute("select provider, offer_id, field, reason from quarantine where run_id = ?",
+                                  [summary.run_id]).fetchall()
+        loaded = set(con.execute(
+            "select provider, offer_id from offers where run_id = ? union all "
+            "select api_provider, api_model_id from api_prices where run_id = ?",
+            [summary.run_id, summary.run_id]).fetchall())
+    return summary, fetches, quarantined, loaded
+
+
+@pytest.fixture(scope="module")
+def night(tmp_path_factory):
+    """The hostile night, what a clean night of the same recordings loaded, and the million-GPU offer's id."""
+    base = tmp_path_factory.mktemp("records")
+    with pytest.MonkeyPatch.context() as mp:
+        directory, million = hostile_fixtures(base / "fixtures")
+        *_, clean = nightly(mp, base / "clean", FIXTURES)
+        return (*nightly(mp, base / "home", directory), clean, million)
+
+
+def test_no_hostile_record_fails_its_source_or_the_night(night):
+    summary, fetches, _, loaded, clean, million = night
+    assert summary.status == "ok" and set(fetches.values()) == {"ok"}, fetches
+    hostile = {(provider, offer_id) for provider, offer_id, _ in HOSTILE} | {("vastai", million)}
+    assert loaded == clean - hostile  # every other record of those sources loaded
+
+
+def test_each_hostile_record_is_quarantined_naming_its_field(night):
+    _, _, quarantined, *_ = night
+    named = {(provider, offer_id, field) for provider, offer_id, field, _ in quarantined}
+    assert HOSTILE <= named
+    reasons = {(provider, offer_id): reason for provider, offer_id, _, reason in quarantined}
+    assert "out of range" in reasons[("openrouter", "qwen/qwen3.8-27b")]
+    assert "above" in reasons[("vastai", "26635622")]
+
+
+def test_a_listing_counting_a_million_gpus_is_quarantined_as_implausible(night):
+    _, _, quarantined, _, _, million = night
+    found = [(field, reason) for provider, offer_id, field, reason in quarantined
+             if provider == "vastai" and offer_id == million]
+    assert found and found[0][0] == "num_gpus" and "above" in found[0][1], found
