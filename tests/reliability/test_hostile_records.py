@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from flows import pipeline
+from scrapers import verda
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT
 from warehouse import db
@@ -109,3 +110,58 @@ def test_a_listing_counting_a_million_gpus_is_quarantined_as_implausible(night):
     found = [(field, reason) for provider, offer_id, field, reason in quarantined
              if provider == "vastai" and offer_id == million]
     assert found and found[0][0] == "num_gpus" and "above" in found[0][1], found
+
+
+# N9: without Verda credentials the public pricing page is read. Its parse is one walk over the document.
+NESTED = 150  # tables, each in a cell of the one around it: 22 KB that held the old parse ~9 s (n^3.5 and worse)
+ROW = ("<tr><th>Instance</th><th>GPU</th><th>Price</th></tr>"
+       "<tr><td>{i}H100.80S</td><td>1x H100 SXM5 80GB</td><td>$2.29/h</td></tr>")
+DIGITS = "1" * 20_000  # a price cell of digits alone: the price search backtracked over it for 31 s
+
+
+def pricing_page(directory: Path, body: str) -> Path:
+    shutil.copytree(FIXTURES, directory)
+    (directory / "verda_pricing_page.html").write_text(body)
+    return directory
+
+
+def nested_tables() -> str:
+    opened = "".join("<table>" + ROW.format(i=i) + "<tr><td>" for i in range(1, NESTED + 1))
+    digits = f"<table>{ROW.format(i=0)}<tr><td>DIGITS</td><td>1x A100 SXM4 40GB</td><td>{DIGITS}</td></tr></table>"
+    return f"<html><body>{digits}{opened}{'</td></tr></table>' * NESTED}</body></html>"
+
+
+def keyless_night(mp, home: Path, directory: Path):
+    mp.setenv("GPULEDGER_HOME", str(home))
+    with serve_fixtures(mp, directory, credentials={}) as server:
+        mp.setenv("GPULEDGER_NOW", server.now)
+        summary = pipeline.run(None, SNAPSHOT, export_format="", derive=False)
+    with db.connect(read_only=True) as con:
+        offers = con.execute("select offer_id, usd_per_hr from offers where run_id = ? and provider = 'verda' "
+                             "and price_kind = 'on_demand'", [summary.run_id]).fetchall()
+        quarantined = con.execute("select offer_id, field, reason from quarantine where run_id = ? and "
+                                  "provider = 'verda'", [summary.run_id]).fetchall()
+        error = con.execute("select error from fetches where run_id = ? and source = 'verda'",
+                            [summary.run_id]).fetchone()[0]
+    return summary, sorted(offers), quarantined, error
+
+
+def test_nested_tables_on_the_pricing_page_are_each_read_for_their_own_rows(tmp_path):
+    with pytest.MonkeyPatch.context() as mp:
+        summary, offers, quarantined, _ = keyless_night(mp, tmp_path / "home",
+                                                        pricing_page(tmp_path / "fixtures", nested_tables()))
+    assert summary.status == "ok" and summary.sources["verda"] == "ok"
+    # one listing per table, its own row (the old parse read each nested row again in every table around it)
+    assert offers == sorted((f"{i}H100.80S", 2.29) for i in range(NESTED + 1))
+    assert [(offer_id, field) for offer_id, field, _ in quarantined] == [("DIGITS", "price")]
+    assert "a price cell of 20,000 characters" in quarantined[0][2]
+
+
+def test_a_pricing_page_beyond_the_node_bound_fails_verda_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(verda, "MAX_PAGE_NODES", 5_000)  # the bound, met by a smaller page
+    page = "<html><body>" + "<div><span>x</span></div>" * 3_000 + nested_tables() + "</body></html>"
+    with pytest.MonkeyPatch.context() as mp:
+        summary, offers, _, error = keyless_night(mp, tmp_path / "home", pricing_page(tmp_path / "fixtures", page))
+    assert summary.status == "partial" and summary.sources == {**summary.sources, "verda": "failed"}
+    assert {s for name, s in summary.sources.items() if name != "verda"} == {"ok"}
+    assert offers == [] and error.startswith("verda: /products: the pricing page has more than 5,000 nodes")
