@@ -49,13 +49,13 @@ class RecordJSON:
 
 
 def record_json(record):
-    """The record as RecordJSON; a value orjson cannot write (an integer beyond 64 bits) stays as it is, and
-    fails only where json_text is asked for it, as before."""
+    """The record as RecordJSON: its JSON text (the standard library's where orjson cannot write it: an integer
+    beyond 64 bits)."""
     try:
         # orjson over-allocates the bytes it returns; the decoded str has its exact size
         return RecordJSON(orjson.dumps(record).decode())
     except orjson.JSONEncodeError:
-        return record
+        return RecordJSON(json_text(record))
 
 
 def _plain(value):
@@ -70,4 +70,8 @@ def shallow(item) -> dict:
 def listings_frame(listings: list[Listing]) -> pl.DataFrame:
     """Listings as a frame; extras become JSON text, the raw record stays an object."""
     rows = [shallow(item) | {"extras": json_text(item.extras)} for item in listings]
-    return pl.DataFrame(rows, schema=LISTING_SCHEMA, orient="row")
+    try:
+        return pl.DataFrame(rows, schema=LISTING_SCHEMA, orient="row")
+    except OverflowError:  # polars looks into a raw record holding an integer beyond a double: kept as its text
+        return pl.DataFrame([row | {"record": record_json(row["record"])} for row in rows], schema=LISTING_SCHEMA,
+                            orient="row")

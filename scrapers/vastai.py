@@ -52,6 +52,11 @@ REQUIRED = ("id", "gpu_name", "num_gpus", "dph_base")
 TIERS = {1: "datacenter", 0: "community"}
 
 
+def tier(hosting_type) -> str | None:
+    """The tier of a `hosting_type` (1 or 0); None for anything else, a list or an object included."""
+    return TIERS.get(hosting_type) if type(hosting_type) is int else None
+
+
 def bucket_queries(limit: int) -> list[dict]:
     """One search per GPU count, plus one for every other count: together they cover the market."""
     queries = [{**BASE_QUERY, "num_gpus": {"eq": n}, "limit": limit} for n in COUNT_BUCKETS]
@@ -175,7 +180,7 @@ _COUNTS = range(MAX_GPU_COUNT + 1)  # a count `integer` would refuse (or normali
 
 def _number(value) -> bool:
     kind = type(value)
-    return value is None or kind is int or (kind is float and math.isfinite(value))
+    return value is None or (kind is int and value in _EXACT) or (kind is float and math.isfinite(value))
 
 
 def well_formed(record) -> bool:
@@ -298,7 +303,7 @@ def _columns(records: list[dict], texts: list[RecordJSON], raw: RawResponse):
         "max_gpu_count": pl.Series([None] * len(records), dtype=pl.Int64),
         "region": pl.Series([p[0] for p in places], dtype=pl.String),
         "country": pl.Series([p[1] for p in places], dtype=pl.String),
-        "tier": pl.Series([TIERS.get(h) for h in column("hosting_type")], dtype=pl.String),
+        "tier": pl.Series([tier(h) for h in column("hosting_type")], dtype=pl.String),
         "reliability": pl.Series([float(r) if r is not None and 0 <= r <= 1 else None for r in column("reliability")],
                                  dtype=pl.Float64),
         "verified": pl.Series([v == "verified" if isinstance(v, str) else None for v in column("verification")],
@@ -369,7 +374,7 @@ def listings(record, raw: RawResponse) -> list[Listing]:
         gpu_memory_gb=gpu_ram_mib / 1024 if gpu_ram_mib else None,  # gpu_ram is MiB in practice
         region=region,
         country=country,
-        tier={1: "datacenter", 0: "community"}.get(record.get("hosting_type")),
+        tier=tier(record.get("hosting_type")),
         reliability=reliability if reliability is not None and 0 <= reliability <= 1 else None,
         verified=verification == "verified" if isinstance(verification, str) else None,
         availability=None if rentable is None else ("available" if rentable and not record.get("rented") else "unavailable"),

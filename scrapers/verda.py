@@ -111,7 +111,8 @@ def _locations(by_path: dict) -> list[tuple[str, str | None]]:
     data = json_body(raw)
     if not isinstance(data, list):
         raise SchemaError(NAME, raw.path, "expected a bare array of locations")
-    return [(loc["code"], loc.get("country_code")) for loc in data if isinstance(loc, dict) and loc.get("code")]
+    return [(loc["code"], loc.get("country_code")) for loc in data
+            if isinstance(loc, dict) and isinstance(loc.get("code"), str) and loc["code"]]
 
 
 def _availability(by_path: dict) -> dict[str, list[str]] | None:
@@ -123,11 +124,13 @@ def _availability(by_path: dict) -> dict[str, list[str]] | None:
     if not isinstance(data, list):
         raise SchemaError(NAME, raw.path, "expected a bare array of {location_code, availabilities}")
     where: dict[str, list[str]] = {}
-    for entry in data:
-        if not isinstance(entry, dict) or not isinstance(entry.get("availabilities"), list):
-            raise SchemaError(NAME, raw.path, "expected a list", field="availabilities")
+    entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("availabilities"), list)]
+    if data and not entries:  # one location's entry unread is that location's; none read, the answer's
+        raise SchemaError(NAME, raw.path, "expected a list", field="availabilities")
+    for entry in entries:
         for instance_type in entry["availabilities"]:
-            where.setdefault(instance_type, []).append(entry.get("location_code"))
+            if isinstance(instance_type, str) and isinstance(entry.get("location_code"), str):  # else no place
+                where.setdefault(instance_type, []).append(entry.get("location_code"))
     return where
 
 
