@@ -16,6 +16,8 @@ the last item for ever: "429,429,200" is two 429s then the recording, "500*" a p
   was one); "control:F" wraps its text in terminal escapes, NUL and CR (CONTROL); "rename:F" renames it
   F_renamed in every record; "string:F" sends every numeric F as a string; "type:CT" labels the recording with
   content type CT;
+- "echo": a 400 whose text/plain body quotes back what the request sent (its Authorization header and its body,
+  credentials included), behind terminal escapes (CONTROL): a provider's error page echoing a credential;
 - redirect: "redirect:CODE" answers CODE (301, 302, 303, 307, 308) with a Location at another origin (the
   server's `elsewhere`, by default itself named localhost instead of 127.0.0.1: a request that follows shows
   up in its log with that host); "redirect:CODE:same" with a Location at the same path of the same origin.
@@ -35,6 +37,7 @@ from collections.abc import Iterator
 
 TRANSPORT = ("timeout", "drop", "truncate", "trickle", "huge")
 PAYLOAD = ("invalid", "html", "empty", "dup", "deep")
+ECHO = "echo"
 FIELD_EDITS = ("missing", "null", "rename", "string", "absurd", "control")
 REDIRECTS = (301, 302, 303, 307, 308)
 DEEP_LEVELS = 100_000
@@ -63,13 +66,13 @@ class FaultPlan:
         kind, arg = kind.lower(), arg.strip()
         if not colon and kind in ("ok", "200"):
             return "ok"
-        if not colon and (kind in TRANSPORT + PAYLOAD or kind.isdigit() and 100 <= int(kind) <= 599):
+        if not colon and (kind in (*TRANSPORT, *PAYLOAD, ECHO) or kind.isdigit() and 100 <= int(kind) <= 599):
             return kind
         if arg and kind in FIELD_EDITS + ("type",):
             return f"{kind}:{arg}"  # field names are case-sensitive (securePrice)
         if kind == "redirect" and redirect(f"redirect:{arg}"):
             return f"redirect:{arg.lower()}"
-        raise ValueError(f"fault item {text!r}: use an HTTP status, ok, {', '.join(TRANSPORT + PAYLOAD)}, "
+        raise ValueError(f"fault item {text!r}: use an HTTP status, ok, {', '.join((*TRANSPORT, *PAYLOAD, ECHO))}, "
                          f"{':F, '.join(FIELD_EDITS)}:F, type:CONTENT-TYPE, redirect:CODE or redirect:CODE:same")
 
     def next(self) -> str:
@@ -121,6 +124,12 @@ def edit(item: str, body: bytes, content_type: str) -> tuple[bytes, str]:
         return b"[" * DEEP_LEVELS + b"]" * DEEP_LEVELS, content_type
     _edit_json(kind, arg, data)
     return json.dumps(data).encode(), content_type
+
+
+def echoed(authorization: str | None, body: bytes) -> bytes:
+    """The body of an "echo" answer: what the request sent, quoted back behind terminal escapes."""
+    return (f"{CONTROL[0]}bad request{CONTROL[1]}: Authorization: {authorization or '-'}; body: ".encode()
+            + (body or b"-"))
 
 
 def padded(body: bytes, chunk: int = 2**16) -> Iterator[bytes]:
