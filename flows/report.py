@@ -188,7 +188,7 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
         }
     ceiling = views.estimate_cards(data, model, METHOD, [], None, presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREAMS)
     price_lines = pages.api_price_lines(data.api, model)  # shown above the cards
-    default = DEFAULT_SETTING if DEFAULT_SETTING in frames else next(iter(frames))
+    default = DEFAULT_SETTING if DEFAULT_SETTING in frames or not frames else next(iter(frames))  # none: no listing
     return {
         "model": card,
         "estimate_cards": _records(ceiling),

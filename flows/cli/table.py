@@ -17,6 +17,7 @@ from flows.cli.common import (
     fail,
     gpu_names,
     open_read_only,
+    parse_day,
     resolve_name,
     within,
 )
@@ -204,10 +205,7 @@ def table(
 ) -> None:
     """A dated cost table for one model: a card per GPU (estimate) or every part ranked by $/M (calculator), with
     live prices."""
-    try:
-        when = date.fromisoformat(day) if day else None
-    except ValueError:
-        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
+    when = parse_day(day, "--date")
     con = open_read_only()
     try:
         data = _load(con, when)
