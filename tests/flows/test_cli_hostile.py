@@ -115,3 +115,32 @@ def test_a_run_refuses_parameters_a_served_flow_could_be_sent(home):
                          ({"trigger": CONTROL[0]}, "trigger"), ({"sources": ["../x"]}, "unknown source")):
         with pytest.raises(ValueError, match=says):
             pipeline.run(**{"sources": ["fx"], "snapshot_date": SNAPSHOT, "derive": False} | change)
+
+
+@pytest.mark.slow
+def test_the_local_prefect_server_serve_starts_answers_only_with_its_credential(monkeypatch, tmp_path):
+    """`serve`'s server: bound to 127.0.0.1, and without the credential made for this start no flow run of the
+    served nightly (with any parameters) can be created through its API."""
+    import socket
+
+    import httpx
+
+    from flows import prefect_env
+
+    for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING"):  # restored after the test
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = prefect_env.start_local_server(port)
+    try:
+        url, auth = prefect_env.os.environ["PREFECT_API_URL"], prefect_env.os.environ["PREFECT_API_AUTH_STRING"]
+        assert url == f"http://127.0.0.1:{port}/api" and len(auth) > 40
+        attempt = {"parameters": {"snapshot_date": "9999-12-31", "export_format": "../x"}}
+        refused = httpx.post(f"{url}/deployments/00000000-0000-0000-0000-000000000000/create_flow_run", json=attempt)
+        assert refused.status_code == 401
+        assert httpx.post(f"{url}/flows/filter", json={}, auth=tuple(auth.split(":", 1))).status_code == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
