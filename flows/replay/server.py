@@ -15,8 +15,8 @@ The vast.ai search path applies the request's filters (eq, neq, gt, gte, lt, lte
 offers carry), `order` and `limit` to the recorded offers, so query splitting and full searches can be tested.
 
 Faults, per path, are the plans of flows/faults.py: HTTP statuses, transport faults (timeout, drop, truncate,
-trickle, huge), payload edits (invalid, html, empty, dup, deep, missing:F, null:F, absurd:F, control:F, rename:F,
-string:F, type:CT), an error echoing the request (echo) and redirects (redirect:CODE to another origin,
+trickle, huge), payload edits (invalid, html, empty, dup, deep, missing:F, null:F, absurd:F, bigint:F, overflow:F, control:F,
+rename:F, string:F, type:CT), an error echoing the request (echo) and redirects (redirect:CODE to another origin,
 redirect:CODE:same).
 """
 
