@@ -13,7 +13,8 @@ finds no price. One or more <table>s; the first row holds the header cells (th o
 header text, case-insensitive: "instance" (optional) the instance type code; "gpu" (not "gpu ram"/"gpu
 memory") the GPU description, e.g. "1x H100 SXM5 80GB"; "on-demand" or "price" (not "spot") the whole
 instance's hourly price; "spot" (optional) the spot price. A price cell holds a currency ($, €, £, USD, EUR)
-and a decimal number, e.g. "$2.29/h". Rows with an empty or "-" GPU cell (CPU nodes) are skipped.
+and a decimal number, e.g. "$2.29/h". Rows with an empty or "-" GPU cell (CPU nodes) are skipped. A table
+nested in a cell is a table of its own; the page is read in one walk, within MAX_PAGE_NODES.
 """
 
 import re
