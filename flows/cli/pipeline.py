@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from flows.cli.common import DAYS, FormatOption, fail, open_read_only, parse_day
-from flows.cli.output import Format, Rows, render
+from flows.cli.output import Format, Rows, render, terminal_text
 from warehouse import config, db, derived, lake, mirror, queries
 from warehouse.lock import WriterBusy
 
@@ -181,7 +181,7 @@ def nightly(
                                      f"quality {summary['quality']}{durability}")
     render(pl.DataFrame({"table": list(summary["derived"]), "rows": list(summary["derived"].values())}))
     for warning in summary["warnings"]:  # the day is in the warehouse; the lake or the mirror catches up next run
-        typer.echo(f"left for the next run: {warning}", err=True)
+        typer.echo(f"left for the next run: {terminal_text(warning)}", err=True)  # a store's error text
     if summary["status"] != "ok" or summary["warnings"]:
         raise typer.Exit(1)
 
