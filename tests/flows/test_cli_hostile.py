@@ -7,6 +7,7 @@ its API prices, FX rates and the report.
 
 import json
 import re
+import shutil
 from datetime import date
 from pathlib import Path
 
@@ -96,9 +97,22 @@ def test_a_stored_year_9999_snapshot_does_not_hide_the_latest_day(home, tmp_path
     assert f"date={SNAPSHOT}" in invoke("report", "--model", MODEL, "--out", str(tmp_path / "site")).output
 
 
+def test_export_as_of_never_reads_a_delta_table_beside_the_lake_nor_writes_beside_out(home, tmp_path):
+    outside = tmp_path / "outside"  # a Delta table that is not the lake's: ../outside from the lake
+    shutil.copytree(home / "exports" / "price_index", outside)
+    lake_path = tmp_path / "lake"
+    shutil.copytree(home / "exports", lake_path)
+    out = tmp_path / "out"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GPULEDGER_EXPORTS", str(lake_path))
+        output = invoke("export", "--as-of", "2026-11-28T00:00:00", "--table", "../outside", "--out", str(out),
+                        code=1).output
+    assert "no lake table ../outside" in output
+    assert not (tmp_path / "outside.parquet").exists() and not out.exists()
+
+
 @pytest.mark.parametrize("args", [
     ["export", "--as-of", "2026-11-28T00:00:00", "--table", "../..", "--out", "{out}"],
-    ["export", "--as-of", "2026-11-28T00:00:00", "--table", "../home", "--out", "{out}"],
     ["export", "--table", "../..", "--date", str(SNAPSHOT)],
     ["lake", "history", "--table", "../.."],
     ["lake", "upkeep", "--table", "../.."],
