@@ -1,7 +1,7 @@
 """One hostile record costs itself, never its source or the night (issue 30, N7 and N8), end to end: one nightly
 replays recordings where one OpenRouter price is "1e999999" (a Decimal overflow at the shift to per million
 tokens), one OpenRouter `context_length`, one vast.ai `num_gpus` and one Verda GPU count and GPU memory are
-integers beyond 64 bits, and one vast.ai offer counts a million GPUs. Each is its record's quarantine reason
+integers beyond 64 bits, one vast.ai offer counts a million GPUs and another 2^64 MiB per GPU. Each is its record's quarantine reason
 naming the field; every other record of those sources loads.
 """
 
@@ -49,6 +49,7 @@ def hostile_fixtures(directory: Path) -> tuple[Path, str]:
         offers = {str(offer["id"]): offer for offer in data["offers"]}
         offers["26635622"]["num_gpus"] = BEYOND_64_BITS
         data["offers"][2]["num_gpus"] = MILLION_GPUS
+        data["offers"][3]["gpu_ram"] = BEYOND_64_BITS  # MiB: a number, but no GPU holds it
 
     def verda(data):
         types = {record["instance_type"]: record for record in data}
@@ -58,8 +59,8 @@ def hostile_fixtures(directory: Path) -> tuple[Path, str]:
     edit("openrouter_models_2026-08-19.json", openrouter)
     edit("vastai_bundles.json", vastai)
     edit("verda_instance_types.json", verda)
-    million = str(json.loads((directory / "vastai_bundles.json").read_text())["offers"][2]["id"])
-    return directory, million
+    offers = json.loads((directory / "vastai_bundles.json").read_text())["offers"]
+    return directory, (str(offers[2]["id"]), str(offers[3]["id"]))
 
 
 def nightly(mp, home: Path, directory: Path):
@@ -81,18 +82,19 @@ def nightly(mp, home: Path, directory: Path):
 
 @pytest.fixture(scope="module")
 def night(tmp_path_factory):
-    """The hostile night, what a clean night of the same recordings loaded, and the million-GPU offer's id."""
+    """The hostile night, what a clean night of the same recordings loaded, and the ids of the vast.ai offers with
+    a million GPUs and with 2^64 MiB per GPU."""
     base = tmp_path_factory.mktemp("records")
     with pytest.MonkeyPatch.context() as mp:
-        directory, million = hostile_fixtures(base / "fixtures")
+        directory, implausible = hostile_fixtures(base / "fixtures")
         *_, clean = nightly(mp, base / "clean", FIXTURES)
-        return (*nightly(mp, base / "home", directory), clean, million)
+        return (*nightly(mp, base / "home", directory), clean, implausible)
 
 
 def test_no_hostile_record_fails_its_source_or_the_night(night):
-    summary, fetches, _, loaded, clean, million = night
+    summary, fetches, _, loaded, clean, implausible = night
     assert summary.status == "ok" and set(fetches.values()) == {"ok"}, fetches
-    hostile = {(provider, offer_id) for provider, offer_id, _ in HOSTILE} | {("vastai", million)}
+    hostile = {(provider, offer_id) for provider, offer_id, _ in HOSTILE} | {("vastai", i) for i in implausible}
     assert loaded == clean - hostile  # every other record of those sources loaded
 
 
@@ -105,11 +107,11 @@ def test_each_hostile_record_is_quarantined_naming_its_field(night):
     assert "above" in reasons[("vastai", "26635622")]
 
 
-def test_a_listing_counting_a_million_gpus_is_quarantined_as_implausible(night):
-    _, _, quarantined, _, _, million = night
-    found = [(field, reason) for provider, offer_id, field, reason in quarantined
-             if provider == "vastai" and offer_id == million]
-    assert found and found[0][0] == "num_gpus" and "above" in found[0][1], found
+def test_a_listing_counting_a_million_gpus_or_2_to_the_64_mib_per_gpu_is_quarantined_as_implausible(night):
+    _, _, quarantined, _, _, (million, memory) = night
+    found = {offer_id: (field, reason) for provider, offer_id, field, reason in quarantined if provider == "vastai"}
+    assert found[million][0] == "num_gpus" and "is above 1,024" in found[million][1]
+    assert found[memory][0] == "gpu_memory_gb" and "implausible GPU memory" in found[memory][1]
 
 
 # N9: without Verda credentials the public pricing page is read. Its parse is one walk over the document.
