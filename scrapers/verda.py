@@ -282,8 +282,8 @@ def parse_pricing_page(raw: RawResponse) -> ParseResult:
             try:
                 priced = [(kind, _price_cell(cells[columns[key]], key))
                           for kind, key in (("on_demand", "price"), ("interruptible", "spot")) if key in columns]
-            except RecordError as exc:
-                result.rejected.append(Rejection(offer_id, exc.field, exc.reason, record))
+            except Exception as exc:  # whatever one row raises is its reason
+                result.rejected.append(Rejection.of(offer_id, exc, record))
                 continue
             for kind, price in priced:
                 if price is None:
