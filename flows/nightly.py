@@ -16,7 +16,9 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.schedules import Cron  # noqa: E402
 from prefect.states import Completed, Failed  # noqa: E402
 
-from flows import fetch, pipeline  # noqa: E402
+from flows import fetch, logs, pipeline  # noqa: E402
+
+logs.terminal_safe()  # a failed source's error quotes the provider's body: escaped before any handler prints it
 
 
 @task(name="fetch", task_run_name="fetch-{source}", cache_policy=NO_CACHE)

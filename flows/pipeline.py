@@ -6,6 +6,7 @@ whole run, so two runs never interleave. Progress goes to the `gpuledger.pipelin
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from warehouse.load import FetchRow
 from warehouse.lock import writer_lock
 
 log = logging.getLogger("gpuledger.pipeline")
+TRIGGER = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # what started a run (runs.trigger): cli, schedule, test
 WAREHOUSE_WAIT_S = 600.0  # how long a run waits for readers to release the warehouse file before failing
 
 
@@ -142,8 +144,12 @@ def run(
     """Fetch every source concurrently, load each in its own transaction, then (derive) derive the day's tables and
     export them; `gpuledger fetch` is the same run with derive=False."""
     names = fetch.source_names(sources)
+    if export_format and export_format not in export.FORMATS:  # a served flow's parameters come from its API
+        raise ValueError(f"unknown export format {export_format!r}: use {' or '.join(export.FORMATS)}, or none")
+    if not TRIGGER.fullmatch(trigger):
+        raise ValueError(f"trigger {trigger[:40]!r}: a short lower-case name (cli, schedule, test...)")
     source_settings.from_env()  # a bad setting or secrets file fails the run now, not in every source
-    day = snapshot_date or config.utc_today()
+    day = config.check_day(snapshot_date or config.utc_today(), "snapshot date")
     run_id = fetch.new_run_id()
     if derive:
         lake.exports_store()  # a bad lake or mirror location fails the run now, before any fetch

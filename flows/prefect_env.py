@@ -1,6 +1,7 @@
 """Prefect kept local and quiet: applied before prefect is first imported, so its settings see it."""
 
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -26,13 +27,20 @@ def configure() -> None:
 
 
 def start_local_server(port: int, timeout_s: float = 120.0) -> subprocess.Popen:
-    """Start `prefect server start` on 127.0.0.1 (the ephemeral server has no scheduler) and wait for health."""
+    """Start `prefect server start` on 127.0.0.1 (the ephemeral server has no scheduler) and wait for health.
+
+    The server answers only requests carrying a credential made for this start (HTTP basic, Prefect's
+    PREFECT_SERVER_API_AUTH_STRING), which this process and the flow runs it starts hold in their environment
+    alone: without it, any local process (or a web page the user opens, through the browser) could create a run
+    of the served nightly with any parameters. Health checks stay open."""
     configure()
     url = f"http://127.0.0.1:{port}/api"
+    auth = f"gpuledger:{secrets.token_urlsafe(32)}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ | {"PREFECT_SERVER_API_AUTH_STRING": auth},
     )
+    os.environ["PREFECT_API_AUTH_STRING"] = auth  # this process's client, before prefect is imported
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -195,7 +195,7 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
         "from cost_at_speed where snapshot_date = ? and model = ? and price_kind = 'on_demand' "
         "qualify row_number() over (partition by speed_tier order by usd_per_mtok, gpu, provider) = 1 "
         "order by min_user_tok_s nulls first", params=[data.day, model]).pl()
-    default = DEFAULT_SETTING if DEFAULT_SETTING in frames else next(iter(frames))
+    default = DEFAULT_SETTING if DEFAULT_SETTING in frames or not frames else next(iter(frames))  # none: no listing
     return {
         "model": card,
         "estimate_cards": _records(ceiling),

@@ -9,7 +9,7 @@ import polars as pl
 
 from flows.derive import cheapest_api, hardware_usd, input_per_output, method_params
 from transforms import costs, deployability, engines, estimator, presets, speed, tables
-from warehouse import queries
+from warehouse import config, queries
 
 
 class ViewError(ValueError):
@@ -46,7 +46,8 @@ class Calculator:
 
 
 def latest_published(con: duckdb.DuckDBPyConnection) -> date:
-    day = con.execute("select max(snapshot_date) from runs where status in ('ok', 'partial')").fetchall()[0][0]
+    day = con.execute("select max(snapshot_date) from runs where status in ('ok', 'partial') and snapshot_date <= ?",
+                      [config.last_plausible_day()]).fetchall()[0][0]
     if day is None:
         raise ViewError("no published day yet: run `gpuledger nightly` (or `make demo`) first")
     return day

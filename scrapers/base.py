@@ -34,6 +34,13 @@ class RecordError(ValueError):
         self.field, self.reason = field, reason
 
 
+# Plausibility bounds on the counts a record states, checked where they enter (integer's maximum): beyond them
+# the record is quarantined naming the field, so no count reaches a 64-bit (or narrower) column.
+INT64_MAX = 2**63 - 1
+MAX_GPU_COUNT = 1024  # GPUs in one listing; the largest single offers are clusters of a few hundred
+MAX_CONTEXT_TOKENS = 10**9  # a model's context; the longest listed are about ten million tokens
+
+
 def json_body(raw: RawResponse) -> Any:
     """The body's JSON: orjson (about 3x faster on a 50 MB answer), the standard library for what orjson refuses
     but Python accepts (NaN, integers beyond 64 bits), so both read the same values; SchemaError otherwise.
@@ -98,6 +105,16 @@ class Rejection:
     reason: str
     record: Any
     price_kind: str | None = None
+
+    @classmethod
+    def of(cls, offer_id: Any, exc: Exception, record: Any) -> "Rejection":
+        """The rejection of a record whose reading raised exc: a RecordError names its field; anything else a
+        record made the parse raise is that record's reason too (the unit of failure is the record), named as
+        unexpected so a bug still shows."""
+        offer_id = None if offer_id is None else str(offer_id)[:200]
+        if isinstance(exc, RecordError):
+            return cls(offer_id, exc.field, exc.reason, record)
+        return cls(offer_id, "record", f"unexpected {type(exc).__name__} reading it: {str(exc)[:200]}", record)
 
 
 @dataclass(frozen=True)
@@ -202,7 +219,10 @@ def number(value: Any, field: str, *, allow_none: bool = True) -> float | None:
     if isinstance(value, bool):
         raise RecordError(field, f"expected a number, got {value!r}")
     if isinstance(value, int | float):
-        result = float(value)
+        try:
+            result = float(value)
+        except OverflowError:  # an integer beyond a double
+            raise RecordError(field, f"not a finite number: {_digits(value)}") from None
     elif isinstance(value, str):
         try:
             result = float(Decimal(value.strip()))
@@ -215,14 +235,27 @@ def number(value: Any, field: str, *, allow_none: bool = True) -> float | None:
     return result
 
 
-def integer(value: Any, field: str) -> int | None:
-    """A whole number (JSON int, or a float with no fraction); RecordError otherwise."""
+def integer(value: Any, field: str, maximum: int = INT64_MAX) -> int | None:
+    """A whole number (JSON int, or a float with no fraction) no larger than maximum (a 64-bit integer at most);
+    RecordError otherwise."""
     result = number(value, field)
     if result is None:
         return None
     if result != int(result):
         raise RecordError(field, f"expected a whole number, got {value!r}")
-    return int(result)
+    whole = value if type(value) is int else int(result)  # a float beyond 2**53 is read as the int it came as
+    if not -INT64_MAX <= whole <= maximum:
+        raise RecordError(field, f"implausible: {_digits(whole)} is above {maximum:,}" if whole > 0
+                          else f"implausible: {_digits(whole)} is below {-INT64_MAX:,}")
+    return whole
+
+
+def _digits(value: int) -> str:
+    """An integer as an error quotes it: its first digits and how many there are (Python refuses to write an
+    integer beyond 4,300 digits as text)."""
+    if abs(value) < 10**30:
+        return f"{value:,}" if isinstance(value, int) else repr(value)
+    return f"an integer of {value.bit_length()} bits"
 
 
 def text(value: Any, field: str, *, required: bool = False) -> str | None:

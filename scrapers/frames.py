@@ -4,6 +4,7 @@ A source's parse returns typed `Listing` rows (record by record) or, for a large
 column by column (vastai.parse_frame); both become this frame.
 """
 
+import json
 from dataclasses import fields
 
 import orjson
@@ -25,7 +26,12 @@ def json_text(value) -> str | None:
 
     orjson: ten times json.dumps's speed, which took 4 s for the extras of a 20,000-offer answer.
     """
-    return None if value is None else orjson.dumps(value, default=_plain, option=_SORTED).decode()
+    if value is None:
+        return None
+    try:
+        return orjson.dumps(value, default=_plain, option=_SORTED).decode()
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits, which a quarantined record may hold
+        return json.dumps(value, default=_plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 _SORTED = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
@@ -43,13 +49,13 @@ class RecordJSON:
 
 
 def record_json(record):
-    """The record as RecordJSON; a value orjson cannot write (an integer beyond 64 bits) stays as it is, and
-    fails only where json_text is asked for it, as before."""
+    """The record as RecordJSON: its JSON text (the standard library's where orjson cannot write it: an integer
+    beyond 64 bits)."""
     try:
         # orjson over-allocates the bytes it returns; the decoded str has its exact size
         return RecordJSON(orjson.dumps(record).decode())
     except orjson.JSONEncodeError:
-        return record
+        return RecordJSON(json_text(record))
 
 
 def _plain(value):
@@ -64,4 +70,8 @@ def shallow(item) -> dict:
 def listings_frame(listings: list[Listing]) -> pl.DataFrame:
     """Listings as a frame; extras become JSON text, the raw record stays an object."""
     rows = [shallow(item) | {"extras": json_text(item.extras)} for item in listings]
-    return pl.DataFrame(rows, schema=LISTING_SCHEMA, orient="row")
+    try:
+        return pl.DataFrame(rows, schema=LISTING_SCHEMA, orient="row")
+    except OverflowError:  # polars looks into a raw record holding an integer beyond a double: kept as its text
+        return pl.DataFrame([row | {"record": record_json(row["record"])} for row in rows], schema=LISTING_SCHEMA,
+                            orient="row")

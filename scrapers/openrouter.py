@@ -16,7 +16,7 @@ prices (image or audio output, embeddings) are ignored, and so are pricing keys 
 
 
 import hashlib
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from decimal import ROUND_HALF_EVEN, Decimal, DecimalException, InvalidOperation
 from typing import Any
 
 from scrapers import base
@@ -48,7 +48,7 @@ def usd_per_mtok(value: Any, field: str) -> float | None:
         return None
     try:
         return float(decimal.scaleb(PER_MILLION).quantize(QUANTUM, ROUND_HALF_EVEN))
-    except InvalidOperation:
+    except DecimalException:  # InvalidOperation past the step's precision, Overflow past Decimal's exponent
         raise RecordError(field, f"price {str(value)[:40]!r} USD per token is out of range") from None
 
 
@@ -95,8 +95,8 @@ def parse(responses: list[RawResponse]) -> ParseResult:
                     non_text += 1
                 else:
                     result.api_prices.extend(_prices(record, raw, sha256))
-            except RecordError as exc:
-                result.rejected.append(Rejection(model_id, exc.field, exc.reason, record))
+            except Exception as exc:  # whatever one record raises is its reason
+                result.rejected.append(Rejection.of(model_id, exc, record))
     if routers:
         result.notes.append(f"{len(routers)} router(s) with a variable price (\"-1\") skipped: {', '.join(routers)}")
     if non_text:
@@ -164,7 +164,7 @@ def _tier_prices(pricing: dict, where: str, listed: dict | None = None) -> dict:
 def _condition(override: dict, where: str) -> dict | None:
     """The tier's name and condition; None for a condition this product does not know (the tier is left out)."""
     if "min_prompt_tokens" in override:
-        tokens = base.integer(override["min_prompt_tokens"], f"{where}.min_prompt_tokens")
+        tokens = base.integer(override["min_prompt_tokens"], f"{where}.min_prompt_tokens", base.MAX_CONTEXT_TOKENS)
         return {"tier": f"prompt>={tokens}", "min_prompt_tokens": tokens}
     if "utc_start" in override or "utc_end" in override:
         start, end = (_hhmm(override.get(k), f"{where}.{k}") for k in ("utc_start", "utc_end"))
@@ -188,7 +188,7 @@ def _prices(record: dict, raw: RawResponse, sha256: str) -> list[ApiPrice]:
         price_kind=KINDS.get(variant, variant),
         hugging_face_id=base.text(record.get("hugging_face_id"), "hugging_face_id"),
         name=base.text(record.get("name"), "name"),
-        context_length=base.integer(record.get("context_length"), "context_length"),
+        context_length=base.integer(record.get("context_length"), "context_length", base.MAX_CONTEXT_TOKENS),
         fetched_at=raw.fetched_at,
         response_sha256=sha256,
     )

@@ -18,6 +18,7 @@ with RUNPOD_API_KEY set, the REST v2 catalogue is used (GPULEDGER_RUNPOD_API=gra
 
 from scrapers.base import (
     CLUSTER_TIER,
+    MAX_GPU_COUNT,
     Listing,
     ParseResult,
     RecordError,
@@ -92,9 +93,9 @@ def parse(responses: list[RawResponse]) -> ParseResult:
             result.record_count += 1
             try:
                 result.listings.extend(make(record, raw))
-            except RecordError as exc:
+            except Exception as exc:  # whatever one record raises is its reason
                 offer_id = record.get("id") if isinstance(record, dict) else None
-                result.rejected.append(Rejection(offer_id, exc.field, exc.reason, record))
+                result.rejected.append(Rejection.of(offer_id, exc, record))
     return result
 
 
@@ -135,7 +136,7 @@ def _cluster_listing(record: dict, raw: RawResponse, common: dict, extras: dict)
     if not isinstance(sites, list) or not sites or not positive(price):
         return []
     ids = [site.get("id") for site in sites if isinstance(site, dict) and isinstance(site.get("id"), str)]
-    pod = integer(record.get("maxGpuCountSecureCloud"), "maxGpuCountSecureCloud") or integer(
+    pod = integer(record.get("maxGpuCountSecureCloud"), "maxGpuCountSecureCloud", MAX_GPU_COUNT) or integer(
         record.get("maxGpuCount"), "maxGpuCount")
     if not ids or not pod:
         raise RecordError("nodeGroupDatacenters", "a cluster without datacenter ids or pod size")
@@ -180,8 +181,8 @@ def _graphql_listings(record, raw: RawResponse) -> list[Listing]:
     out = []
     for tier, flag, price_key, spot_key, max_key in CLOUDS:
         offered = record.get(flag) if isinstance(record.get(flag), bool) else None
-        max_count = integer(record.get(max_key), max_key)
-        fields = dict(common, max_gpu_count=max_count or integer(record.get("maxGpuCount"), "maxGpuCount"),
+        max_count = integer(record.get(max_key), max_key, MAX_GPU_COUNT)
+        fields = dict(common, max_gpu_count=max_count or integer(record.get("maxGpuCount"), "maxGpuCount", MAX_GPU_COUNT),
                       extras=extras | {flag: record.get(flag)})
         kinds = [("on_demand", price_key), ("interruptible", spot_key)]
         kinds += list(SAVINGS) if tier == "secure" else []
@@ -214,6 +215,6 @@ def _rest_listings(record, raw: RawResponse) -> list[Listing]:
         if _priced(offered, price):
             out.append(_listing(
                 record, raw, tier, price_kind="on_demand", price_field=f"price.{tier}", native_per_hr=price,
-                max_gpu_count=integer(max_counts.get(tier), f"maxCount.{tier}"),
+                max_gpu_count=integer(max_counts.get(tier), f"maxCount.{tier}", MAX_GPU_COUNT),
                 extras=extras | {tier: record.get(tier)}, **common))
     return out

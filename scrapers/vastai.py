@@ -18,6 +18,7 @@ import msgspec
 import polars as pl
 
 from scrapers.base import (
+    MAX_GPU_COUNT,
     Listing,
     ParseResult,
     RecordError,
@@ -49,6 +50,11 @@ EXTRA_KEYS = (
 _COUNTRY = re.compile(r"[A-Z]{2}")
 REQUIRED = ("id", "gpu_name", "num_gpus", "dph_base")
 TIERS = {1: "datacenter", 0: "community"}
+
+
+def tier(hosting_type) -> str | None:
+    """The tier of a `hosting_type` (1 or 0); None for anything else, a list or an object included."""
+    return TIERS.get(hosting_type) if type(hosting_type) is int else None
 
 
 def bucket_queries(limit: int) -> list[dict]:
@@ -147,9 +153,8 @@ def _record_listings(record, raw: RawResponse, result: ParseResult) -> list[List
     """`listings` of one record; a record that cannot be read is added to the result's rejections."""
     try:
         return listings(record, raw)
-    except RecordError as exc:
-        offer_id = record.get("id") if isinstance(record, dict) else None
-        result.rejected.append(Rejection(None if offer_id is None else str(offer_id), exc.field, exc.reason, record))
+    except Exception as exc:  # whatever one record raises is its reason
+        result.rejected.append(Rejection.of(record.get("id") if isinstance(record, dict) else None, exc, record))
         return []
 
 
@@ -170,11 +175,12 @@ NUMBERS = ("gpu_ram", "reliability", "dph_base", "min_bid", "discount_rate", "di
 READ_KEYS = ("id", "gpu_name", "num_gpus", "geolocation", "hosting_type", "verification", "rentable", "rented",
              *NUMBERS)
 _EXACT = range(-(2**53), 2**53)  # `integer` reads through a float: beyond this, leave it to `listings`
+_COUNTS = range(MAX_GPU_COUNT + 1)  # a count `integer` would refuse (or normalise quarantine): left to `listings`
 
 
 def _number(value) -> bool:
     kind = type(value)
-    return value is None or kind is int or (kind is float and math.isfinite(value))
+    return value is None or (kind is int and value in _EXACT) or (kind is float and math.isfinite(value))
 
 
 def well_formed(record) -> bool:
@@ -183,7 +189,7 @@ def well_formed(record) -> bool:
     if type(record) is not dict or type(record.get("id")) is not int or record["id"] not in _EXACT:
         return False
     name, count = record.get("gpu_name"), record.get("num_gpus")
-    if type(name) is not str or not name or not (count is None or (type(count) is int and count in _EXACT)):
+    if type(name) is not str or not name or not (count is None or (type(count) is int and count in _COUNTS)):
         return False
     return all(_number(record.get(key)) for key in NUMBERS)
 
@@ -297,7 +303,7 @@ def _columns(records: list[dict], texts: list[RecordJSON], raw: RawResponse):
         "max_gpu_count": pl.Series([None] * len(records), dtype=pl.Int64),
         "region": pl.Series([p[0] for p in places], dtype=pl.String),
         "country": pl.Series([p[1] for p in places], dtype=pl.String),
-        "tier": pl.Series([TIERS.get(h) for h in column("hosting_type")], dtype=pl.String),
+        "tier": pl.Series([tier(h) for h in column("hosting_type")], dtype=pl.String),
         "reliability": pl.Series([float(r) if r is not None and 0 <= r <= 1 else None for r in column("reliability")],
                                  dtype=pl.Float64),
         "verified": pl.Series([v == "verified" if isinstance(v, str) else None for v in column("verification")],
@@ -363,12 +369,12 @@ def listings(record, raw: RawResponse) -> list[Listing]:
     common = dict(
         offer_id=str(offer_id),
         gpu_raw=text(record.get("gpu_name"), "gpu_name", required=True),
-        gpu_count=integer(record.get("num_gpus"), "num_gpus"),
+        gpu_count=integer(record.get("num_gpus"), "num_gpus", MAX_GPU_COUNT),
         fetched_at=raw.fetched_at,
         gpu_memory_gb=gpu_ram_mib / 1024 if gpu_ram_mib else None,  # gpu_ram is MiB in practice
         region=region,
         country=country,
-        tier={1: "datacenter", 0: "community"}.get(record.get("hosting_type")),
+        tier=tier(record.get("hosting_type")),
         reliability=reliability if reliability is not None and 0 <= reliability <= 1 else None,
         verified=verification == "verified" if isinstance(verification, str) else None,
         availability=None if rentable is None else ("available" if rentable and not record.get("rented") else "unavailable"),

@@ -13,7 +13,8 @@ finds no price. One or more <table>s; the first row holds the header cells (th o
 header text, case-insensitive: "instance" (optional) the instance type code; "gpu" (not "gpu ram"/"gpu
 memory") the GPU description, e.g. "1x H100 SXM5 80GB"; "on-demand" or "price" (not "spot") the whole
 instance's hourly price; "spot" (optional) the spot price. A price cell holds a currency ($, €, £, USD, EUR)
-and a decimal number, e.g. "$2.29/h". Rows with an empty or "-" GPU cell (CPU nodes) are skipped.
+and a decimal number, e.g. "$2.29/h". Rows with an empty or "-" GPU cell (CPU nodes) are skipped. A table
+nested in a cell is a table of its own; the page is read in one walk, within MAX_PAGE_NODES.
 """
 
 import re
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 from selectolax.lexbor import LexborHTMLParser
 
 from scrapers.base import (
+    MAX_GPU_COUNT,
     Listing,
     ParseResult,
     RecordError,
@@ -88,9 +90,9 @@ def parse(responses: list[RawResponse]) -> ParseResult:
         result.record_count += 1
         try:
             found = instance_listings(record, types, available, countries)
-        except RecordError as exc:
+        except Exception as exc:  # whatever one record raises is its reason
             offer_id = record.get("instance_type") if isinstance(record, dict) else None
-            result.rejected.append(Rejection(offer_id, exc.field, exc.reason, record))
+            result.rejected.append(Rejection.of(offer_id, exc, record))
             continue
         cpu_only += not found
         result.listings.extend(found)
@@ -110,7 +112,8 @@ def _locations(by_path: dict) -> list[tuple[str, str | None]]:
     data = json_body(raw)
     if not isinstance(data, list):
         raise SchemaError(NAME, raw.path, "expected a bare array of locations")
-    return [(loc["code"], loc.get("country_code")) for loc in data if isinstance(loc, dict) and loc.get("code")]
+    return [(loc["code"], loc.get("country_code")) for loc in data
+            if isinstance(loc, dict) and isinstance(loc.get("code"), str) and loc["code"]]
 
 
 def _availability(by_path: dict) -> dict[str, list[str]] | None:
@@ -122,11 +125,13 @@ def _availability(by_path: dict) -> dict[str, list[str]] | None:
     if not isinstance(data, list):
         raise SchemaError(NAME, raw.path, "expected a bare array of {location_code, availabilities}")
     where: dict[str, list[str]] = {}
-    for entry in data:
-        if not isinstance(entry, dict) or not isinstance(entry.get("availabilities"), list):
-            raise SchemaError(NAME, raw.path, "expected a list", field="availabilities")
+    entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("availabilities"), list)]
+    if data and not entries:  # one location's entry unread is that location's; none read, the answer's
+        raise SchemaError(NAME, raw.path, "expected a list", field="availabilities")
+    for entry in entries:
         for instance_type in entry["availabilities"]:
-            where.setdefault(instance_type, []).append(entry.get("location_code"))
+            if isinstance(instance_type, str) and isinstance(entry.get("location_code"), str):  # else no place
+                where.setdefault(instance_type, []).append(entry.get("location_code"))
     return where
 
 
@@ -143,7 +148,7 @@ def instance_listings(record, raw: RawResponse, available: dict | None, countrie
     gpu = record.get("gpu")
     if not isinstance(gpu, dict):
         raise RecordError("gpu", "expected an object")
-    gpu_count = integer(gpu.get("number_of_gpus"), "gpu.number_of_gpus")
+    gpu_count = integer(gpu.get("number_of_gpus"), "gpu.number_of_gpus", MAX_GPU_COUNT)
     description = text(gpu.get("description"), "gpu.description") or ""
     if not gpu_count and not description.strip():
         return []
@@ -186,6 +191,8 @@ def _price_cell(cell: str, field: str) -> tuple[float, str] | None:
     cell = cell.strip()
     if cell in ("", "-", "–", "—"):
         return None
+    if len(cell) > MAX_PRICE_CELL:  # the search backtracks over a run of digits: quadratic in a long cell
+        raise RecordError(field, f"a price cell of {len(cell):,} characters, above {MAX_PRICE_CELL}: {cell[:40]!r}")
     match = _PRICE.search(cell)
     if not match:
         raise RecordError(field, f"no currency and amount in {cell[:40]!r}")
@@ -206,13 +213,58 @@ def _columns(header: list[str]) -> dict[str, int]:
     return found
 
 
+# Bounds on the work one pricing page may cost: the walk visits each node once, and a page of more nodes than
+# this (a real pricing page has a few thousand) is refused rather than read.
+MAX_PAGE_NODES = 200_000
+MAX_PRICE_CELL = 200  # characters: "$2.29/h", "€ 1.234,50 per hour"
+_CELLS = ("th", "td")
+
+
+def page_tables(page: LexborHTMLParser, source_path: str) -> list[list[list[str]]]:
+    """Each table's own rows, each row its own cells' text: one walk over the document, every node visited once.
+
+    A table nested in a cell is a table of its own: its rows are not its parent's, and its text is not the
+    cell's. (Selecting every table's rows, then every row's cells and their text, read a nested table once per
+    table around it: ~n^3.9 on nested tables, 205 s for 44 KB.) A cell's text is its text nodes, each stripped,
+    joined, as selectolax's text(strip=True). SchemaError past MAX_PAGE_NODES."""
+    tables: list[list[list[str]]] = []
+    # (node, its table's rows, its row's cells, its cell's text pieces): the context a node inherits
+    stack = [(page.root, None, None, None)]
+    visited = 0
+    while stack:
+        node, rows, cells, pieces = stack.pop()
+        visited += 1
+        if visited > MAX_PAGE_NODES:
+            raise SchemaError(NAME, source_path, f"the pricing page has more than {MAX_PAGE_NODES:,} nodes: "
+                                                 "not read (a pricing page has a few thousand)")
+        tag = node.tag
+        if tag == "-text":
+            if pieces is not None:
+                pieces.append(node.text_content.strip())
+            continue
+        if tag == "table":
+            rows, cells, pieces = [], None, None
+            tables.append(rows)
+        elif tag == "tr" and rows is not None:
+            cells, pieces = [], None
+            rows.append(cells)
+        elif tag in _CELLS and cells is not None:
+            pieces = []
+            cells.append(pieces)
+        children = []
+        child = node.child
+        while child is not None:
+            children.append((child, rows, cells, pieces))
+            child = child.next
+        stack.extend(reversed(children))  # document order
+    return [[["".join(cell) for cell in row] for row in rows] for rows in tables]
+
+
 def parse_pricing_page(raw: RawResponse) -> ParseResult:
     """Listings from the public pricing page in the layout described in this module's docstring."""
-    page = LexborHTMLParser(raw.body)
     result = ParseResult(notes=["prices read from the public pricing page (no API credentials)"])
     path = urlsplit(raw.url).path or "/"
-    for table in page.css("table"):
-        rows = [[cell.text(strip=True) for cell in row.css("th, td")] for row in table.css("tr")]
+    for rows in page_tables(LexborHTMLParser(raw.body), path):
         if not rows:
             continue
         columns = _columns(rows[0])
@@ -230,8 +282,8 @@ def parse_pricing_page(raw: RawResponse) -> ParseResult:
             try:
                 priced = [(kind, _price_cell(cells[columns[key]], key))
                           for kind, key in (("on_demand", "price"), ("interruptible", "spot")) if key in columns]
-            except RecordError as exc:
-                result.rejected.append(Rejection(offer_id, exc.field, exc.reason, record))
+            except Exception as exc:  # whatever one row raises is its reason
+                result.rejected.append(Rejection.of(offer_id, exc, record))
                 continue
             for kind, price in priced:
                 if price is None:

@@ -11,6 +11,7 @@ from transforms import gpu_names
 from transforms.fx import attach_usd_rate
 
 MAX_USD_PER_GPU_HR = 100.0  # no GPU rents for more; a price above it is a unit or parsing error
+MAX_GPU_MEMORY_GB = 4096.0  # per GPU; the largest have 288 GB: above it, a unit error or a hostile value
 # No API asks more per million tokens (the dearest text models list a few hundred dollars out); above it, the
 # price is a unit or parsing error ("1000" USD per token would publish $1,000,000,000 per million).
 MAX_USD_PER_MTOK = 1000.0
@@ -56,6 +57,8 @@ def _problem(usd_per_gpu_hr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     checks = [
         (count.is_null(), pl.lit("gpu_count"), pl.lit("missing GPU count")),
         (count <= 0, pl.lit("gpu_count"), pl.lit("zero GPUs: cannot be priced per GPU")),
+        (pl.col("gpu_memory_gb") > MAX_GPU_MEMORY_GB, pl.lit("gpu_memory_gb"),
+         pl.format("implausible GPU memory: {} GB per GPU, above " + f"{MAX_GPU_MEMORY_GB:g}", pl.col("gpu_memory_gb"))),
         (price.is_null(), price_field, pl.lit("missing price")),
         (price <= 0, price_field, pl.format("zero or negative price: {}", price)),
         (pl.col("fx_rate").is_null(), pl.lit("native_currency"),

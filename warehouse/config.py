@@ -1,7 +1,7 @@
 """Where gpuledger keeps its files, and the clock: every path hangs off environment settings."""
 
 import os
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 
@@ -74,3 +74,16 @@ def utc_now() -> datetime:
 
 def utc_today() -> date:
     return utc_now().date()
+
+
+def last_plausible_day() -> date:
+    """Tomorrow (UTC): no snapshot, and no date a user asks for, lies beyond it (a time zone ahead of UTC is
+    already there). A later day is a typo or a hostile value: a year-9999 snapshot would be the latest for ever."""
+    return utc_today() + timedelta(days=1)
+
+
+def check_day(day: date, what: str) -> date:
+    """day, unless it lies beyond last_plausible_day: then a ValueError naming what."""
+    if day > last_plausible_day():
+        raise ValueError(f"{what} {day} is after {last_plausible_day()} (tomorrow, UTC): no such day yet")
+    return day

@@ -65,22 +65,36 @@ def exportable(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return found
 
 
+def held_days(con: duckdb.DuckDBPyConnection, tables, start: date, end: date) -> list[date]:
+    """The days from start to end that a run was made for or that one of the tables holds rows of, latest first:
+    the days an export has something to publish (any other would be an empty commit per table)."""
+    held = ["select snapshot_date as day from runs", *(f'select "{date_column(con, t)}" from "{t}"' for t in tables)]
+    return [day for (day,) in con.execute(f"select distinct day from ({' union all '.join(held)}) "
+                                          "where day between ? and ? order by 1 desc", [start, end]).fetchall()]
+
+
 def csv_prefix(table: str, day: date) -> str:
     return f"{CSV_FOLDER}/{table}/date={day.isoformat()}"
 
 
-def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[duckdb.DuckDBPyRelation, str]:
-    """The table's rows of the date, and its date column; refuses tables, dates and formats it cannot export."""
+def date_column(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """The column that dates an exportable table's rows; ExportError for a table that cannot be exported."""
     tables = exportable(con)
     if table not in tables:
         raise ExportError(f"cannot export {table!r}: exportable tables are {', '.join(sorted(tables))}")
+    return tables[table]
+
+
+def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[duckdb.DuckDBPyRelation, str]:
+    """The table's rows of the date, and its date column; refuses tables, dates and formats it cannot export."""
+    column = date_column(con, table)
     if not isinstance(day, date):
         raise ExportError(f"an export date must be a date, not {day!r}")
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}: use {' or '.join(FORMATS)}")
     relation = (queries.published_offers(con, day) if table == "offers"  # the listings the day was derived from
-                else con.sql(f"select * from {table} where {tables[table]} = ?", params=[day]))
-    return relation.order("all"), tables[table]
+                else con.sql(f"select * from {table} where {column} = ?", params=[day]))
+    return relation.order("all"), column
 
 
 def _render(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[bytes, int]:

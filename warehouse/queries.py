@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from warehouse import config
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -84,8 +86,9 @@ def table(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame:
 
 
 def latest_date(con: duckdb.DuckDBPyConnection, table_name: str = "cost_per_mtok") -> date | None:
-    """The newest snapshot_date a table holds, or None when it is empty."""
-    return con.execute(f"select max(snapshot_date) from {table_name}").fetchall()[0][0]
+    """The newest snapshot_date a table holds (none beyond config.last_plausible_day), or None when it is empty."""
+    return con.execute(f"select max(snapshot_date) from {table_name} where snapshot_date <= ?",
+                       [config.last_plausible_day()]).fetchall()[0][0]
 
 
 def recent_runs(con: duckdb.DuckDBPyConnection, limit: int = 10) -> duckdb.DuckDBPyRelation:

@@ -20,6 +20,7 @@ import sys
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from flows import logs
 from flows.cli import catalog as catalog_commands
 from flows.cli import models as models_commands
 from flows.cli import pipeline as pipeline_commands
@@ -97,6 +98,7 @@ lazy_command("report", "flows.cli.report:report", "Write the day's market page a
 
 
 def main() -> None:
+    logs.terminal_safe()  # every printed line passes terminal_text, log lines included
     try:
         app(prog_name="gpuledger")
     finally:

@@ -15,7 +15,7 @@ import duckdb
 import typer
 
 from flows.cli.output import Format, terminal_text
-from warehouse import db
+from warehouse import config, db
 
 if TYPE_CHECKING:
     import polars as pl
@@ -77,9 +77,13 @@ def open_read_only() -> duckdb.DuckDBPyConnection:
 def parse_day(text: str | None, option: str) -> date | None:
     """A YYYY-MM-DD option's date (None when not given); a clear error naming the option otherwise."""
     try:
-        return date.fromisoformat(text) if text else None
+        day = date.fromisoformat(text) if text else None
     except ValueError:
         raise fail(f"{option} {text!r} is not YYYY-MM-DD") from None
+    try:
+        return day and config.check_day(day, option)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
 
 
 def resolve_name(name: str, names: dict[str, str], what: str) -> str:

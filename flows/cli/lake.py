@@ -19,7 +19,8 @@ TableOption = Annotated[list[str] | None, typer.Option("--table", "-t", help="On
                                                                              "default every table in the lake.")]
 
 
-def _tables(store: lake.Store, chosen: list[str] | None) -> list[str]:
+def chosen_tables(store: lake.Store, chosen: list[str] | None) -> list[str]:
+    """The lake's tables chosen (default all of them); a name the lake does not hold is refused, never a path."""
     found = delta.tables(store)
     if not chosen:
         return found
@@ -38,7 +39,7 @@ def history(
     """Every version of the lake's tables, newest first: when, which run, which date, rows written and replaced."""
     try:
         store = lake.exports_store()
-        rows = [{"table": name} | entry for name in _tables(store, table)
+        rows = [{"table": name} | entry for name in chosen_tables(store, table)
                 for entry in delta.history(delta.open_table(delta.table_uri(store.url, name)))[:limit]]
     except (ValueError, OSError) as exc:
         raise fail(str(exc)) from None
@@ -60,7 +61,7 @@ def upkeep(
     """Compact, vacuum (keeping $GPULEDGER_LAKE_RETENTION_DAYS of versions) and checkpoint the lake's tables now."""
     try:
         store = lake.exports_store()
-        names = _tables(store, table)
+        names = chosen_tables(store, table)
         with writer_lock("lake upkeep", wait_s=config.lock_wait_s()), db.connect() as con:
             done = export.upkeep(con, store, names, config.lake_retention_days())
     except (ValueError, OSError, db.WarehouseError, WriterBusy) as exc:

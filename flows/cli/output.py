@@ -84,6 +84,11 @@ def _cell(value) -> str:
     return terminal_text(str(value))
 
 
+def _markdown(cell: str) -> str:
+    """A markdown table cell: a pipe escaped, a line break as <br> (a newline would end the row)."""
+    return cell.replace("|", "\\|").replace("\n", "<br>")
+
+
 def _shape(df: pl.DataFrame | Rows) -> tuple[list[str], list[bool], Any]:
     if isinstance(df, Rows):
         return list(map(terminal_text, df.columns)), df.numeric, df.rows
@@ -96,6 +101,10 @@ def _csv(df: pl.DataFrame) -> str:
 
     from warehouse import csv_safe
 
+    # CSV has no nested values and no bytes: a list or struct is written as JSON, a blob as the table shows it
+    df = df.with_columns(pl.Series(c, [None if v is None else str(v) if isinstance(v, bytes) else
+                                       json.dumps(v, default=str) for v in df[c].to_list()], dtype=pl.String)
+                         for c, dtype in df.schema.items() if dtype.is_nested() or dtype in (pl.Binary, pl.Object))
     text = [c for c, dtype in df.schema.items() if dtype == pl.String and df[c].str.contains(_UNSAFE.pattern).any()]
     shown = df.with_columns(pl.col(c).map_elements(terminal_text, return_dtype=pl.String) for c in text)
     return csv_safe.frame(shown).rename(terminal_text).write_csv()
@@ -114,10 +123,10 @@ def render(df: pl.DataFrame | Rows, fmt: Format = Format.table, *, title: str | 
         columns, _, rows = _shape(df)
         if title:
             out.write(f"### {title}\n\n")
-        out.write("| " + " | ".join(columns) + " |\n")
+        out.write("| " + " | ".join(map(_markdown, columns)) + " |\n")
         out.write("|" + "---|" * len(columns) + "\n")
         for row in rows:
-            out.write("| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |\n")
+            out.write("| " + " | ".join(_markdown(_cell(v)) for v in row) + " |\n")
         if caption:
             out.write(f"\n{caption}\n")
     else:

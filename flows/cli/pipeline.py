@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from flows.cli.common import DAYS, FormatOption, fail, open_read_only, parse_day
-from flows.cli.output import Format, Rows, render
+from flows.cli.output import Format, Rows, render, terminal_text
 from warehouse import config, db, derived, lake, mirror, queries
 from warehouse.lock import WriterBusy
 
@@ -94,11 +94,15 @@ def export_cmd(
     con = open_read_only()
     try:
         end = parse_day(day, "--date") or _latest_published(con)
+        start = end - timedelta(days=days - 1)
+        held = export.held_days(con, tables or EXPORTED, start, end)
+        if not held:
+            raise fail(f"nothing to export for {start}{'' if start == end else f' to {end}'}: no run was made "
+                       "for it and the tables hold no row of it")
         store = lake.exports_store()
         written = []
-        for offset in range(days):
-            written += export.export_date(con, end - timedelta(days=offset), store, tables or EXPORTED, fmt,
-                                          made_by=made_by())
+        for held_day in held:
+            written += export.export_date(con, held_day, store, tables or EXPORTED, fmt, made_by=made_by())
     except (ValueError, OSError) as exc:  # ExportError and a bad location are ValueErrors; OSError: the store
         raise fail(str(exc)) from None
     finally:
@@ -111,6 +115,7 @@ def _export_as_of(tables: list[str], as_of: str, end: date | None, days: int, fm
     """Each table as the lake held it at as_of (of the dates ending at end, or all) to <out>/<table>.parquet."""
     import polars as pl
 
+    from flows.cli.lake import chosen_tables
     from warehouse import delta
 
     if out is None:
@@ -123,6 +128,7 @@ def _export_as_of(tables: list[str], as_of: str, end: date | None, days: int, fm
         if isinstance(point, int) and len(tables) != 1:
             raise fail("a version number belongs to one table: name it with --table (or give a timestamp)")
         store = lake.exports_store()
+        tables = chosen_tables(store, tables)  # a table's name is a folder in the lake and a file in --out
         read = {}
         for table in tables:
             published = delta.open_table(delta.table_uri(store.url, table), point)
@@ -175,7 +181,7 @@ def nightly(
                                      f"quality {summary['quality']}{durability}")
     render(pl.DataFrame({"table": list(summary["derived"]), "rows": list(summary["derived"].values())}))
     for warning in summary["warnings"]:  # the day is in the warehouse; the lake or the mirror catches up next run
-        typer.echo(f"left for the next run: {warning}", err=True)
+        typer.echo(f"left for the next run: {terminal_text(warning)}", err=True)  # a store's error text
     if summary["status"] != "ok" or summary["warnings"]:
         raise typer.Exit(1)
 

@@ -15,8 +15,13 @@ def _folder(text: str | None) -> Path | None:
         return None
     if not text.strip():
         raise fail("--out is empty: name the folder to write the report in")
-    path = Path(text).expanduser()
-    if path.exists() and not path.is_dir():
+    try:  # ~nosuchuser has no home; a name beyond the file system's limit cannot even be looked at
+        path = Path(text).expanduser()
+        misfit = path.exists() and not path.is_dir()
+    except (RuntimeError, OSError) as exc:
+        shown = text[:80] + ("..." if len(text) > 80 else "")
+        raise fail(f"--out {shown}: {getattr(exc, 'strerror', None) or exc}") from None
+    if misfit:
         raise fail(f"--out {text}: not a folder")
     return path
 

@@ -1,7 +1,6 @@
 """`gpuledger table`: page 000's estimate cards and page 001's calculator, priced with a date's live listings."""
 
 import re
-from datetime import date
 from enum import StrEnum
 from typing import Annotated
 
@@ -18,6 +17,7 @@ from flows.cli.common import (
     fail,
     gpu_names,
     open_read_only,
+    parse_day,
     resolve_name,
     within,
 )
@@ -46,10 +46,7 @@ class Style(StrEnum):
 
 def load_published(day: str | None) -> views.Day:
     """What the published day `--date` (YYYY-MM-DD; None: the latest) is built from, or the error saying why not."""
-    try:
-        when = date.fromisoformat(day) if day else None
-    except ValueError:
-        raise fail(f"--date {day!r} is not YYYY-MM-DD") from None
+    when = parse_day(day, "--date")
     con = open_read_only()
     try:
         return views.load_day(con, when)

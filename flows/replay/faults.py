@@ -13,9 +13,12 @@ the last item for ever: "429,429,200" is two 429s then the recording, "500*" a p
   "html" an HTML error page; "empty" the recording without its records; "dup" every record twice; "deep" a
   body of DEEP_LEVELS nested arrays (XML: elements) instead of the recording; "missing:F" drops field F from
   the first record that has it; "null:F" sets it to null there; "absurd:F" sets it to ABSURD (a string where F
-  was one); "control:F" wraps its text in terminal escapes, NUL and CR (CONTROL); "rename:F" renames it
+  was one); "bigint:F" sets a numeric F to BIGINT, an integer beyond 64 bits; "overflow:F" sets a numeric or text F
+  to the text OVERFLOW, a number beyond a double (and a Decimal shifted six places); "control:F" wraps its text in terminal escapes, NUL and CR (CONTROL); "rename:F" renames it
   F_renamed in every record; "string:F" sends every numeric F as a string; "type:CT" labels the recording with
   content type CT;
+- "echo": a 400 whose text/plain body quotes back what the request sent (its Authorization header and its body,
+  credentials included), behind terminal escapes (CONTROL): a provider's error page echoing a credential;
 - redirect: "redirect:CODE" answers CODE (301, 302, 303, 307, 308) with a Location at another origin (the
   server's `elsewhere`, by default itself named localhost instead of 127.0.0.1: a request that follows shows
   up in its log with that host); "redirect:CODE:same" with a Location at the same path of the same origin.
@@ -35,10 +38,13 @@ from collections.abc import Iterator
 
 TRANSPORT = ("timeout", "drop", "truncate", "trickle", "huge")
 PAYLOAD = ("invalid", "html", "empty", "dup", "deep")
-FIELD_EDITS = ("missing", "null", "rename", "string", "absurd", "control")
+ECHO = "echo"
+FIELD_EDITS = ("missing", "null", "rename", "string", "absurd", "control", "bigint", "overflow")
 REDIRECTS = (301, 302, 303, 307, 308)
 DEEP_LEVELS = 100_000
 ABSURD = 1e308
+BIGINT = 2**64 + 1
+OVERFLOW = "1e999999"
 CONTROL = ("\x1b]0;gpuledger\x07\x1b[2J\x1b[31m", "\x00\r\x9b0m")  # set the title, clear, red; NUL, CR, C1 reset
 TRICKLE_PIECES = 20
 HUGE_BYTES = 128 * 2**20  # twice the client's default size cap
@@ -63,13 +69,13 @@ class FaultPlan:
         kind, arg = kind.lower(), arg.strip()
         if not colon and kind in ("ok", "200"):
             return "ok"
-        if not colon and (kind in TRANSPORT + PAYLOAD or kind.isdigit() and 100 <= int(kind) <= 599):
+        if not colon and (kind in (*TRANSPORT, *PAYLOAD, ECHO) or kind.isdigit() and 100 <= int(kind) <= 599):
             return kind
         if arg and kind in FIELD_EDITS + ("type",):
             return f"{kind}:{arg}"  # field names are case-sensitive (securePrice)
         if kind == "redirect" and redirect(f"redirect:{arg}"):
             return f"redirect:{arg.lower()}"
-        raise ValueError(f"fault item {text!r}: use an HTTP status, ok, {', '.join(TRANSPORT + PAYLOAD)}, "
+        raise ValueError(f"fault item {text!r}: use an HTTP status, ok, {', '.join((*TRANSPORT, *PAYLOAD, ECHO))}, "
                          f"{':F, '.join(FIELD_EDITS)}:F, type:CONTENT-TYPE, redirect:CODE or redirect:CODE:same")
 
     def next(self) -> str:
@@ -123,6 +129,12 @@ def edit(item: str, body: bytes, content_type: str) -> tuple[bytes, str]:
     return json.dumps(data).encode(), content_type
 
 
+def echoed(authorization: str | None, body: bytes) -> bytes:
+    """The body of an "echo" answer: what the request sent, quoted back behind terminal escapes."""
+    return (f"{CONTROL[0]}bad request{CONTROL[1]}: Authorization: {authorization or '-'}; body: ".encode()
+            + (body or b"-"))
+
+
 def padded(body: bytes, chunk: int = 2**16) -> Iterator[bytes]:
     """The body, then whitespace (still valid JSON or XML) until HUGE_BYTES have been produced."""
     yield body
@@ -158,16 +170,17 @@ def _edit_json(kind: str, field: str, data) -> None:
                 records.clear()
         return
     holders = [o for o in _objects(data) if field in o]
-    if kind in ("string", "absurd"):
+    if kind in ("string", "absurd", "bigint", "overflow"):
         holders = [o for o in holders if isinstance(o[field], int | float) and not isinstance(o[field], bool)
-                   or kind == "absurd" and isinstance(o[field], str)]
+                   or kind in ("absurd", "overflow") and isinstance(o[field], str)]
     if kind == "control":
         holders = [o for o in holders if isinstance(o[field], str)]
     lists = list(_record_lists(data))
     if not holders and lists and not any(lists):
         return  # only empty record arrays (a search that found nothing): nothing to edit, nothing mistyped
     if not holders:
-        typed = {"string": "a numeric ", "absurd": "a numeric or text ", "control": "a text "}.get(kind, "")
+        typed = {"string": "a numeric ", "bigint": "a numeric ", "absurd": "a numeric or text ",
+                 "overflow": "a numeric or text ", "control": "a text "}.get(kind, "")
         raise ValueError(f"{kind}:{field}: no record has {typed}field {field!r}")
     if kind == "missing":
         del holders[0][field]
@@ -175,6 +188,10 @@ def _edit_json(kind: str, field: str, data) -> None:
         holders[0][field] = None
     elif kind == "absurd":
         holders[0][field] = str(ABSURD) if isinstance(holders[0][field], str) else ABSURD
+    elif kind == "bigint":
+        holders[0][field] = BIGINT
+    elif kind == "overflow":
+        holders[0][field] = OVERFLOW
     elif kind == "control":
         holders[0][field] = CONTROL[0] + holders[0][field] + CONTROL[1]
     elif kind == "rename":
@@ -197,7 +214,8 @@ def _edit_xml(kind: str, field: str, text: str) -> str:
         raise ValueError(f"{kind}{':' + field if field else ''}: no XML record"
                          f"{' with attribute ' + repr(field) if field else ''} in the body")
     replacement = {"missing": "", "null": rf"\g<1>{field}\g<2>''", "rename": rf"\g<1>{field}_renamed\g<2>\g<3>",
-                   "absurd": rf"\g<1>{field}\g<2>'{ABSURD}'",
+                   "absurd": rf"\g<1>{field}\g<2>'{ABSURD}'", "bigint": rf"\g<1>{field}\g<2>'{BIGINT}'",
+                   "overflow": rf"\g<1>{field}\g<2>'{OVERFLOW}'",
                    "control": lambda a: f"{a[1]}{field}{a[2]}{a[3][0]}{CONTROL[0]}{a[3][1:-1]}{CONTROL[1]}{a[3][-1]}"}
     chosen = {m.start() for m in records}
 

@@ -17,8 +17,9 @@ The vast.ai search path applies the request's filters (eq, neq, gt, gte, lt, lte
 offers carry), `order` and `limit` to the recorded offers, so query splitting and full searches can be tested.
 
 Faults, per path, are the plans of flows/faults.py: HTTP statuses, transport faults (timeout, drop, truncate,
-trickle, huge), payload edits (invalid, html, empty, dup, deep, missing:F, null:F, absurd:F, control:F, rename:F,
-string:F, type:CT) and redirects (redirect:CODE to another origin, redirect:CODE:same).
+trickle, huge), payload edits (invalid, html, empty, dup, deep, missing:F, null:F, absurd:F, bigint:F, overflow:F, control:F,
+rename:F, string:F, type:CT), an error echoing the request (echo) and redirects (redirect:CODE to another origin,
+redirect:CODE:same).
 """
 
 import functools
@@ -310,6 +311,9 @@ class _Handler(BaseHTTPRequestHandler):
             status = int(fault)
             headers = {"Retry-After": replay.retry_after} if status in (429, 503) and replay.retry_after else {}
             self._send(status, json.dumps({"error": f"injected {status}"}).encode(), headers=headers)
+            return
+        if fault == faults.ECHO:
+            self._send(400, faults.echoed(self.headers.get("Authorization"), body), "text/plain; charset=utf-8")
             return
         route = replay.route(self.command, parts.path, body)
         if route is None:

@@ -3,7 +3,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from flows.replay.faults import ABSURD, CONTROL, DEEP_LEVELS, HTML_PAGE, FaultPlan, edit, redirect
+from flows.replay.faults import ABSURD, CONTROL, DEEP_LEVELS, HTML_PAGE, FaultPlan, echoed, edit, redirect
 from tests.sources_support import fixture, fixture_json
 
 ECB = {"e": "http://www.ecb.int/vocabulary/2002-08-01/eurofxref"}
@@ -80,6 +80,22 @@ def test_absurd_numbers_and_control_characters_edit_the_first_record_holding_the
     assert f"currency='{CONTROL[0]}USD{CONTROL[1]}'" in body.decode()  # no longer XML: XML forbids these characters
     with pytest.raises(ValueError, match="no record has a text field 'dph_base'"):
         edit("control:dph_base", fixture("vastai_bundles.json"), "application/json")
+
+
+def test_numbers_beyond_64_bits_or_a_double_edit_the_first_record_holding_the_field():
+    vast = edited_json("bigint:num_gpus", "vastai_bundles.json")["offers"]
+    assert vast[0]["num_gpus"] == 2**64 + 1 and vast[1:] == VAST[1:]
+    verda = edited_json("overflow:price_per_hour", "verda_instance_types.json")
+    assert verda[0]["price_per_hour"] == "1e999999" and verda[1:] == VERDA[1:]
+    assert edited_ecb("bigint:rate")[0] == {"currency": "USD", "rate": str(2**64 + 1)}
+    with pytest.raises(ValueError, match="no record has a numeric field 'gpu_name'"):
+        edit("bigint:gpu_name", fixture("vastai_bundles.json"), "application/json")
+
+
+def test_echo_quotes_the_request_back_behind_terminal_escapes():
+    assert FaultPlan("echo").next() == "echo"
+    assert echoed("Bearer k", b'{"a": 1}') == (CONTROL[0] + "bad request" + CONTROL[1]
+                                              + ': Authorization: Bearer k; body: {"a": 1}').encode()
 
 
 def test_deep_replaces_the_body_by_nesting_too_deep_for_any_reader():

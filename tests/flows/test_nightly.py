@@ -1,5 +1,7 @@
 """The nightly and rebuild flows under Prefect's test harness, against the replay server."""
 
+import gzip
+import re
 from datetime import date
 
 import polars as pl
@@ -7,7 +9,7 @@ import pytest
 from prefect.testing.utilities import prefect_test_harness
 
 from flows.nightly import nightly, nightly_schedule, rebuild
-from tests.pipeline_support import serve_fixtures
+from tests.pipeline_support import CREDENTIALS, serve_fixtures
 from tests.sources_support import SNAPSHOT
 from warehouse import config, db, queries
 
@@ -118,3 +120,24 @@ def test_the_nightly_command_prints_each_source_and_exits_non_zero_on_a_failure(
     assert result.exit_code == 1
     assert "partial" in result.output and "runpod" in result.output and "HTTP 500" in result.output
     assert list((config.exports_dir() / "csv" / "cost_per_mtok").glob("date=2026-11-27/part-*.csv"))
+
+
+def test_a_provider_echoing_a_credential_leaves_it_nowhere_at_rest_and_its_log_line_is_terminal_safe(
+        monkeypatch, caplog):
+    """RunPod's keyed catalogue and Verda's token exchange answer an error quoting the request (its Bearer key,
+    its client secret) behind terminal escapes: the archive (what the mirror uploads) holds neither credential,
+    and the Prefect log line of each failed source prints the body escaped."""
+    secrets = {"RUNPOD_API_KEY": "sentinel-runpod-echoed-41d2", "VERDA_CLIENT_SECRET": "sentinel-verda-echoed-9b07"}
+    with serve_fixtures(monkeypatch, credentials=CREDENTIALS | secrets,
+                        faults={"/v2/catalog/gpus": "echo*", "/v1/oauth2/token": "echo*"}):
+        summary = nightly(trigger="test")
+    assert summary["sources"]["runpod"] == summary["sources"]["verda"] == "failed"
+    archived = [p for p in (config.home() / "raw").rglob("*") if p.is_file()]
+    bodies = [gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes() for p in archived]
+    assert any(b"bad request" in body and b"[REDACTED]" in body for body in bodies)  # the echo, archived scrubbed
+    for secret in secrets.values():
+        assert not any(secret.encode() in body for body in bodies)
+    failed = [r.getMessage() for r in caplog.records if r.name.startswith("prefect")
+              and r.getMessage().startswith(("runpod failed: ", "verda failed: "))]
+    assert len(failed) == 2 and all("bad request" in line and "\\x1b]0;" in line for line in failed), failed
+    assert not any(re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", r.getMessage()) for r in caplog.records)

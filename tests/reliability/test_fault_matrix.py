@@ -153,6 +153,23 @@ FAULTS = [
                             "huggingface": f"absurd:{HF_FIELD}*"}, "quarantined",
           {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour",
            "openrouter": "pricing.completion", "huggingface": HF_FIELD}),
+    # One record's number beyond 64 bits (a count, a context, a rate), or beyond a double ("1e999999", which
+    # OpenRouter's price shift took past Decimal's range): that record quarantined, never its source.
+    Fault("integer beyond 64 bits", {"fx": "bigint:rate*", "vastai": "ok,bigint:num_gpus", "runpod": "bigint:maxGpuCountSecureCloud*",
+                                     "verda": "bigint:number_of_gpus*", "openrouter": "bigint:context_length*",
+                                     "huggingface": f"bigint:{HF_FIELD}*"}, "quarantined",
+          {"fx": "rates.USD", "vastai": "num_gpus", "runpod": "maxGpuCountSecureCloud", "verda": "gpu.number_of_gpus",
+           "openrouter": "context_length", "huggingface": HF_FIELD}),
+    Fault("number beyond a double", {"fx": "overflow:rate*", "vastai": "ok,overflow:dph_base",
+                                     "runpod": "overflow:securePrice*", "verda": "overflow:price_per_hour*",
+                                     "openrouter": "overflow:completion*", "huggingface": f"overflow:{HF_FIELD}*"},
+          "quarantined", {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour",
+                          "openrouter": "pricing.completion", "huggingface": HF_FIELD}),
+    # An error quoting the request (its Bearer token) behind terminal escapes: failed, the token scrubbed from
+    # the error and the archive (tests/flows/test_nightly.py reads both). Hugging Face's answers other than a
+    # config (401, 404, a redirect) are the Hugging Face source's own cases, not sent here.
+    Fault("error echoing the request", midway("echo*") | {"huggingface": "ok"}, but_hf("failed", "unchanged"),
+          dict.fromkeys(SOURCES, "HTTP 400") | {"huggingface": ""}),
     Fault("nested too deep to read", midway("deep*"), but_hf("failed", "quarantined"),
           dict.fromkeys(SOURCES, "body is not JSON (nested too deep to read") | {
               "fx": "no dated Cube", "huggingface": NOT_PARSED["huggingface"]}),

