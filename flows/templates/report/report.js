@@ -1,9 +1,8 @@
-// gpuledger report pages: draw the charts and follow the model page's settings from the page's embedded JSON.
+// gpuledger report pages: draw the charts and follow the model page's settings from the page's embedded data
+// (JSON, gzip-compressed, in base64), and filter the models index as one types.
 // Every number shown was computed by gpuledger; this script only picks, orders and draws them.
 (function () {
   "use strict";
-  const source = document.getElementById("page-data");
-  const data = source ? JSON.parse(source.textContent) : null;
   const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
   const FONT = { family: "system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif", size: 12, color: "#1d2330" };
   const VENDOR_COLOURS = { NVIDIA: "#3f8f29", AMD: "#d1343b", Intel: "#2f6fd0", Huawei: "#c0392b",
@@ -233,6 +232,41 @@
     }
   }
 
-  if (document.body.dataset.page === "market") market(data);
-  else if (document.body.dataset.page === "model") model(data);
+  // ---- models index ----
+  function models() {
+    const search = document.getElementById("model-search");
+    const items = [...document.querySelectorAll("#families li")];
+    const sections = [...document.querySelectorAll("#families section.family")];
+    function filter() {
+      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+      let shown = 0;
+      for (const li of items) {
+        const match = words.every((w) => li.dataset.search.includes(w));
+        li.hidden = !match;
+        shown += match;
+      }
+      for (const section of sections) section.hidden = !section.querySelector("li:not([hidden])");
+      document.getElementById("model-count").textContent = `${shown} shown`;
+      document.getElementById("no-model").hidden = shown > 0;
+    }
+    search.addEventListener("input", filter);
+    filter();
+  }
+
+  // The page's data: base64 of gzip-compressed JSON, decompressed by the browser (no network, works from disk).
+  async function pageData() {
+    const source = document.getElementById("page-data");
+    if (!source) return null;
+    const bytes = Uint8Array.from(atob(source.textContent.trim()), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
+  const pages = { market, model, models };
+  pageData().then((data) => {
+    const draw = pages[document.body.dataset.page];
+    if (draw) draw(data);
+    window.gpuledgerPage = data;
+    document.body.dataset.drawn = "1";  // what the browser tests wait for
+  });
 })();
