@@ -19,6 +19,7 @@ way warehouse/lake.py reads them, and allows plain http for an http:// endpoint 
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -108,22 +109,33 @@ def _day_rows(table: DeltaTable, column: str, day: date) -> int:
     return table.to_pyarrow_dataset(file_pruning_predicate=[(column, "=", day.isoformat())]).count_rows()
 
 
-def publish_day(uri: str, name: str, column: str, day: date, data: pa.Table, provenance: dict[str, Any],
+class Batches:
+    """A day's rows read in batches, so a publication never holds the whole day in memory (a day of cost_per_mtok
+    is ~80 MB as one Arrow table): `read` opens a fresh reader each time, as a retried commit writes the rows
+    again; `num_rows` is their count."""
+
+    def __init__(self, read: Callable[[], pa.RecordBatchReader], rows: int):
+        self.read, self.num_rows = read, rows
+
+
+def publish_day(uri: str, name: str, column: str, day: date, data: pa.Table | Batches, provenance: dict[str, Any],
                 retention_days: int) -> Commit:
-    """Replace the date's partition of the table at uri with data, in one commit carrying provenance; create the
-    table (partitioned by column) on first use. A commit lost to another writer of the same date is written again."""
+    """Replace the date's partition of the table at uri with data (a table, or batches read as they are written),
+    in one commit carrying provenance; create the table (partitioned by column) on first use. A commit lost to
+    another writer of the same date is written again."""
     last: Exception | None = None
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         try:
             current = _open(uri)
+            rows = data.read() if isinstance(data, Batches) else data
             if current is None:  # version 0 creates the table; a writer that lost that race finds it next attempt
-                current = DeltaTable.create(uri, data.schema, mode="ignore", partition_by=[column],
+                current = DeltaTable.create(uri, rows.schema, mode="ignore", partition_by=[column],
                                             configuration=table_properties(retention_days),
                                             storage_options=storage_options(uri))
             replaced = _day_rows(current, column, day)
             about = provenance | {"table": name, "date": day.isoformat(), "rows": data.num_rows,
                                   "replaced_rows": replaced}
-            write_deltalake(current, data, mode="overwrite", predicate=f"{column} = '{day.isoformat()}'",
+            write_deltalake(current, rows, mode="overwrite", predicate=f"{column} = '{day.isoformat()}'",
                             partition_by=[column], schema_mode="merge", writer_properties=WRITER,
                             commit_properties=CommitProperties(custom_metadata={META: about}))
         except CommitFailedError as exc:

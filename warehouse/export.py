@@ -76,6 +76,9 @@ LAKE_ORDER = {table: ("gpu", "provider", "price_kind", "replica_pricing", "tp")
               for table in ("cost_per_mtok", "own_vs_rent")}
 
 
+BATCH_ROWS = 65_536  # rows per Arrow batch a publication reads from the warehouse
+
+
 def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[duckdb.DuckDBPyRelation, str]:
     """The table's rows of the date, and its date column; refuses tables, dates and formats it cannot export."""
     tables = exportable(con)
@@ -127,7 +130,8 @@ def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: l
         return Written(table, day, rows, f"{store.url}/{prefix}", None,
                        tuple(f"{store.url}/{prefix}/{entry['file']}" for entry in manifest["files"]))
     relation, column = _day_rows(con, table, day, fmt)
-    commit = delta.publish_day(delta.table_uri(store.url, table), table, column, day, relation.to_arrow_table(),
+    rows = delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), relation.count("*").fetchall()[0][0])
+    commit = delta.publish_day(delta.table_uri(store.url, table), table, column, day, rows,
                                provenance(con, day, run_id, made_by), config.lake_retention_days())
     return Written(table, day, commit.rows, delta.table_uri(store.url, table), commit.version)
 
