@@ -11,11 +11,12 @@ from pathlib import Path
 from bench._support import ROOT
 
 TEMPLATES = ROOT / "tests" / "fixtures" / "sources" / "vastai_bundles.json"
+REAL = ROOT / "tests" / "fixtures" / "real" / "vastai_bundles_2024-11-05.json"  # every GPU name of a real market
 PRICED = ("dph_base", "dph_total", "min_bid", "discounted_dph_total", "dph_total_adj", "discounted_hourly")
 
 
-def offers(n: int, seed: int = 0) -> list[dict]:
-    templates = json.loads(TEMPLATES.read_text())["offers"]
+def offers(n: int, seed: int = 0, templates_file: Path = TEMPLATES) -> list[dict]:
+    templates = json.loads(templates_file.read_text())["offers"]
     rng = random.Random(seed)
     out = []
     for i in range(n):

@@ -4,19 +4,24 @@ Layout under the report root (default exports/report/):
     index.html                      the published days, latest first
     assets/plotly-<version>.min.js  Plotly's bundle from the `plotly` package, written once, shared by every page
     assets/report.css, report.js    the pages' style and behaviour
-    date=YYYY-MM-DD/index.html      the market page of the day
+    date=YYYY-MM-DD/index.html      the market page of the day (the last HISTORY_DAYS days of prices)
+    date=YYYY-MM-DD/models.html     the day's models by vendor, with a search box
     date=YYYY-MM-DD/<model>.html    a page per catalogue model
 
-Every page embeds its data once as JSON; the script draws the charts and follows the page's settings from it,
-so the pages work from disk with no server and no network.
+Every page embeds its data once, as gzip-compressed JSON in base64 (a sixth of the JSON's bytes); the script
+decompresses it (the browser's DecompressionStream), draws the charts and follows the page's settings from it,
+so the pages work from disk with no server and no network. A page's header links the market page and the models
+index, never every model, so a page's size and drawing time do not grow with the catalogue or the history.
 """
 
+import base64
+import gzip
 import json
 import logging
 import os
 import shutil
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import duckdb
@@ -35,6 +40,7 @@ TEMPLATES = Path(__file__).parent / "templates" / "report"
 ASSETS = ("report.css", "report.js")
 METHOD = presets.DEFAULT_COST_METHOD  # the estimator method behind the cost tables' settings and the model pages
 DEFAULT_SETTING = ("int4", presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREAMS)
+HISTORY_DAYS = 90  # the market page charts this many days up to its own: its size and drawing time stay flat
 
 
 def report_root() -> Path:
@@ -103,6 +109,18 @@ def _records(frame: pl.DataFrame) -> list[dict]:
     return json.loads(frame.write_json())
 
 
+def packed(data) -> str:
+    """A page's data as it is embedded: JSON, gzip-compressed (no timestamp: the same data gives the same page),
+    in base64. report.js reads it back with the browser's DecompressionStream."""
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    return base64.b64encode(gzip.compress(text, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def unpacked(text: str):
+    """The data of `packed`: what a page's script reads."""
+    return json.loads(gzip.decompress(base64.b64decode(text)))
+
+
 def _column_lists(frame: pl.DataFrame) -> dict[str, list]:
     """A frame as {column: values}, dates as ISO text: the compact way to embed a table once in a page."""
     return frame.with_columns(pl.col(pl.Date, pl.Datetime).cast(pl.String)).to_dict(as_series=False)
@@ -150,17 +168,19 @@ def _market_groups(market: pl.DataFrame) -> list[dict]:
 
 
 def market_page(con: duckdb.DuckDBPyConnection, day: date) -> dict:
-    """The market page's context: run, quality, sources, today's prices, history and listing counts."""
-    index = con.sql("select * from price_index").pl()
+    """The market page's context: run, quality, sources, today's prices, and the last HISTORY_DAYS days' prices and
+    listing counts."""
+    window = pl.col("snapshot_date").is_between(day - timedelta(days=HISTORY_DAYS - 1), day)
+    index = con.sql("select * from price_index where snapshot_date between ? and ?",
+                    params=[day - timedelta(days=HISTORY_DAYS - 1), day]).pl()
     history = pages.price_history(index)
-    counts = pages.listing_counts(queries.listing_history(con), PROVIDERS)
+    counts = pages.listing_counts(queries.listing_history(con).filter(window), PROVIDERS)
     featured = [g for g in history["gpu"].unique(maintain_order=True).to_list() if pages.FEATURED.search(g)]
     return {
         "market": _market_groups(pages.market_today(index, day)),
         "days": history["snapshot_date"].n_unique(),
-        "chart": {"history": _column_lists(history),
-                  "featured": featured,
-                  "counts": _column_lists(counts)},
+        "history_days": HISTORY_DAYS,
+        "chart": packed({"history": _column_lists(history), "featured": featured, "counts": _column_lists(counts)}),
     }
 
 
@@ -202,7 +222,8 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
         "price_lines": price_lines,
         "tiers": _records(tiers),
         "frontier_api": api,
-        "data": {
+        "frontier_tokens": (curve["input_tokens"][0], curve["output_tokens"][0]) if curve.height else None,
+        "data": packed({
             "settings": [{"key": _key(st), "precision": st[0], "context": st[1], "streams": st[2],
                           **views.request(calc.estimates)} for st, calc in frames.items()],
             "default": _key(default),
@@ -211,8 +232,19 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
             "ownership": pages.ownership_terms(own),
             "views": entries,
             "frontier": {"points": _column_lists(curve), "api": api},
-        },
+        }),
     }
+
+
+def models_index(common: dict, models: pl.DataFrame) -> str:
+    """The models index page: the models (catalogue rows) grouped by vendor, the family that trains them, vendors
+    and the models in each by name; `common` is what every page of the day shows (run, sources, assets)."""
+    rows = models.select("model_id", "name", "vendor", "arch", "total_params_b").with_columns(
+        pl.col("vendor").fill_null("Other")).sort(pl.col("vendor").str.to_lowercase(), pl.col("name").str.to_lowercase())
+    families = [{"vendor": vendor, "models": group.to_dicts()}
+                for (vendor,), group in rows.group_by("vendor", maintain_order=True)]
+    return _environment().get_template("models.html.j2").render(**common | {"model_count": rows.height},
+                                                                families=families)
 
 
 def _key(setting: tuple[str, int, int]) -> str:
@@ -224,12 +256,21 @@ def published_days(root: Path) -> list[str]:
     return sorted((p.parent.name.removeprefix("date=") for p in root.glob("date=*/index.html")), reverse=True)
 
 
+def page_context(con: duckdb.DuckDBPyConnection, root: Path, day: date, model_count: int) -> dict:
+    """What every page of the day shows: its run and sources, the shared assets, the size of the models index."""
+    return {
+        "day": day.isoformat(), "run": _run(con, day), "sources": _sources(con, day),
+        "plotly": _plotly_asset(root / "assets"), "assets": "../assets",
+        "estimator_version": estimator.ESTIMATOR_VERSION, "engine": engines.ENGINES[presets.preset(METHOD).engine],
+        "generated_at": config.utc_now().strftime("%Y-%m-%d %H:%M UTC"), "model_count": model_count,
+    }
+
+
 def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: date | None = None,
                models: list[str] | None = None) -> Site:
     """Write the day's market page and model pages, the shared assets and the root's list of days."""
     root = (root or report_root()).absolute()
     data = views.load_day(con, day)
-    run = _run(con, data.day)
     env = _environment()
     assets = root / "assets"
     assets.mkdir(parents=True, exist_ok=True)
@@ -241,17 +282,11 @@ def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: da
     model_ids = [m for m in chosen if m in known] if chosen else known
     if chosen and len(model_ids) < len(chosen):
         log.warning("no model %s in the catalogue: no page for it", ", ".join(sorted(set(chosen) - set(known))))
-    common = {
-        "day": data.day.isoformat(), "run": run, "sources": _sources(con, data.day),
-        "plotly": _plotly_asset(assets), "assets": "../assets",
-        "estimator_version": estimator.ESTIMATOR_VERSION,
-        "engine": engines.ENGINES[presets.preset(METHOD).engine],
-        "generated_at": config.utc_now().strftime("%Y-%m-%d %H:%M UTC"),
-        "models": [{"id": m, "file": f"{m}.html"} for m in model_ids],
-    }
+    common = page_context(con, root, data.day, len(model_ids))
     folder = root / f"date={data.day.isoformat()}"
-    written = [folder / "index.html"]
+    written = [folder / "index.html", folder / "models.html"]
     _atomic_write(written[0], env.get_template("market.html.j2").render(**common, **market_page(con, data.day)))
+    _atomic_write(written[1], models_index(common, data.models.filter(pl.col("model_id").is_in(model_ids))))
     for model in model_ids:
         context = model_page(data, con, model, settings)
         written.append(folder / f"{model}.html")

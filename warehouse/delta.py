@@ -19,12 +19,13 @@ way warehouse/lake.py reads them, and allows plain http for an http:// endpoint 
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from warehouse import lake
@@ -32,6 +33,10 @@ from warehouse import lake
 COMMIT_ATTEMPTS = 5  # a commit lost to another writer of the same date is written again this often
 CHECKPOINT_INTERVAL = 10  # a checkpoint every 10 commits: opening a table reads at most 10 JSON commits
 META = "gpuledger"  # the commit info key our commits' provenance sits under
+# Parquet files as zstd (level 9) instead of deltalake's default snappy, for every file written or compacted: any
+# Parquet reader reads either. With the rows grouped by price (warehouse/export.LAKE_ORDER) a day of cost_per_mtok
+# takes 2.0 MB instead of 3.1 (the demo day, 142,518 rows; docs/performance.md), in no more time.
+WRITER = WriterProperties(compression="ZSTD", compression_level=9)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -104,23 +109,34 @@ def _day_rows(table: DeltaTable, column: str, day: date) -> int:
     return table.to_pyarrow_dataset(file_pruning_predicate=[(column, "=", day.isoformat())]).count_rows()
 
 
-def publish_day(uri: str, name: str, column: str, day: date, data: pa.Table, provenance: dict[str, Any],
+class Batches:
+    """A day's rows read in batches, so a publication never holds the whole day in memory (a day of cost_per_mtok
+    is ~80 MB as one Arrow table): `read` opens a fresh reader each time, as a retried commit writes the rows
+    again; `num_rows` is their count."""
+
+    def __init__(self, read: Callable[[], pa.RecordBatchReader], rows: int):
+        self.read, self.num_rows = read, rows
+
+
+def publish_day(uri: str, name: str, column: str, day: date, data: pa.Table | Batches, provenance: dict[str, Any],
                 retention_days: int) -> Commit:
-    """Replace the date's partition of the table at uri with data, in one commit carrying provenance; create the
-    table (partitioned by column) on first use. A commit lost to another writer of the same date is written again."""
+    """Replace the date's partition of the table at uri with data (a table, or batches read as they are written),
+    in one commit carrying provenance; create the table (partitioned by column) on first use. A commit lost to
+    another writer of the same date is written again."""
     last: Exception | None = None
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         try:
             current = _open(uri)
+            rows = data.read() if isinstance(data, Batches) else data
             if current is None:  # version 0 creates the table; a writer that lost that race finds it next attempt
-                current = DeltaTable.create(uri, data.schema, mode="ignore", partition_by=[column],
+                current = DeltaTable.create(uri, rows.schema, mode="ignore", partition_by=[column],
                                             configuration=table_properties(retention_days),
                                             storage_options=storage_options(uri))
             replaced = _day_rows(current, column, day)
             about = provenance | {"table": name, "date": day.isoformat(), "rows": data.num_rows,
                                   "replaced_rows": replaced}
-            write_deltalake(current, data, mode="overwrite", predicate=f"{column} = '{day.isoformat()}'",
-                            partition_by=[column], schema_mode="merge",
+            write_deltalake(current, rows, mode="overwrite", predicate=f"{column} = '{day.isoformat()}'",
+                            partition_by=[column], schema_mode="merge", writer_properties=WRITER,
                             commit_properties=CommitProperties(custom_metadata={META: about}))
         except CommitFailedError as exc:
             last = exc
@@ -209,7 +225,8 @@ def upkeep(uri: str, name: str, retention_days: int) -> Upkeep:
         wanted = table_properties(retention_days)
         if any(table.metadata().configuration.get(k) != v for k, v in wanted.items()):
             table.alter.set_table_properties(wanted)
-        compacted = table.optimize.compact(commit_properties=CommitProperties(custom_metadata={META: {"upkeep": True}}))
+        compacted = table.optimize.compact(writer_properties=WRITER,
+                                           commit_properties=CommitProperties(custom_metadata={META: {"upkeep": True}}))
         # The table's own retention was just set to the setting, so it need not be enforced again here.
         vacuumed = table.vacuum(retention_hours=retention_days * 24, dry_run=False, enforce_retention_duration=False)
         table.create_checkpoint()

@@ -13,8 +13,11 @@ gets the same table drawn directly, see _boxed) and polars only for a polars fra
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sys
+import textwrap
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -27,6 +30,9 @@ if TYPE_CHECKING:
 _NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
             "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL")
 PIPE_WIDTH = 1000  # the width of a table written to a pipe or a file: wide enough that no cell wraps
+# A text cell longer than this is prose (a "not deployable because" reason, a run's source statuses): when the
+# table is too wide for the terminal it becomes a numbered note under the table instead of sizing its column.
+NOTE_CHARS = 60
 # Control characters but the newline (C0, DEL, C1) and the bidirectional controls: a terminal acts on them
 # (moves the cursor, sets the window title, clears the screen, reorders the text that follows).
 _UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -131,35 +137,83 @@ def render(df: pl.DataFrame | Rows, fmt: Format = Format.table, *, title: str | 
             out.write(f"\n{caption}\n")
     else:
         columns, numeric, rows = _shape(df)
-        cells = [[_cell(v) for v in row] for row in rows]
-        drawn = None if sys.stdout.isatty() else _boxed(columns, numeric, cells)
+        width = table_width()
+        columns, numeric, cells, notes = _fit(columns, numeric, [[_cell(v) for v in row] for row in rows], width)
+        footer = [*notes, caption] if caption else notes
+        drawn = None if sys.stdout.isatty() else _boxed(columns, numeric, cells, width)
         if drawn is not None:
-            out.write("".join(f"{line}\n" for line in (title, drawn, caption) if line))
+            out.write("".join(f"{line}\n" for line in (_wrap(title, width), drawn, *map(_wrap, footer, [width] * len(footer)))
+                              if line))
             return
         from rich.console import Console
         from rich.table import Table
         from rich.text import Text
 
-        probe = Console()
-        console = probe if probe.is_terminal else Console(width=PIPE_WIDTH)  # a pipe or a file: never wrap cells
+        console = Console(width=width)  # rich wraps the cells that still do not fit, within their columns
         if title:
-            console.print(Text(title, style="bold"), soft_wrap=True)
+            console.print(Text(title, style="bold"))
         table = Table()
         for name, right in zip(columns, numeric, strict=True):
             table.add_column(Text(name), justify="right" if right else "left", overflow="fold")
         for row in cells:  # Text: a cell is data, never rich markup
             table.add_row(*map(Text, row))
         console.print(table)
-        if caption:
-            console.print(Text(caption), soft_wrap=True)
+        for line in footer:
+            console.print(Text(line))
 
 
-def _boxed(columns: list[str], numeric: list[bool], cells: list[list[str]]) -> str | None:
+def table_width() -> int:
+    """The columns a table may take: $COLUMNS when set, else the terminal's width, else (a pipe or a file)
+    PIPE_WIDTH, wide enough that no cell wraps."""
+    given = os.environ.get("COLUMNS", "")
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    return shutil.get_terminal_size((PIPE_WIDTH, 0)).columns if sys.stdout.isatty() else PIPE_WIDTH
+
+
+def _wrap(text: str | None, width: int) -> str | None:
+    return text and "\n".join(textwrap.fill(line, width, break_on_hyphens=False) or line
+                               for line in text.split("\n"))
+
+
+def _drawn_width(cells_by_column: list[list[str]]) -> int:
+    from rich.cells import cell_len
+
+    return sum(max(map(cell_len, column)) + 3 for column in cells_by_column) + 1
+
+
+def _fit(columns: list[str], numeric: list[bool], cells: list[list[str]],
+         width: int) -> tuple[list[str], list[bool], list[list[str]], list[str]]:
+    """The table made to fit `width` where it can, and the notes to print under it. In turn, while too wide: the
+    prose (text cells over NOTE_CHARS) of the widest columns becomes numbered notes, one per distinct text
+    ("[1] column: text"); then a column holding one value in every row becomes a note ("every row: column
+    value"). Rich wraps what is still too wide."""
+    by_column = [list(column) for column in zip(columns, *cells, strict=True)] if columns else []
+    marks: dict[tuple[str, str], str] = {}
+    longest = {i: max(len(row[i]) for row in cells) for i, right in enumerate(numeric) if not right and cells}
+    for i in sorted((i for i, n in longest.items() if n > NOTE_CHARS), key=lambda i: -longest[i]):
+        if _drawn_width(by_column) <= width:
+            break
+        by_column[i][1:] = [marks.setdefault((columns[i], text), f"[{len(marks) + 1}]") if len(text) > NOTE_CHARS
+                            else text for text in by_column[i][1:]]
+    notes = [f"{mark} {column}: {text}" for (column, text), mark in marks.items()]
+    same = [i for i, column in enumerate(by_column) if len(cells) > 1 and len(set(column[1:])) == 1]
+    if same and _drawn_width(by_column) > width:
+        notes.append("every row: " + ", ".join(f"{by_column[i][0]} {by_column[i][1]}" for i in same))
+        by_column = [column for i, column in enumerate(by_column) if i not in same]
+        numeric = [right for i, right in enumerate(numeric) if i not in same]
+    if not notes:
+        return columns, numeric, cells, []
+    fitted = [list(row) for row in zip(*(column[1:] for column in by_column), strict=True)]
+    return [column[0] for column in by_column], numeric, fitted, notes
+
+
+def _boxed(columns: list[str], numeric: list[bool], cells: list[list[str]], width: int = PIPE_WIDTH) -> str | None:
     """The table rich draws for a pipe or a file (heavy-headed box, a space either side of each cell, nothing
     wrapped), drawn directly: rich lays out every cell, 0.3 s for the GPU catalogue's 2,700. None when rich must
     lay it out: no columns, a cell of several lines or with control characters, a character rich draws in no cell
     of its own (a combining mark, a variation selector, an emoji modifier: rich joins it to its neighbour or drops
-    it), or wider than PIPE_WIDTH."""
+    it), or wider than `width`."""
     from rich.cells import cell_len, get_character_cell_size
 
     def plain(text: str) -> bool:
@@ -168,7 +222,7 @@ def _boxed(columns: list[str], numeric: list[bool], cells: list[list[str]]) -> s
     if not columns or not all(map(plain, (*columns, *(c for row in cells for c in row)))):
         return None
     widths = [max(cell_len(c) for c in column) for column in zip(columns, *cells, strict=True)]
-    if sum(widths) + 3 * len(widths) + 1 > PIPE_WIDTH:
+    if sum(widths) + 3 * len(widths) + 1 > width:
         return None
 
     def pad(cell: str, width: int, right: bool) -> str:

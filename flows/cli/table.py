@@ -28,7 +28,8 @@ SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
 HEADERS = {
     "rank": "#", "gpu": "GPU", "tp": "TP", "memory_used_pct": "memory", "agg_tok_s": "tok/s",
     "per_stream_tok_s": "per stream tok/s", "max_streams": "fills at (streams)", "replica_usd_per_hr": "per hour",
-    "usd_per_mtok": "per M tokens", "usd_per_hr": "per hour", "power_kw": "power", "price_kind": "price",
+    "usd_per_mtok": "per M tokens", "usd_per_mtok_low": "per M low", "usd_per_mtok_high": "per M high",
+    "usd_per_hr": "per hour", "power_kw": "power", "price_kind": "price",
     "replica_pricing": "replica priced as", "gpu_count": "GPUs", "idle_gpus": "idle", "usd_per_gpu_hr": "per GPU-hour",
     "usd_per_mtok_output": "per M out", "usd_per_mtok_input": "per M in", "usd_per_mtok_cache_read": "per M cached in",
     "not_deployable_reason": "not deployable because",

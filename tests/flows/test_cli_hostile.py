@@ -50,7 +50,9 @@ def test_the_report_of_a_day_without_listings_is_written(home, tmp_path):
     page = home / "exports" / "report" / f"date={SNAPSHOT}" / f"{MODEL}.html"
     assert page.is_file()  # by the nightly: the model page crashed on a day with nothing to price
     output = invoke("report", "--model", MODEL, "--out", str(tmp_path / "site")).output
-    assert "2 pages" in output and (tmp_path / "site" / f"date={SNAPSHOT}" / f"{MODEL}.html").is_file()
+    # the market page, the models index and the model page
+    assert "3 pages" in output and (tmp_path / "site" / f"date={SNAPSHOT}" / "models.html").is_file()
+    assert (tmp_path / "site" / f"date={SNAPSHOT}" / f"{MODEL}.html").is_file()
 
 
 @pytest.mark.parametrize("out", ["a" * 300, "~nosuchuser/x", f"{'b' * 300}/report"])

@@ -92,3 +92,35 @@ def test_csv_is_spreadsheet_safe_and_numbers_stay_numbers(capsys):
     render(Rows(["offer_id", "usd_per_hr"], [False, True], [('=HYPERLINK("https://evil.test/")', -1.5), ("-5", 2.0)]),
            Format.csv)
     assert capsys.readouterr().out == 'offer_id,usd_per_hr\n"\'=HYPERLINK(""https://evil.test/"")",-1.5\n-5,2.0\n'
+
+
+REASON = "TP 16 across separately rented hosts, which form no tensor-parallel group; needs 16 GPUs on one host"
+
+
+def test_a_table_too_wide_for_the_terminal_moves_its_prose_to_numbered_notes(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    rows = Rows(["gpu", "usd_per_mtok", "not deployable because"], [False, True, False],
+                [("H100 SXM5 80GB", 6.76, None), ("A100 80GB", 9.1, REASON), ("L40S 48GB", 12.0, REASON)])
+    render(rows, Format.table)
+    written = capsys.readouterr().out
+    assert max(map(len, written.splitlines())) <= 80
+    # one note per distinct text, its mark in each row that said it
+    assert written.count("│ [1]") == 2 and "[2]" not in written
+    note = written[written.index("[1] not deployable because:"):]
+    assert " ".join(note.split()) == f"[1] not deployable because: {REASON}"
+
+
+def test_a_table_that_fits_is_drawn_whole_and_csv_and_json_keep_every_column(capsys, monkeypatch):
+    rows = Rows(["gpu", "method", "not deployable because"], [False, False, False],
+                [("A100 80GB", "measured", REASON), ("L40S 48GB", "measured", REASON)])
+    render(rows, Format.table)  # a pipe without $COLUMNS: as wide as it takes
+    assert REASON in capsys.readouterr().out
+    monkeypatch.setenv("COLUMNS", "40")
+    render(rows, Format.table)
+    narrow = capsys.readouterr().out
+    assert max(map(len, narrow.splitlines())) <= 40
+    assert "every row: method measured" in narrow  # a column of one value is said once
+    render(rows, Format.json)
+    assert json.loads(capsys.readouterr().out)[0]["not deployable because"] == REASON
+    render(rows, Format.csv)
+    assert capsys.readouterr().out.splitlines()[0] == "gpu,method,not deployable because"

@@ -32,8 +32,8 @@ def home(published, gpuledger_home, monkeypatch):
 
 
 def page_data(path) -> dict:
-    return json.loads(re.search(r'<script type="application/json" id="page-data">(.*?)</script>', path.read_text(),
-                                re.S)[1])
+    """The data a page embeds, read back as its script reads it."""
+    return report.unpacked(re.search(r'<script [^>]*id="page-data">(.*?)</script>', path.read_text(), re.S)[1])
 
 
 def test_the_report_command_writes_the_days_pages_and_prints_where(home, tmp_path):
@@ -41,7 +41,7 @@ def test_the_report_command_writes_the_days_pages_and_prints_where(home, tmp_pat
     assert result.exit_code == 0, result.output
     day = tmp_path / "out" / f"date={SNAPSHOT}"
     assert result.output.strip().splitlines()[-1] == str(day / "index.html")
-    assert sorted(p.name for p in day.iterdir()) == ["index.html", "llama-3.3-70b.html"]
+    assert sorted(p.name for p in day.iterdir()) == ["index.html", "llama-3.3-70b.html", "models.html"]
     assert (tmp_path / "out" / "index.html").exists()
 
 
@@ -86,6 +86,26 @@ def _plotly_version() -> str:
     from plotly.offline import get_plotlyjs_version
 
     return get_plotlyjs_version()
+
+
+def test_the_models_index_groups_the_models_by_vendor_and_no_header_lists_them(published):
+    folder = published.sites[SNAPSHOT].index.parent
+    index = (folder / "models.html").read_text()
+    with db.connect(published.home / "gpuledger.duckdb", read_only=True) as con:
+        vendors = dict(con.execute("select model_id, vendor from models").fetchall())
+    sections = re.findall(r'<section class="family" data-vendor="([^"]+)">(.*?)</section>', index, re.S)
+    listed = {m: vendor for vendor, body in sections for m in re.findall(r'<a href="([^"/]+)\.html">', body)}
+    assert listed == {m: vendors[m] for m in MODELS}
+    assert [v for v, _ in sections] == sorted({vendors[m] for m in MODELS}, key=str.lower)
+    for page in published.sites[SNAPSHOT].pages:  # every page links the index, and at most its own model
+        header = re.search(r"<nav>(.*?)</nav>", page.read_text(), re.S)[1]
+        assert 'href="models.html"' in header and len(re.findall(r'href="[^"]+\.html"', header)) <= 3
+
+
+def test_a_page_embeds_its_data_compressed(published):
+    page = published.sites[SNAPSHOT].index.parent / f"{MODELS[0]}.html"
+    embedded = len(re.search(r'id="page-data">(.*?)</script>', page.read_text(), re.S)[1])
+    assert embedded * 3 < len(json.dumps(page_data(page), separators=(",", ":")))
 
 
 def test_a_suspect_day_carries_its_banner_and_reasons(published):
@@ -136,8 +156,9 @@ def test_the_nightly_run_writes_the_report_after_the_exports(home, monkeypatch, 
     day = tmp_path / "exports" / "report" / f"date={SNAPSHOT}"
     assert summary.publication == "published" and (day / "index.html").exists()
     assert (tmp_path / "exports" / "csv" / "cost_per_mtok" / f"date={SNAPSHOT}" / "_manifest.json").exists()
-    # the pages of the models GPULEDGER_REPORT_MODELS names (an unknown one is skipped), and the market page
-    assert sorted(p.name for p in day.iterdir()) == ["deepseek-v4-flash.html", "index.html", "llama-3.3-70b.html"]
+    # the pages of the models GPULEDGER_REPORT_MODELS names (an unknown one is skipped), the market page and the index
+    assert sorted(p.name for p in day.iterdir()) == ["deepseek-v4-flash.html", "index.html", "llama-3.3-70b.html",
+                                                    "models.html"]
     assert report.published_days(tmp_path / "exports" / "report") == [str(SNAPSHOT)]
 
 

@@ -50,6 +50,8 @@ class Visit:
         self.page.route("**/*", self._guard(inside))
         self.page.goto(path.as_uri())
         self.page.wait_for_load_state("load")
+        # report.js decompresses the page's data before it draws, and says when it has drawn
+        self.page.wait_for_function("document.body.dataset.drawn === '1' || !document.querySelector('script[src$=\"report.js\"]')")
 
     def _guard(self, inside: str):
         def handle(route):
@@ -153,7 +155,7 @@ def test_the_table_sorts_and_the_priced_only_toggle_hides_unpriced_parts(browser
     header = visit.page.locator("#model-table th[data-key='agg_tok_s']")
     header.click()
     assert header.get_attribute("aria-sort") == "ascending"
-    table = visit.page.evaluate("JSON.parse(document.getElementById('page-data').textContent)")
+    table = visit.page.evaluate("window.gpuledgerPage")
     raw = pl.DataFrame(table["views"][table["default"]]["table"])
     labels = raw.sort("agg_tok_s", nulls_last=True, maintain_order=True)["agg_tok_s_label"].to_list()
     assert visit.column("agg_tok_s") == labels
@@ -191,3 +193,33 @@ def test_the_frontier_chart_draws_a_line_per_gpu_and_the_api_with_hover_text(bro
     for row in shown.all():
         assert row.locator("td").last.inner_text() == cheapest[row.get_attribute("data-tier")]
     visit.page.locator("#frontier").screenshot(path=tmp_path / "frontier.png")
+
+
+def test_the_models_index_finds_a_model_among_500(browser, published, tmp_path):
+    """500 synthetic catalogue rows (ids model-000 to model-499, ten vendors) in the day's models index."""
+    vendors = ["Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel", "India", "Juliet"]
+    site = published.sites[SNAPSHOT]
+    with db.connect(published.home / "gpuledger.duckdb", read_only=True) as con:
+        common = flows_report.page_context(con, site.root, SNAPSHOT, 500)
+    models = pl.DataFrame({"model_id": [f"model-{i:03d}" for i in range(500)],
+                           "name": [f"Synthetic {i:03d} {'MoE' if i % 3 else 'dense'}" for i in range(500)],
+                           "vendor": [vendors[i % 10] for i in range(500)], "arch": ["decoder"] * 500,
+                           "total_params_b": [float(i) for i in range(500)]})
+    page = site.index.parent / "models-500.html"
+    page.write_text(flows_report.models_index(common, models))
+    visit = Visit(browser, published.root, page)
+    items = visit.page.locator("#families li")
+    assert items.count() == 500 and visit.page.locator("#families section").count() == 10
+    visit.page.fill("#model-search", "synthetic 137")
+    shown = visit.page.locator("#families li:visible a")
+    assert shown.all_inner_texts() == ["Synthetic 137 MoE"]
+    assert visit.page.locator("#families section:visible h2").all_inner_texts() == ["Hotel (50)"]
+    assert visit.page.locator("#model-count").inner_text() == "1 shown"
+    visit.page.fill("#model-search", "golf DENSE")  # every word, anywhere in the row, any case
+    assert visit.page.locator("#families li:visible").count() == len([i for i in range(500) if i % 10 == 6 and not i % 3])
+    visit.page.fill("#model-search", "no such model")
+    assert visit.page.locator("#families li:visible").count() == 0 and visit.page.locator("#no-model").is_visible()
+    visit.page.fill("#model-search", "")
+    assert visit.page.locator("#families li:visible").count() == 500
+    visit.clean()
+    visit.page.screenshot(path=tmp_path / "models.png")

@@ -1,9 +1,8 @@
-// gpuledger report pages: draw the charts and follow the model page's settings from the page's embedded JSON.
+// gpuledger report pages: draw the charts and follow the model page's settings from the page's embedded data
+// (JSON, gzip-compressed, in base64), and filter the models index as one types.
 // Every number shown was computed by gpuledger; this script only picks, orders and draws them.
 (function () {
   "use strict";
-  const source = document.getElementById("page-data");
-  const data = source ? JSON.parse(source.textContent) : null;
   const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
   const FONT = { family: "system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif", size: 12, color: "#1d2330" };
   const VENDOR_COLOURS = { NVIDIA: "#3f8f29", AMD: "#d1343b", Intel: "#2f6fd0", Huawei: "#c0392b",
@@ -71,7 +70,36 @@
   }
 
   // ---- model page ----
+  // The frontier chart: a line per GPU ($/M against tokens/s per user), the API as a horizontal line; the points
+  // come from the page's data, computed by gpuledger.
+  function frontier(f) {
+    const p = f.points;
+    const plain = (v) => typeof v === "string" ? v.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;") : v;
+    const font = { family: "system-ui, -apple-system, Segoe UI, Roboto, Arial, sans-serif", size: 12, color: "#1d2330" };
+    const lines = new Map();
+    p.gpu.forEach((gpu, i) => { if (!lines.has(gpu)) lines.set(gpu, []); lines.get(gpu).push(i); });
+    const traces = [...lines].map(([gpu, idx]) => ({
+      type: "scatter", mode: "lines+markers", name: plain(gpu), x: idx.map((i) => p.user_tok_s[i]),
+      y: idx.map((i) => p.usd_per_mtok[i]), marker: { size: 5 },
+      customdata: idx.map((i) => [plain(p.provider[i]), p.streams[i], p.ttft_s[i], p.tp[i]]),
+      hovertemplate: "<b>%{customdata[3]} x " + plain(gpu) + "</b><br>%{x:.1f} tok/s per user · $%{y:.2f}/M tokens"
+        + "<br>%{customdata[0]}, %{customdata[1]} streams, first token %{customdata[2]:.2f} s<extra></extra>",
+    }));
+    if (f.api && p.user_tok_s.length) {
+      const xs = p.user_tok_s;
+      traces.push({ type: "scatter", mode: "lines", name: "API: " + plain(f.api.api_provider),
+        x: [Math.min(...xs), Math.max(...xs)], y: [f.api.api_usd_per_mtok, f.api.api_usd_per_mtok],
+        line: { dash: "dash", color: "#1d2330", width: 2 },
+        hovertemplate: "<b>API (" + plain(f.api.api_provider) + ")</b><br>$%{y:.2f}/M tokens<extra></extra>" });
+    }
+    Plotly.newPlot("frontier", traces, { font: font, margin: { l: 64, r: 16, t: 16, b: 48 }, paper_bgcolor: "#fff",
+      plot_bgcolor: "#fff", hoverlabel: { font: font }, xaxis: { title: { text: "tokens/s per user (mean)" } },
+      yaxis: { title: { text: "$ per M output tokens" }, type: "log", tickprefix: "$" }, legend: { font: { size: 11 } } },
+      { displaylogo: false, responsive: true });
+  }
+
   function model(d) {
+    if (d.frontier && document.getElementById("frontier")) frontier(d.frontier);
     const settings = new Map(d.settings.map((s) => [s.key, s]));
     if (!d.settings.length) {  // a day without GPU listings (every provider failed): nothing to price
       document.getElementById("setting-note").textContent = "No GPU listing was loaded this day: nothing is priced.";
@@ -237,6 +265,41 @@
     }
   }
 
-  if (document.body.dataset.page === "market") market(data);
-  else if (document.body.dataset.page === "model") model(data);
+  // ---- models index ----
+  function models() {
+    const search = document.getElementById("model-search");
+    const items = [...document.querySelectorAll("#families li")];
+    const sections = [...document.querySelectorAll("#families section.family")];
+    function filter() {
+      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+      let shown = 0;
+      for (const li of items) {
+        const match = words.every((w) => li.dataset.search.includes(w));
+        li.hidden = !match;
+        shown += match;
+      }
+      for (const section of sections) section.hidden = !section.querySelector("li:not([hidden])");
+      document.getElementById("model-count").textContent = `${shown} shown`;
+      document.getElementById("no-model").hidden = shown > 0;
+    }
+    search.addEventListener("input", filter);
+    filter();
+  }
+
+  // The page's data: base64 of gzip-compressed JSON, decompressed by the browser (no network, works from disk).
+  async function pageData() {
+    const source = document.getElementById("page-data");
+    if (!source) return null;
+    const bytes = Uint8Array.from(atob(source.textContent.trim()), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
+  const pages = { market, model, models };
+  pageData().then((data) => {
+    const draw = pages[document.body.dataset.page];
+    if (draw) draw(data);
+    window.gpuledgerPage = data;
+    document.body.dataset.drawn = "1";  // what the browser tests wait for
+  });
 })();

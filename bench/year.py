@@ -1,0 +1,197 @@
+"""A year of nights: `gpuledger nightly --no-prefect` night after night on a pinned clock, at today's breadth and at
+ten times the models and offers; per night its wall time, peak memory and the bytes each part of the store holds,
+then the analyst's queries through the CLI on the last night.
+
+Each night is the whole nightly process against the replay server (pacing off): the bundled recordings, with the
+vast.ai answer replaced by OFFERS x breadth offers cloned from the real market's (tests/fixtures/real: every
+GPU name and size of a real day; bench/_offers.py) whose prices move
+a few percent a night (a random walk per offer, +-3 % a step), and the clock pinned to 22:00 UTC of the night.
+At breadth b the catalogue's models are joined by (b - 1) x 58 user models, cloned from the Hugging Face configs
+in tests/fixtures/hf_configs under new ids (the same shapes as real models, so the same rows per model).
+
+A year of 365 nights at 10x does not fit a shared 2-core machine in one sitting, so the nights and the breadths
+are parameters: GPULEDGER_BENCH_YEAR_NIGHTS ("10,3": 10 nights at the first breadth, 3 at the second),
+GPULEDGER_BENCH_YEAR_BREADTH ("1,10"). The year is extrapolated from the nights run: the store's bytes as the
+first night's plus 364 times the mean growth of the nights after it, and the extrapolation is printed as such.
+Baseline, in the same run: the warehouse's tables written as zstd Parquet (the same rows, DuckDB's COPY).
+Targets (issue 35): a year <= 3 GB at 1x and <= 20 GB at 10x; a night <= 60 s at 1x and <= 300 s at 10x; the
+last night within 10 % of the first; every analyst query < 1 s through the CLI.
+"""
+
+import hashlib
+import json
+import os
+import random
+import sys
+import tempfile
+from datetime import date, timedelta
+from pathlib import Path
+
+from bench import _offers
+from bench._support import GPULEDGER, ROOT, last_json, replay_server, run, verdict
+
+NIGHTS = [int(n) for n in os.environ.get("GPULEDGER_BENCH_YEAR_NIGHTS", "10,3").split(",")]
+BREADTHS = [int(b) for b in os.environ.get("GPULEDGER_BENCH_YEAR_BREADTH", "1,10").split(",")]
+OFFERS = int(os.environ.get("GPULEDGER_BENCH_YEAR_OFFERS", "3000"))  # vast.ai offers a night at 1x (a real day: 3,088)
+FIRST_NIGHT = date(2026, 11, 27)
+CATALOGUE_MODELS = 58
+YEAR = 365
+MAX_YEAR_GB = {1: 3.0, 10: 20.0}
+MAX_NIGHT_S = {1: 60.0, 10: 300.0}
+MAX_DRIFT, MAX_QUERY_S = 0.10, 1.0
+QUERIES = {
+    "sql: the cheapest deployable $/M per model on the last night":
+        "select model, min(usd_per_mtok) from cost_per_mtok where snapshot_date = (select max(snapshot_date) from "
+        "cost_per_mtok) and deployable and method = 'measured' group by model order by 2 limit 20",
+    "sql: one model's cheapest $/M per night":
+        "select snapshot_date, min(usd_per_mtok) from cost_per_mtok where model = 'llama-3.3-70b' and deployable "
+        "group by 1 order by 1",
+    "sql: own against rent on the last night":
+        "select model, gpu, own_usd_per_mtok, rent_usd_per_mtok from own_vs_rent where snapshot_date = "
+        "(select max(snapshot_date) from own_vs_rent) and deployable order by own_usd_per_mtok limit 20",
+}
+
+
+def _parts(home: Path, exports: Path) -> dict[str, int]:
+    """Bytes on disk per part of the store: the warehouse, the lake (the exports but the report), the report, the
+    raw archive."""
+    def size(path: Path) -> int:
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+    warehouse = sum(p.stat().st_size for p in home.glob("gpuledger.duckdb*"))
+    report = size(exports / "report")
+    return {"warehouse": warehouse, "lake": size(exports) - report, "report": report, "raw": size(home / "raw")}
+
+
+def _user_models(home: Path, count: int) -> None:
+    """count user models, cloned from the fixture configs under new ids (bench-0000, ...)."""
+    configs = sorted((ROOT / "tests" / "fixtures" / "hf_configs").rglob("config.json"))
+    (home / "models").mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        raw = configs[i % len(configs)].read_bytes()
+        entry = {"model_id": f"bench-{i:04d}", "repo": None, "path": str(configs[i % len(configs)]), "url": None,
+                 "etag": None, "added_on": FIRST_NIGHT.isoformat(), "added_at": f"{FIRST_NIGHT}T00:00:00Z",
+                 "config_sha256": hashlib.sha256(raw).hexdigest(), "config": json.loads(raw)}
+        (home / "models" / f"bench-{i:04d}.json").write_text(json.dumps(entry))
+
+
+def _recordings(directory: Path, offers: list[dict], factors: list[float], night: date) -> Path:
+    """The bundled recordings with the night's vast.ai answer and clock."""
+    source = ROOT / "tests" / "fixtures" / "sources"
+    if not directory.exists():
+        directory.mkdir(parents=True)
+        for path in source.iterdir():
+            if path.is_file():
+                (directory / path.name).write_bytes(path.read_bytes())
+    moved = [offer | {key: round(offer[key] * f, 6) for key in _offers.PRICED if isinstance(offer.get(key), float | int)}
+             for offer, f in zip(offers, factors, strict=True)]
+    (directory / "vastai_bundles.json").write_text(json.dumps({"offers": moved}))
+    manifest = json.loads((source / "replay.json").read_text()) | {"recorded_on": night.isoformat(),
+                                                                  "now": f"{night}T22:00:00"}
+    (directory / "replay.json").write_text(json.dumps(manifest))
+    return directory
+
+
+# Per table of the warehouse: its rows, the 256 KiB blocks its columns use (a block can hold the tail of several
+# tables' columns, so this counts a shared block in each) and the same rows as one zstd Parquet file.
+BASELINE = """
+import duckdb, json, os, sys
+con = duckdb.connect(sys.argv[1], read_only=True)
+out = {}
+for (t,) in con.execute("select table_name from duckdb_tables() where schema_name = 'main' order by 1").fetchall():
+    path = os.path.join(sys.argv[2], t + ".parquet")
+    con.execute(f"copy {t} to '{path}' (format parquet, compression zstd)")
+    rows = con.execute(f"select count(*) from {t}").fetchall()[0][0]
+    blocks = con.execute(f"select count(distinct block_id) from pragma_storage_info('{t}') where persistent").fetchall()[0][0]
+    out[t] = [rows, blocks * 262144, os.path.getsize(path)]
+print(json.dumps(out))
+"""
+
+
+def _baseline(home: Path, out: Path) -> dict[str, list[int]]:
+    """Per table: rows, the warehouse's bytes (blocks used) and the bytes of the same rows as zstd Parquet."""
+    out.mkdir(parents=True, exist_ok=True)
+    return last_json(run([sys.executable, "-c", BASELINE, str(home / "gpuledger.duckdb"), str(out)]))
+
+
+def _night_line(n: int, wall_s: float, peak_mb: float, parts: dict[str, int]) -> str:
+    mb = {k: v / 1e6 for k, v in parts.items()}
+    return (f"    night {n:3d}  {wall_s:6.1f} s  {peak_mb:6.0f} MB peak   warehouse {mb['warehouse']:7.1f}  "
+            f"lake {mb['lake']:7.1f}  report {mb['report']:7.1f}  raw {mb['raw']:6.1f} MB")
+
+
+def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
+    print(f"  {breadth}x: {OFFERS * breadth:,} vast.ai offers a night (plus the RunPod and Verda recordings), "
+          f"{CATALOGUE_MODELS * breadth} models, {nights} nights from {FIRST_NIGHT}")
+    checks = []
+    with tempfile.TemporaryDirectory(prefix="gpuledger-bench-year-") as tmp:
+        tmp = Path(tmp)
+        home, exports = tmp / "home", tmp / "exports"
+        env = {"GPULEDGER_HOME": str(home), "GPULEDGER_EXPORTS": str(exports), "PREFECT_HOME": str(home / "prefect"),
+               "VERDA_CLIENT_ID": "bench", "VERDA_CLIENT_SECRET": "bench-not-real"}
+        env |= {f"GPULEDGER_{s.upper()}_MIN_INTERVAL_S": "0" for s in ("fx", "vastai", "runpod", "verda", "openrouter")}
+        _user_models(home, CATALOGUE_MODELS * (breadth - 1))
+        offers = _offers.offers(OFFERS * breadth, templates_file=_offers.REAL)
+        walk = random.Random(breadth)
+        factors = [1.0] * len(offers)
+        run([*GPULEDGER, "init"], env)
+        done = []
+        for n in range(1, nights + 1):
+            night = FIRST_NIGHT + timedelta(days=n - 1)
+            recordings = _recordings(tmp / "recordings", offers, factors, night)
+            with replay_server(recordings) as replay:
+                ran = run([*GPULEDGER, "nightly", "--no-prefect"], env | replay | {"GPULEDGER_NOW": f"{night}T22:00:00"})
+            parts = _parts(home, exports)
+            done.append((ran.wall_s, ran.peak_rss_mb, parts))
+            print(_night_line(n, ran.wall_s, ran.peak_rss_mb, parts), flush=True)
+            factors = [f * (1 + walk.uniform(-0.03, 0.03)) for f in factors]
+        last = night
+        first_total = sum(done[0][2].values())
+        total = sum(done[-1][2].values())
+        growth = (total - first_total) / (nights - 1) if nights > 1 else float(first_total)
+        year_gb = (first_total + (YEAR - 1) * growth) / 1e9
+        per_part = {k: (done[-1][2][k] - done[0][2][k]) / max(nights - 1, 1) / 1e6 for k in done[0][2]}
+        print(f"    growth a night (mean of nights 2-{nights}): "
+              + ", ".join(f"{k} {v:.2f} MB" for k, v in per_part.items()))
+        print(f"    a year, EXTRAPOLATED from {nights} nights: {year_gb:.2f} GB (night 1 {first_total / 1e6:.0f} MB "
+              f"+ 364 x {growth / 1e6:.2f} MB)")
+        tables = _baseline(home, tmp / "parquet")
+        parquet = sum(p for _, _, p in tables.values())
+        warehouse = done[-1][2]["warehouse"]
+        print(f"    baseline: the warehouse's tables as zstd Parquet {parquet / 1e6:.1f} MB; the warehouse file "
+              f"{warehouse / 1e6:.1f} MB = {warehouse / parquet:.2f}x; the largest tables (rows, blocks used, Parquet):")
+        for table, (rows, used, pq) in sorted(tables.items(), key=lambda t: -t[1][1])[:6]:
+            print(f"      {table:16s} {rows:>11,} rows  {used / 1e6:7.1f} MB  Parquet {pq / 1e6:6.1f} MB "
+                  f"({used / max(pq, 1):.1f}x)")
+        later = [w for w, _, _ in done[1:]] or [done[0][0]]
+        drift = (sorted(later)[len(later) // 2] / done[0][0]) - 1 if nights > 1 else 0.0
+        slowest = max(w for w, _, _ in done)
+        print(f"    nights: first {done[0][0]:.1f} s, median of the others {sorted(later)[len(later) // 2]:.1f} s "
+              f"({drift:+.0%}), slowest {slowest:.1f} s; peak memory up to {max(p for _, p, _ in done):.0f} MB")
+        print(f"    the analyst's queries on night {nights} ({last}), whole `gpuledger` process, best of 3:")
+        asked = {
+            "table --model llama-3.3-70b": ["table", "--model", "llama-3.3-70b"],
+            "history --gpu 'H100 SXM5 80GB' --days 30": ["history", "--gpu", "H100 SXM5 80GB", "--days", "30"],
+            "changes": ["changes"],
+            **{name: ["sql", query] for name, query in QUERIES.items()},
+        }
+        slowest_query = 0.0
+        for name, args in asked.items():
+            best = min(run([*GPULEDGER, *args], env).wall_s for _ in range(3))
+            slowest_query = max(slowest_query, best)
+            print(f"      {best:5.2f} s  {name}")
+    checks += [
+        (f"{breadth}x: a year of nights (extrapolated), GB", year_gb, MAX_YEAR_GB.get(breadth, MAX_YEAR_GB[10])),
+        (f"{breadth}x: the slowest night, s", slowest, MAX_NIGHT_S.get(breadth, MAX_NIGHT_S[10])),
+        (f"{breadth}x: the later nights' median against night 1", abs(drift), MAX_DRIFT),
+        (f"{breadth}x: the slowest analyst query through the CLI, s", slowest_query, MAX_QUERY_S),
+    ]
+    return checks
+
+
+def main() -> None:
+    print("year: nightly after nightly on a pinned clock, bytes per part of the store, the analyst's queries")
+    checks = []
+    for breadth, nights in zip(BREADTHS, NIGHTS, strict=True):
+        checks += breadth_year(breadth, nights)
+    verdict("year", checks)
