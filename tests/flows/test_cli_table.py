@@ -300,6 +300,7 @@ def test_cost_at_speed_keeps_each_tiers_promise_and_never_gets_cheaper_as_it_tig
         step=pl.col("usd_per_mtok").diff().over(part))
     assert ladder["step"].drop_nulls().min() >= -1e-9  # a faster promise never costs less
     # a part that cannot reach a tier has no row there, nor at any faster one: its tiers are the slowest ones
+    assert set(table["engine"]) == {"trtllm"}  # the nightly publishes the default engine, named on every row
     tiers = sorted(table["min_user_tok_s"].drop_nulls().unique().to_list())
     reached = ladder.filter(pl.col("min_user_tok_s") > 0).group_by(part).agg(pl.col("min_user_tok_s"))
     for got in reached["min_user_tok_s"].to_list():
