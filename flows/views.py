@@ -125,15 +125,15 @@ SPEED_COLUMNS = ["streams", "user_tok_s", "ttft_s", "stopped_by"]
 
 def calculator_at_target(data: Day, model: str, names: list[str], precision: str, context: int, target: speed.Target,
                          price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD,
-                         ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Page 001's table at a speed target: (the answers, the table of the parts that reach it, priced like the
-    calculator's and showing streams, user_tok_s, ttft_s and what stopped them; the parts that cannot reach it,
-    with their best: never priced)."""
+                         engine: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Page 001's table at a speed target, served by `engine` (None: the default): (the answers, the table of the
+    parts that reach it, priced like the calculator's and showing streams, user_tok_s, ttft_s and what stopped them;
+    the parts that cannot reach it, with their best: never priced)."""
     names = names or data.gpus["name"].to_list()
     gpus = estimator.apply_overlay(data.gpus, data.overlays, method)
     try:
         answers = speed.at_target(data.models, gpus, estimator.make_grid([model], names, [precision], [context], [1]),
-                                  method_params(method, input_per_output()), target)
+                                  method_params(method, input_per_output(), engine), target)
     except (estimator.EstimatorError, presets.ParamError) as exc:
         raise ViewError(str(exc)) from None
     reached = answers.filter(pl.col("reaches"))
@@ -150,16 +150,19 @@ def calculator_at_target(data: Day, model: str, names: list[str], precision: str
 
 FRONTIER_COLUMNS = ("gpu", "tp", "streams", "user_tok_s", "ttft_s", "agg_tok_s", "usd_per_mtok", "usd_per_mtok_low",
                     "usd_per_mtok_high", "provider", "price_kind", "replica_pricing", "replica_usd_per_hr", "precision",
-                    "input_tokens", "output_tokens")
+                    "input_tokens", "output_tokens", "engine")
 
 
 def frontier(data: Day, model: str, names: list[str], precision: str | None, context: int, prompt: int | None,
-             answer: int | None, price_kind: str = "on_demand") -> tuple[pl.DataFrame, dict | None]:
+             answer: int | None, price_kind: str = "on_demand", engine: str | None = None,
+             ) -> tuple[pl.DataFrame, dict | None]:
     """`gpuledger frontier` and the model pages' chart: per GPU listed that day (or each named), $/M against tokens/s
     per user from one stream to the memory limit on every replica up to a node, at its cheapest deployable listing
     of the price kind, the envelope only; and the cheapest API for the same requests (provider, model id and
-    api_usd_per_mtok: its output price plus the prompts at its input price, per M output tokens), or None."""
-    params = method_params(presets.MEASURED.name, input_per_output())
+    api_usd_per_mtok: its output price plus the prompts at its input price, per M output tokens), or None. The
+    measured method serves with `engine` (one of engines.ENGINES' names; None: the default); every point names
+    it."""
+    params = method_params(presets.MEASURED.name, input_per_output(), engine)
     gpus = estimator.apply_overlay(data.gpus, data.overlays, params.name)
     priced_parts = data.offers["gpu"].drop_nulls().unique().to_list()
     names = names or [g for g in gpus["name"].to_list() if g in set(priced_parts)]

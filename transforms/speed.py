@@ -203,7 +203,7 @@ TABLE_KEY = ("snapshot_date", "model", "gpu", "provider", "price_kind", "precisi
 TABLE_COLUMNS = (
     *TABLE_KEY, "min_user_tok_s", "max_ttft_s", "input_tokens", "output_tokens", "tp", "streams", "stopped_by",
     "user_tok_s", "ttft_s", "agg_tok_s", "replica_pricing", "replica_usd_per_hr", "usd_per_mtok", "usd_per_mtok_low",
-    "usd_per_mtok_high", "offer_ids", "deployable", "method", "estimator_version",
+    "usd_per_mtok_high", "offer_ids", "deployable", "method", "engine", "estimator_version",
 )
 
 

@@ -227,15 +227,17 @@ def table(
     method = method or presets.DEFAULT_COST_METHOD
     if method not in presets.PRESETS:
         raise fail(f"unknown method {method!r}: use one of {', '.join(presets.PRESETS)}")
-    if engine is not None and not presets.preset(method).serving_model:
-        raise fail(f"--engine names the serving engine of the measured method; {method} models none")
+    try:  # as estimate checks it: a name of engines.ENGINES, for the measured method only
+        engine = engines.for_engine(presets.preset(method), engine).engine if engine else None
+    except engines.EngineError as exc:
+        raise fail(str(exc)) from None
     target = speed.Target(min_user_tok_s, max_ttft_s)
     if not target.none:
         if style is not Style.calculator or method != presets.MEASURED.name or fleet or target_tok_s:
             raise fail("a speed target (--min-user-tok-s, --max-ttft-s) is the measured method's, in the calculator "
                        "view, without --fleet or --target-tok-s")
         _at_target(data, model_id, wanted, precision or "int4", context, target, price_kind, currency, rate, fmt,
-                   header, [n for n in (api_note, fx_note, PRICING_NOTE, _method_note(method)) if n])
+                   header, [n for n in (api_note, fx_note, PRICING_NOTE, _method_note(method, engine)) if n], engine)
         return
     if style is Style.estimate:
         raw, labelled = _estimate_style(data, model_id, method, wanted, precision, context, streams, currency, rate,
@@ -256,11 +258,13 @@ def table(
 
 
 def _at_target(data: views.Day, model: str, wanted: list[str], precision: str, context: int, target: speed.Target,
-               price_kind: str, code: str, rate: float, fmt: Format, header: str, notes: list[str]) -> None:
-    """The calculator view at a speed target: the parts that reach it priced, the others with their best."""
+               price_kind: str, code: str, rate: float, fmt: Format, header: str, notes: list[str],
+               engine: str | None) -> None:
+    """The calculator view at a speed target, served by `engine` (None: the default): the parts that reach it
+    priced, the others with their best."""
     try:
         answers, table, unreached = views.calculator_at_target(data, model, wanted, precision, context, target,
-                                                               price_kind)
+                                                               price_kind, engine=engine)
     except views.ViewError as exc:
         raise fail(str(exc)) from None
     frames = {"table": _convert(table, rate, code)}

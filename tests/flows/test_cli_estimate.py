@@ -282,6 +282,20 @@ def test_a_speed_target_runs_the_most_streams_that_meet_it():
     assert int(fast["streams"]) < int(slow["streams"]) and float(fast["agg_tok_s"]) < float(slow["agg_tok_s"])
 
 
+def test_a_speed_target_searches_with_the_engine_asked_and_names_it():
+    """vLLM batches at most 1,024 requests, TensorRT-LLM 2,048: at a loose target memory stops one, the batch limit
+    the other, and the engine's fitted efficiency moves the answer."""
+    asked = ("--model", "llama-3.1-8b", "--gpu", "B200 SXM", "--precision", "fp8", "--input-tokens", "1000",
+             "--output-tokens", "500", "--tp", "1", "--min-user-tok-s", "1")
+    trtllm, vllm = (rows(invoke("estimate", *asked, "--engine", e, "-f", "csv").output)["B200 SXM"]
+                    for e in ("trtllm", "vllm"))
+    assert (vllm["engine"], vllm["stopped_by"], vllm["streams"]) == ("vllm", "batch limit", "1024")
+    assert trtllm["engine"] == "trtllm" and trtllm["stopped_by"] == "memory" and int(trtllm["streams"]) > 1024
+    assert float(vllm["user_tok_s"]) >= 1 and vllm["agg_tok_s"] != trtllm["agg_tok_s"]
+    title = invoke("estimate", *asked, "--engine", "sglang").output.splitlines()[0]
+    assert "at >= 1 tok/s per user served by SGLang" in title
+
+
 def test_a_part_that_cannot_reach_the_target_shows_its_best():
     out = invoke("estimate", "--model", "llama-3.3-70b", "--gpu", "GeForce RTX 4090 24GB", "--min-user-tok-s", "500",
                  "-f", "csv").output

@@ -269,7 +269,23 @@ def test_the_frontier_prices_each_speed_per_user_at_the_cheapest_deployable_list
 @pytest.mark.usefixtures("published")
 def test_the_frontier_names_the_api_and_the_means_on_the_terminal():
     out = gpuledger("frontier", "--model", "llama-3.3-70b", "--gpu", "H200 SXM")
-    assert "API: $" in out and "means" in out
+    assert "API: $" in out and "means" in out and "served by TensorRT-LLM" in out  # the default engine, named
+
+
+@pytest.mark.usefixtures("published")
+def test_the_frontier_serves_with_the_engine_asked_and_names_it():
+    def points(engine: str) -> pl.DataFrame:
+        return pl.read_csv(gpuledger("frontier", "--model", "llama-3.3-70b", "--gpu", "H200 SXM", "--engine", engine,
+                                     "-f", "csv").encode())
+
+    trtllm, vllm = points("trtllm"), points("vllm")
+    assert set(trtllm["engine"]) == {"trtllm"} and set(vllm["engine"]) == {"vllm"}
+    # another engine's efficiency and batch limit: another curve at the same listings
+    assert trtllm.select("streams", "agg_tok_s").rows() != vllm.select("streams", "agg_tok_s").rows()
+    assert "served by SGLang" in gpuledger("frontier", "--model", "llama-3.3-70b", "--gpu", "H200 SXM", "--engine",
+                                           "SGLang")
+    assert "use one of trtllm, sglang, vllm" in gpuledger("frontier", "--model", "llama-3.3-70b", "--engine", "tgi",
+                                                           code=1)
 
 
 @pytest.mark.usefixtures("published")
@@ -284,6 +300,7 @@ def test_cost_at_speed_keeps_each_tiers_promise_and_never_gets_cheaper_as_it_tig
         step=pl.col("usd_per_mtok").diff().over(part))
     assert ladder["step"].drop_nulls().min() >= -1e-9  # a faster promise never costs less
     # a part that cannot reach a tier has no row there, nor at any faster one: its tiers are the slowest ones
+    assert set(table["engine"]) == {"trtllm"}  # the nightly publishes the default engine, named on every row
     tiers = sorted(table["min_user_tok_s"].drop_nulls().unique().to_list())
     reached = ladder.filter(pl.col("min_user_tok_s") > 0).group_by(part).agg(pl.col("min_user_tok_s"))
     for got in reached["min_user_tok_s"].to_list():
@@ -304,6 +321,25 @@ def test_the_table_at_a_speed_target_prices_only_the_parts_that_reach_it():
     unreached = fast.get("Cannot reach the target (best at one stream, not priced)", [])
     assert unreached and all(r["user_tok_s"] < 75 or r["ttft_s"] > 2 for r in unreached)
     assert not {r["gpu"] for r in unreached} & {r["gpu"] for r in fast["table"]}
+
+
+@pytest.mark.usefixtures("published")
+def test_the_table_at_a_speed_target_serves_with_the_engine_asked_and_names_it():
+    def at(*engine: str) -> dict:
+        return json.loads(gpuledger("table", "--model", "llama-3.3-70b", "--precision", "fp8", "--context", "4096",
+                                    "--gpu", "H200 SXM", "--min-user-tok-s", "35", "--max-ttft-s", "2", *engine,
+                                    "-f", "json"))
+
+    default, vllm = at(), at("--engine", "vllm")
+    assert any("serving engine TensorRT-LLM" in n for n in default["notes"])
+    assert any("serving engine vLLM" in n for n in vllm["notes"])
+    assert not any("TensorRT-LLM" in n for n in vllm["notes"])
+    (ours,), (theirs,) = default["table"], vllm["table"]
+    assert theirs["user_tok_s"] >= 35 and theirs["ttft_s"] <= 2
+    # the search ran vLLM's efficiency and batch limit: another answer on the same replica price
+    assert (theirs["streams"], theirs["usd_per_mtok"]) != (ours["streams"], ours["usd_per_mtok"])
+    assert "use one of trtllm, sglang, vllm" in gpuledger("table", "--model", "llama-3.3-70b", "--min-user-tok-s",
+                                                           "35", "--engine", "tgi", code=1)
 
 
 @pytest.mark.usefixtures("published")

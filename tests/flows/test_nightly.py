@@ -51,6 +51,9 @@ def test_a_nightly_run_publishes_the_day_and_a_rerun_replaces_it(monkeypatch):
         stored = con.execute("select count(*) from cost_per_mtok").fetchall()[0][0]
     assert exported_rows("cost_per_mtok") == stored
     assert exported_rows("offers") == after_offers_of_latest_runs()
+    # cost_at_speed names the engine on every row, in the lake as in the warehouse: the default's, the one published
+    at_speed = pl.read_delta(str(config.exports_dir() / "cost_at_speed"))
+    assert at_speed.height == after_first["cost_at_speed"] and set(at_speed["engine"]) == {"trtllm"}
 
 
 def after_offers_of_latest_runs() -> int:

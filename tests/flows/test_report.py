@@ -177,3 +177,16 @@ def test_a_setting_with_no_deployable_replica_is_answered_on_the_model_page(home
     assert "no deployable replica at this setting" in first["a"] and "needs 32 GPUs on one host" in first["a"]
     assert not [v for v in data["views"]["bf16/32768/32"]["table"]["usd_per_mtok"] if v is not None]
     assert "no deployable replica" not in json.dumps(data["views"]["int4/32768/32"]["faq"])
+
+
+def test_the_frontier_and_the_speed_tiers_name_the_engine_they_model(home, published):
+    """The nightly publishes the default engine's answers only; the page says which engine that is."""
+    path = published.sites[SNAPSHOT].index.parent / "llama-3.3-70b.html"
+    with db.connect(read_only=True) as con:
+        tiered = {e for (e,) in con.execute("select distinct engine from cost_at_speed where snapshot_date = ? and "
+                                            "model = 'llama-3.3-70b'", [SNAPSHOT]).fetchall()}
+    assert tiered == set(page_data(path)["frontier"]["points"]["engine"]) == {"trtllm"}
+    page = path.read_text()
+    note = re.search(r'<p class="note" id="frontier-note">(.*?)</p>', page, re.S)[1]
+    heading = re.search(r'<h3 id="tier-heading">(.*?)</h3>', page, re.S)[1]
+    assert "served by TensorRT-LLM" in note and "served by TensorRT-LLM" in heading

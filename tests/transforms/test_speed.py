@@ -5,7 +5,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from transforms import estimator, speed
+from transforms import engines, estimator, speed
 from transforms.presets import CALCULATOR, MEASURED, PRECISIONS
 from warehouse import catalog
 
@@ -133,6 +133,15 @@ def test_a_part_that_cannot_reach_a_target_is_never_priced():
     assert speed.cost_at_speed(MODELS, GPUS, g, MEASURED, price, (speed.Target(500, 2),)).is_empty()
     assert speed.cost_at_speed(MODELS, GPUS, g, MEASURED, offers("A100 SXM4 80GB", 2, 3.0, deployable=False),
                                (speed.Target(5, 2),)).is_empty()  # a replica the listings could only fake
+
+
+def test_cost_at_speed_names_the_engine_its_answers_model():
+    g = grid("llama-3.3-70b", "A100 SXM4 80GB", "bf16", 2000, 500, 2)
+    price, tier = offers("A100 SXM4 80GB", 2, 3.0), (speed.Target(5, 2),)
+    trtllm = speed.cost_at_speed(MODELS, GPUS, g, MEASURED, price, tier)
+    vllm = speed.cost_at_speed(MODELS, GPUS, g, engines.for_engine(MEASURED, "vllm"), price, tier)
+    assert trtllm["engine"].to_list() == ["trtllm"] and vllm["engine"].to_list() == ["vllm"]
+    assert vllm["usd_per_mtok"][0] != trtllm["usd_per_mtok"][0]  # its own efficiency: its own price
 
 
 def test_the_frontier_keeps_only_points_no_faster_point_beats():

@@ -1,7 +1,8 @@
 -- 0024: what a million tokens costs at the speed each user is promised. Per day, model, GPU, provider, price kind,
 -- precision and speed tier (decode tokens/s per user, first token within max_ttft_s; 'batch': no promise, max load):
 -- the measured method's answer on the replica (up to a node) that makes it cheapest, at that replica's cheapest
--- deployable listing. A part that cannot reach a tier has no row there (transforms/speed.py).
+-- deployable listing. A part that cannot reach a tier has no row there (transforms/speed.py). The serving engine
+-- is named on every row; the nightly publishes the default engine's answers only, so it is not part of the key.
 CREATE TABLE cost_at_speed (
     snapshot_date         DATE NOT NULL,
     model                 VARCHAR NOT NULL,
@@ -28,6 +29,7 @@ CREATE TABLE cost_at_speed (
     offer_ids             VARCHAR,
     deployable            BOOLEAN NOT NULL,  -- always: only replicas someone could deploy answer (docs/deployability.md)
     method                VARCHAR NOT NULL,
+    engine                VARCHAR NOT NULL,  -- the serving engine modelled (transforms/engines.py): the default, trtllm
     estimator_version     VARCHAR NOT NULL,
     quality               VARCHAR
 );
