@@ -24,6 +24,9 @@ class QualityRules:
     # catalogue covers the markets and a new card must surface the day it appears (one catalogue row fixes it)
     max_unknown_share: float = 0.0
     max_quarantined_share: float = 0.05  # share of the day's listings price sanity may remove quietly
+    # A catalog file is refreshed every few hours upstream: one unchanged this many days is stale (its fetcher
+    # stopped), flagged rather than silently published as today's list price
+    catalog_stale_days: int = 3
 
 
 @dataclass(frozen=True)
@@ -106,9 +109,21 @@ def unknown_share_flags(offers: pl.DataFrame, rules: QualityRules) -> list[str]:
 
 
 def missing_provider_flags(offers: pl.DataFrame, providers: tuple[str, ...], day: date) -> list[str]:
-    """Providers with no listing on the day: their fetch failed, so the day's tables lack their market."""
-    present = set(offers["provider"].unique().to_list())
+    """Sources of offers with no listing on the day: their fetch failed, so the day's tables lack their market."""
+    present = set(offers["source"].unique().to_list())
     return [f"{p}: no successful fetch on {day}" for p in providers if p not in present]
+
+
+def catalog_file_flags(files: pl.DataFrame, day: date, rules: QualityRules) -> list[str]:
+    """A catalog's clouds whose file failed on the day, or is unchanged for more than catalog_stale_days.
+
+    `files`: the day's catalog_files rows (source, cloud, status, changed_on, error)."""
+    failed = files.filter(pl.col("status") == "failed")
+    stale = files.filter((pl.col("status") != "failed") &
+                         (pl.col("changed_on") < pl.lit(day) - pl.duration(days=rules.catalog_stale_days)))
+    return ([f"{r['source']}: {r['cloud']} failed: {r['error']}" for r in failed.sort("cloud").iter_rows(named=True)]
+            + [f"{r['source']}: {r['cloud']} catalog stale: unchanged since {r['changed_on']} (more than "
+               f"{rules.catalog_stale_days} days)" for r in stale.sort("cloud").iter_rows(named=True)])
 
 
 def quarantined_share_flags(quarantined: int, listings: int, rules: QualityRules) -> list[str]:

@@ -25,10 +25,10 @@ _CHOSEN_RUNS = """
 
 
 def published_offers(con: duckdb.DuckDBPyConnection, day: date) -> duckdb.DuckDBPyRelation:
-    """The date's offers: per provider, those of the latest run whose fetch of that provider succeeded (an
+    """The date's offers: per source, those of the latest run whose fetch of that source succeeded (an
     interrupted or replaced run's listings are not the day's)."""
     return con.sql(
-        _CHOSEN_RUNS + "select o.* from offers o join chosen c on o.provider = c.source and o.run_id = c.run_id "
+        _CHOSEN_RUNS + "select o.* from offers o join chosen c on o.source = c.source and o.run_id = c.run_id "
                        "where o.snapshot_date = $day",
         params={"day": day},
     )
@@ -54,6 +54,15 @@ def quarantined_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFr
     ).pl()
 
 
+def catalog_files_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """The catalog files the date's chosen fetches read (those of offers_for_date), one row per cloud."""
+    return con.sql(
+        _CHOSEN_RUNS + "select f.* from catalog_files f join chosen c on f.source = c.source and f.run_id = c.run_id "
+                       "where f.snapshot_date = $day",
+        params={"day": day},
+    ).pl()
+
+
 def api_prices_asof(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     """Per API provider, the prices of its latest successful fetch on or before the date (API prices are kept
     until a newer fetch: a day without one compares against the last known, dated by its own fetched_at)."""
@@ -67,6 +76,31 @@ def api_prices_asof(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
         """,
         params={"day": day},
     ).pl()
+
+
+def catalog_versions(con: duckdb.DuckDBPyConnection, source: str, run_id: str) -> dict:
+    """Per cloud of a catalog source, (version, changed_on) of its latest file read before this run."""
+    rows = con.execute(
+        """
+        select cloud, version, changed_on from catalog_files
+        where source = ? and run_id <> ? and status <> 'failed'
+        qualify row_number() over (partition by cloud order by fetched_at desc, run_id desc) = 1
+        """, [source, run_id]).fetchall()
+    return {cloud: (version, changed_on) for cloud, version, changed_on in rows}
+
+
+def catalog_freshness(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """Per catalog source and cloud: the last read (its status, version, since when unchanged) and the last failure."""
+    return con.sql(
+        """
+        select source, cloud, arg_max(status, fetched_at) as last_status,
+               max(fetched_at) filter (where status <> 'failed') as last_read,
+               arg_max(version, fetched_at) filter (where status <> 'failed') as version,
+               arg_max(changed_on, fetched_at) filter (where status <> 'failed') as changed_on,
+               arg_max(listings, fetched_at) filter (where status <> 'failed') as listings,
+               arg_max(error, fetched_at) filter (where status = 'failed') as last_error
+        from catalog_files group by source, cloud order by source, cloud
+        """)
 
 
 def listing_history(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
