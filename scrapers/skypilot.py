@@ -15,7 +15,9 @@ or zone; a GPU row has an AcceleratorName and a whole AcceleratorCount above 0. 
 - GCP lists a GPU's price as a row of its own (empty InstanceType) beside the host VM's row: a GPU instance costs
   the host plus its accelerators, in the same zone (GCP_HOSTS below; other GPUs attach to the smallest N1 host).
 - TPU slices (`tpu-v5p-8`) are priced per slice: gpu_raw is the chip (`TPU v5p`), gpu_count its chips; a price of
-  exactly TPU_PLACEHOLDER_USD is SkyPilot's placeholder, not a price.
+  exactly TPU_PLACEHOLDER_USD is SkyPilot's placeholder, not a price (quarantined). A slice of more chips than one
+  host holds is sold whole with ICI between its hosts: tier `cluster`, max_gpu_count its chips. Every other
+  instance type is one host with its GPU count (docs/deployability.md).
 - AWS lists prices per availability zone, Lambda and OCI every type in every region at one price: rows of one
   instance type, price kind and price collapse into ONE listing whose `region` names the regions (compact storage).
   offer_id is `cloud/instance type`, with `@zone` (the group's first) when one type has several prices.
@@ -39,7 +41,16 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from scrapers.base import CatalogFile, Listing, ParseResult, RecordError, Rejection, SchemaError, SourceError
+from scrapers.base import (
+    CLUSTER_TIER,
+    CatalogFile,
+    Listing,
+    ParseResult,
+    RecordError,
+    Rejection,
+    SchemaError,
+    SourceError,
+)
 from warehouse import archive
 from warehouse.records import RawResponse
 
@@ -54,6 +65,7 @@ RESELLERS = ("shadeform", "primeintellect")
 CLOUD_NAMES = {"lambdalabs": "lambda", "crusoecloud": "crusoe", "datacrunch": "verda"}
 MEMORY_IS_TOTAL = ("primeintellect",)  # its GpuInfo SizeInMiB is the instance's, not one GPU's
 TPU_PLACEHOLDER_USD = 700.0
+NODE_CHIPS = 8  # the most TPU chips one TPU VM host holds (v5e/v6e; four on v2-v5p)
 MAX_GPU_GB = 300.0  # no part has more memory: a larger per-GPU figure is not one GPU's
 # GCP: the host VM an accelerator row comes with, by accelerator and count (the A2/A3/A4/G2 families bundle them).
 GCP_HOSTS = {
@@ -322,11 +334,14 @@ def parse_cloud(cloud: str, raw: RawResponse, version: str) -> tuple[int, list[L
         if per_type[(instance_type, kind)] > 1:
             offer_id += f"@{min(g['zones'])}"
         regions = sorted(r for r in g["regions"] if r)
+        # a TPU slice past one host is sold whole, its hosts joined by ICI: a provider cluster of that many chips
+        pod = g["gpu_raw"].startswith("TPU ") and g["gpu_count"] > NODE_CHIPS
         listings.append(Listing(
             offer_id=offer_id, price_kind=kind, price_field="Price" if kind == "on_demand" else "SpotPrice",
             native_per_hr=price, gpu_raw=g["gpu_raw"], gpu_count=g["gpu_count"], fetched_at=raw.fetched_at,
             gpu_memory_gb=g["memory"], region=",".join(regions) or None,
-            tier=f"via {g['reseller']}" if g["reseller"] else "datacenter",
+            max_gpu_count=g["gpu_count"] if pod else None,
+            tier=CLUSTER_TIER if pod else f"via {g['reseller']}" if g["reseller"] else "datacenter",
             provider=g["provider"], reseller=g["reseller"], price_basis="catalog", source_version=version,
             extras={"cloud": cloud, "instance_type": instance_type, "accelerator": g["accelerator"],
                     "regions": len(regions), "zones": len(g["zones"]), "vcpus": g["vcpus"],
