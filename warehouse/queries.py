@@ -34,6 +34,16 @@ def published_offers(con: duckdb.DuckDBPyConnection, day: date) -> duckdb.DuckDB
     )
 
 
+def offer_origins(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """Per provider of the date's offers: how its prices came (price_basis), from which sources, resold by whom."""
+    return con.sql(
+        "select provider, list(distinct price_basis order by price_basis) as price_basis, "
+        "list(distinct source order by source) as sources, "
+        "list(distinct reseller order by reseller) filter (where reseller is not null) as resellers "
+        "from (" + published_offers(con, day).sql_query() + ") group by provider",
+        params={"day": day}).pl()
+
+
 def model_keys(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """Each model's id, origin and Hugging Face ids: what a new curated, user or derived row is weighed against."""
     columns = ("model_id", "origin", "hf_repo", "hf_ids")
@@ -89,18 +99,22 @@ def catalog_versions(con: duckdb.DuckDBPyConnection, source: str, run_id: str) -
     return {cloud: (version, changed_on) for cloud, version, changed_on in rows}
 
 
-def catalog_freshness(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-    """Per catalog source and cloud: the last read (its status, version, since when unchanged) and the last failure."""
+def catalog_freshness(con: duckdb.DuckDBPyConnection, now) -> duckdb.DuckDBPyRelation:
+    """Per catalog source and cloud: its last read file's version, the day that version first came (its age in
+    days: a file refreshed every few hours upstream that stays the same for days is stale), and the last answer."""
     return con.sql(
         """
         select source, cloud, arg_max(status, fetched_at) as last_status,
-               max(fetched_at) filter (where status <> 'failed') as last_read,
+               max(fetched_at) filter (where status <> 'failed') as last_read_at,
                arg_max(version, fetched_at) filter (where status <> 'failed') as version,
                arg_max(changed_on, fetched_at) filter (where status <> 'failed') as changed_on,
+               date_diff('day', arg_max(changed_on, fetched_at) filter (where status <> 'failed'),
+                         $now::date) as version_age_days,
                arg_max(listings, fetched_at) filter (where status <> 'failed') as listings,
                arg_max(error, fetched_at) filter (where status = 'failed') as last_error
         from catalog_files group by source, cloud order by source, cloud
-        """)
+        """,
+        params={"now": now})
 
 
 def listing_history(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
