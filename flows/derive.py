@@ -93,7 +93,8 @@ def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules:
         *gates.missing_provider_flags(offers, PROVIDERS, day),
         *gates.volume_flags(today, queries.listing_history(con), day, rules),
         *gates.unknown_share_flags(offers, rules),
-        *gates.catalog_file_flags(queries.catalog_files_for_date(con, day), day, rules),
+        *gates.catalog_file_flags(queries.catalog_files_for_date(con, day), day, rules,
+                                  queries.catalog_clouds_before(con, day, rules.history_days)),
         *gates.quarantined_share_flags(quarantined.height, offers.height, rules),
         *gates.absurd_api_price_flags(queries.quarantined_for_date(con, day)),
     ]

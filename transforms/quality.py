@@ -114,14 +114,22 @@ def missing_provider_flags(offers: pl.DataFrame, providers: tuple[str, ...], day
     return [f"{p}: no successful fetch on {day}" for p in providers if p not in present]
 
 
-def catalog_file_flags(files: pl.DataFrame, day: date, rules: QualityRules) -> list[str]:
-    """A catalog's clouds whose file failed on the day, or is unchanged for more than catalog_stale_days.
+def catalog_file_flags(files: pl.DataFrame, day: date, rules: QualityRules, earlier: pl.DataFrame | None = None
+                       ) -> list[str]:
+    """A catalog's clouds whose file failed on the day, gave no answer at all (read on an earlier day of the
+    history window, absent today: the transport failed), or is unchanged for more than catalog_stale_days.
 
-    `files`: the day's catalog_files rows (source, cloud, status, changed_on, error)."""
+    `files`: the day's catalog_files rows (source, cloud, status, changed_on, error); `earlier`: source, cloud of
+    the files read in the days before."""
+    silent = [] if earlier is None else [
+        f"{r['source']}: {r['cloud']} gave no answer on {day}" for r in earlier.join(
+            files.select("source", "cloud"), on=["source", "cloud"], how="anti").unique().sort("cloud").iter_rows(named=True)
+        if r["source"] in set(files["source"])]
     failed = files.filter(pl.col("status") == "failed")
     stale = files.filter((pl.col("status") != "failed") &
                          (pl.col("changed_on") < pl.lit(day) - pl.duration(days=rules.catalog_stale_days)))
     return ([f"{r['source']}: {r['cloud']} failed: {r['error']}" for r in failed.sort("cloud").iter_rows(named=True)]
+            + silent
             + [f"{r['source']}: {r['cloud']} catalog stale: unchanged since {r['changed_on']} (more than "
                f"{rules.catalog_stale_days} days)" for r in stale.sort("cloud").iter_rows(named=True)])
 

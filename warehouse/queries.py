@@ -73,6 +73,13 @@ def catalog_files_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.Data
     ).pl()
 
 
+def catalog_clouds_before(con: duckdb.DuckDBPyConnection, day: date, days: int) -> pl.DataFrame:
+    """The (source, cloud) of every catalog file read in the `days` before the date."""
+    return con.sql(
+        "select distinct source, cloud from catalog_files where status <> 'failed' and snapshot_date < $day "
+        "and snapshot_date >= $day - to_days($days::integer)", params={"day": day, "days": days}).pl()
+
+
 def api_prices_asof(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     """Per API provider, the prices of its latest successful fetch on or before the date (API prices are kept
     until a newer fetch: a day without one compares against the last known, dated by its own fetched_at)."""
