@@ -29,6 +29,7 @@ def nights(tmp_path_factory):
     base = tmp_path_factory.mktemp("open-models")
     shutil.copytree(FIXTURES, base / "sources")
     (base / "hf_configs").symlink_to(CONFIGS)
+    (base / "real").symlink_to(FIXTURES.parent / "real")  # the catalog files the manifest serves
     manifest = json.loads((base / "sources" / "replay.json").read_text())
     for route in manifest["routes"]:
         if route["path"] == "/api/v1/models":
