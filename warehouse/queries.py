@@ -27,9 +27,15 @@ _CHOSEN_RUNS = """
 def published_offers(con: duckdb.DuckDBPyConnection, day: date) -> duckdb.DuckDBPyRelation:
     """The date's offers: per source, those of the latest run whose fetch of that source succeeded (an
     interrupted or replaced run's listings are not the day's)."""
+    return _of_chosen_runs(con, "offers", "source", day)
+
+
+def _of_chosen_runs(con: duckdb.DuckDBPyConnection, table: str, key: str, day: date,
+                    condition: str = "") -> duckdb.DuckDBPyRelation:
+    """A fact table's rows of the date that the date's chosen fetches wrote (`key` names their source)."""
     return con.sql(
-        _CHOSEN_RUNS + "select o.* from offers o join chosen c on o.source = c.source and o.run_id = c.run_id "
-                       "where o.snapshot_date = $day",
+        _CHOSEN_RUNS + f"select t.* from {table} t join chosen c on t.{key} = c.source and t.run_id = c.run_id "
+                       f"where t.snapshot_date = $day {condition}",
         params={"day": day},
     )
 
@@ -57,20 +63,12 @@ def offers_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
 
 def quarantined_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     """What the date's chosen fetches (those of offers_for_date) quarantined as they were read."""
-    return con.sql(
-        _CHOSEN_RUNS + "select q.* from quarantine q join chosen c on q.provider = c.source and q.run_id = c.run_id "
-                       "where q.snapshot_date = $day and q.stage = 'parse'",
-        params={"day": day},
-    ).pl()
+    return _of_chosen_runs(con, "quarantine", "provider", day, "and t.stage = 'parse'").pl()
 
 
 def catalog_files_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     """The catalog files the date's chosen fetches read (those of offers_for_date), one row per cloud."""
-    return con.sql(
-        _CHOSEN_RUNS + "select f.* from catalog_files f join chosen c on f.source = c.source and f.run_id = c.run_id "
-                       "where f.snapshot_date = $day",
-        params={"day": day},
-    ).pl()
+    return _of_chosen_runs(con, "catalog_files", "source", day).pl()
 
 
 def catalog_clouds_before(con: duckdb.DuckDBPyConnection, day: date, days: int) -> pl.DataFrame:
