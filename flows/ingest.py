@@ -76,7 +76,8 @@ def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult, parsed: ParseRe
     notes += models.pop("notes", [])
     files = None
     if parsed.files:
-        files = catalog_files_frame(parsed.files, queries.catalog_versions(con, fetched.source, fetched.run_id),
+        files = catalog_files_frame(parsed.files, queries.catalog_versions(con, fetched.source, fetched.run_id,
+                                                                         fetched.snapshot_date),
                                     source=fetched.source, run_id=fetched.run_id, snapshot_date=fetched.snapshot_date)
         notes += [f"{fetched.source}: {f.cloud} failed: {f.error}" for f in parsed.files if f.status == "failed"]
     row = _fetch_row(fetched, "ok", None, notes)

@@ -93,14 +93,15 @@ def api_prices_asof(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     ).pl()
 
 
-def catalog_versions(con: duckdb.DuckDBPyConnection, source: str, run_id: str) -> dict:
-    """Per cloud of a catalog source, (version, changed_on) of its latest file read before this run."""
+def catalog_versions(con: duckdb.DuckDBPyConnection, source: str, run_id: str, day: date) -> dict:
+    """Per cloud of a catalog source, (version, changed_on) of its latest file read by another run on or before
+    the date (a rebuild of an older day reads what came before it, not after)."""
     rows = con.execute(
         """
         select cloud, version, changed_on from catalog_files
-        where source = ? and run_id <> ? and status <> 'failed'
+        where source = ? and run_id <> ? and snapshot_date <= ? and status <> 'failed'
         qualify row_number() over (partition by cloud order by fetched_at desc, run_id desc) = 1
-        """, [source, run_id]).fetchall()
+        """, [source, run_id, day]).fetchall()
     return {cloud: (version, changed_on) for cloud, version, changed_on in rows}
 
 
