@@ -42,8 +42,11 @@ class Verdict:
 def price_outliers(
     offers: pl.DataFrame, rules: QualityRules, quarantined_at: datetime
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split offers into those kept and quarantine rows for prices out of bounds or far from their GPU's median."""
-    keys = ["gpu", "price_kind"]
+    """Split offers into those kept and quarantine rows for prices out of bounds or far from their GPU's median.
+
+    A market's live listings are judged against live listings, a catalog's list prices against list prices: a
+    $0.10 P100 at vast.ai is the market, not an error, though a hyperscaler lists the part at $1.28."""
+    keys = ["gpu", "price_kind", "price_basis"]
     price = pl.col("usd_per_gpu_hr")
     median = price.median().over(keys)
     judged = pl.len().over(keys) >= rules.min_listings_for_median

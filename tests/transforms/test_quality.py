@@ -117,3 +117,11 @@ def test_a_catalog_cloud_that_failed_fell_silent_or_stopped_changing_flags_the_d
         "skypilot: nebius gave no answer on 2026-11-27",
         "skypilot: gcp catalog stale: unchanged since 2026-11-23 (more than 3 days)"]
     assert quality.catalog_file_flags(catalog_files(dict(cloud="lambda")), DAY, rules) == []
+
+
+def test_a_market_listing_is_judged_against_listings_not_against_catalog_list_prices():
+    catalog = [dict(usd_per_gpu_hr=1.275, provider="oci", source="skypilot", price_basis="catalog")] * 3
+    market = offers(dict(gpu="Tesla P100 16GB", usd_per_gpu_hr=0.10),
+                    *(dict(gpu="Tesla P100 16GB", offer_id=f"c{i}", **c) for i, c in enumerate(catalog)))
+    kept, quarantine = quality.price_outliers(market, RULES, AT)
+    assert quarantine.is_empty() and kept.height == 4
