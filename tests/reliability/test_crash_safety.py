@@ -81,13 +81,13 @@ def assert_healed(reference: dict[str, int]) -> None:
             stored = len(rows.fetchall())
             published = delta.open_table(delta.table_uri(config.exports_location(), table))
             assert delta.read(published, [SNAPSHOT]).num_rows == stored, table
-        # Per provider, one run's whole fetch (the runs share the pinned clock, so which run is the day's is a tie)
+        # Per source, one run's whole fetch (the runs share the pinned clock, so which run is the day's is a tie)
         offers = delta.read(delta.open_table(delta.table_uri(config.exports_location(), "offers")), [SNAPSHOT])
-        exported = duckdb.from_arrow(offers).aggregate("provider, run_id, count(*)").fetchall()
-        assert len({provider for provider, _, _ in exported}) == len(exported)
-        for provider, run_id, count in exported:
+        exported = duckdb.from_arrow(offers).aggregate("source, run_id, count(*)").fetchall()
+        assert len({source for source, _, _ in exported}) == len(exported)
+        for source, run_id, count in exported:
             assert con.execute("select status, offers_loaded from fetches where run_id = ? and source = ?",
-                               [run_id, provider]).fetchone() == ("ok", count)
+                               [run_id, source]).fetchone() == ("ok", count)
     for run_dir in (p for p in config.raw_dir().glob("*/*/*") if (p / archive.SUMMARY).exists()):
         responses = list(archive.read_responses(run_dir, ok_only=False))  # checks every body's sha256
         assert len(responses) == len(list(run_dir.glob("*.meta.json")))
