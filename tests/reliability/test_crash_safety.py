@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not 
 
 # (phase marker, seconds after it): spread over every step; the fetch phase also archives as it goes.
 KILL_POINTS = [("fetch", d) for d in (0.0, 0.03, 0.06, 0.1, 0.2, 0.3)] + [
-    (f"load {s}", d) for s in ("fx", "vastai", "runpod", "verda") for d in (0.0, 0.02)] + [
+    (f"load {s}", d) for s in ("fx", "vastai", "runpod", "verda", "skypilot") for d in (0.0, 0.02)] + [
     ("derive", d) for d in (0.0, 0.1, 0.25, 0.4)] + [("export", d) for d in (0.0, 0.03, 0.06, 0.1)]
 
 
@@ -67,9 +67,9 @@ def assert_healed(reference: dict[str, int]) -> None:
         assert day_counts(con) == reference
         assert con.execute("select count(*) from runs where status = 'running'").fetchall() == [(0,)]
         partial = con.execute("""
-            select o.run_id, o.provider, count(*), any_value(f.status), any_value(f.offers_loaded)
-            from offers o left join fetches f on f.run_id = o.run_id and f.source = o.provider
-            group by o.run_id, o.provider
+            select o.run_id, o.source, count(*), any_value(f.status), any_value(f.offers_loaded)
+            from offers o left join fetches f on f.run_id = o.run_id and f.source = o.source
+            group by o.run_id, o.source
             having any_value(f.status) is distinct from 'ok' or count(*) != any_value(f.offers_loaded)""").fetchall()
         assert partial == []
         orphans = con.execute("select count(*) from fetches where run_id not in (select run_id from runs)").fetchall()
