@@ -122,11 +122,13 @@ def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules:
     # Imported here: the registry loads every scraper, which the commands that only read never need.
     from scrapers.sources import PROVIDERS
     kept, quarantined = gates.price_outliers(offers, rules, config.utc_now())
-    today = offers.group_by(pl.col("provider").alias("source")).agg(pl.len().alias("listings"))
+    today = offers.group_by("source").agg(pl.len().alias("listings"))
     reasons = [
         *gates.missing_provider_flags(offers, PROVIDERS, day),
         *gates.volume_flags(today, queries.listing_history(con), day, rules),
         *gates.unknown_share_flags(offers, rules),
+        *gates.catalog_file_flags(queries.catalog_files_for_date(con, day), day, rules,
+                                  queries.catalog_clouds_before(con, day, rules.history_days)),
         *gates.quarantined_share_flags(quarantined.height, offers.height, rules),
         *gates.absurd_api_price_flags(queries.quarantined_for_date(con, day)),
     ]

@@ -19,6 +19,7 @@ from scrapers.base import ParseResult, SourceError
 from transforms import api_prices, gpu_names, model_catalogue
 from transforms.normalise import (
     absurd_api_prices,
+    catalog_files_frame,
     fx_rates_frame,
     listings_frame,
     normalise,
@@ -74,9 +75,16 @@ def _batch(con: duckdb.DuckDBPyConnection, fetched: FetchResult, parsed: ParseRe
         notes.append(f"{api['unmapped_api_models'].height} API model(s) map to no catalogue model (unmapped_api_models)")
     models = _model_batch(con, parsed, fetched) if parsed.model_configs else {}
     notes += models.pop("notes", [])
+    files = None
+    if parsed.files:
+        files = catalog_files_frame(parsed.files, queries.catalog_versions(con, fetched.source, fetched.run_id,
+                                                                         fetched.snapshot_date),
+                                    source=fetched.source, run_id=fetched.run_id, snapshot_date=fetched.snapshot_date)
+        notes += [f"{fetched.source}: {f.cloud} failed: {f.error}" for f in parsed.files if f.status == "failed"]
     row = _fetch_row(fetched, "ok", None, notes)
     row.record_count, row.truncated = parsed.record_count, parsed.truncated
-    return Batch(row, result.offers, result.quarantine, result.unmapped, fx_rates_frame(parsed.fx_rates), api, **models)
+    return Batch(row, result.offers, result.quarantine, result.unmapped, fx_rates_frame(parsed.fx_rates), api,
+                 catalog_files=files, **models)
 
 
 MODEL_CONFIGS = {"repo": pl.String, "http_status": pl.Int16, "etag": pl.String, "config_sha256": pl.String,

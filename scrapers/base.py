@@ -94,6 +94,11 @@ class Listing:
     availability: str | None = None
     extras: dict = field(default_factory=dict)
     record: dict | None = None  # the raw record, kept for quarantine
+    # Who runs the machine when it is not the source itself (a catalog lists many clouds), and who resells it
+    provider: str | None = None
+    reseller: str | None = None
+    price_basis: str = "listing"  # listing (a market's live listing) | catalog (a cloud's list price)
+    source_version: str | None = None  # the version of the file the price was read from (a catalog's ETag)
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,21 @@ class ModelConfig:
     safetensors: dict | None = None  # the model API's count of the weights: {"parameters": {dtype: n}, "total": n}
 
 
+@dataclass(frozen=True)
+class CatalogFile:
+    """One file of a catalog source (one cloud's price list) as this run read it, or why it could not."""
+
+    cloud: str
+    http_status: int
+    status: str  # changed (a body came) | unchanged (304: the held copy was read) | failed
+    fetched_at: datetime
+    version: str | None = None  # its ETag, else the first 16 hex digits of its sha256
+    sha256: str | None = None
+    rows: int | None = None
+    listings: int | None = None
+    error: str | None = None
+
+
 @dataclass
 class ParseResult:
     listings: list[Listing] = field(default_factory=list)
@@ -180,6 +200,7 @@ class ParseResult:
     api_prices: list[ApiPrice] = field(default_factory=list)
     api_aliases: list[ApiAlias] = field(default_factory=list)
     model_configs: list[ModelConfig] = field(default_factory=list)
+    files: list[CatalogFile] = field(default_factory=list)  # a catalog source's files, one per cloud
     record_count: int = 0
     truncated: bool = False  # a query came back full: the market may be larger than what was captured
     notes: list[str] = field(default_factory=list)

@@ -17,7 +17,8 @@ LISTING_SCHEMA = {
     "gpu_raw": pl.String, "gpu_count": pl.Int64, "fetched_at": pl.Datetime("us"), "native_currency": pl.String,
     "gpu_memory_gb": pl.Float64, "max_gpu_count": pl.Int64, "region": pl.String, "country": pl.String,
     "tier": pl.String, "reliability": pl.Float64, "verified": pl.Boolean, "availability": pl.String,
-    "extras": pl.String, "record": pl.Object,  # the raw record (or its RecordJSON), JSON when quarantined
+    "extras": pl.String, "provider": pl.String, "reseller": pl.String, "price_basis": pl.String,
+    "source_version": pl.String, "record": pl.Object,  # the raw record (or its RecordJSON), JSON when quarantined
 }
 
 

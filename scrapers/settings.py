@@ -79,7 +79,11 @@ DEFAULT_PACING = {
     "fx": Pacing(min_interval_s=0.5, max_requests=10),
     "openrouter": Pacing(min_interval_s=0.5, max_requests=10),
     "huggingface": Pacing(min_interval_s=0.2, max_requests=500),
+    "skypilot": Pacing(min_interval_s=0.2, max_requests=60),
 }
+# Every cloud of SkyPilot's catalog schema v8 that lists GPUs, less the markets read directly (vast, runpod, verda).
+SKYPILOT_CLOUDS = ("aws", "azure", "cudo", "daytona", "gcp", "hyperbolic", "hyperstack", "jarvislabs", "lambda",
+                   "lium", "mithril", "nebius", "oci", "primeintellect", "seeweb", "shadeform", "spheron", "yotta")
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,8 @@ class Settings:
     frankfurter_url: str = "https://api.frankfurter.dev"
     openrouter_url: str = "https://openrouter.ai"
     huggingface_url: str = "https://huggingface.co"
+    skypilot_url: str = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master"
+    skypilot_clouds: tuple[str, ...] = SKYPILOT_CLOUDS
     hf_models: tuple[str, ...] = ()  # repositories to follow beside the catalogue's and the API listings'
     vastai_limit: int = 3000  # offers per search; the API has no pagination
     runpod_api: str = "auto"  # auto (REST v2 when a key is set, else GraphQL) | graphql | rest
@@ -126,6 +132,15 @@ def repo_list(text: str, setting: str) -> tuple[str, ...]:
     return repos
 
 
+def cloud_list(text: str) -> tuple[str, ...]:
+    """Catalog clouds from a comma- or space-separated setting, each a lower-case directory name."""
+    clouds = tuple(dict.fromkeys(c.lower() for c in re.split(r"[\s,]+", text) if c))
+    bad = [c for c in clouds if not re.fullmatch(r"[a-z0-9_-]+", c)]
+    if bad:
+        raise SettingsError(f"GPULEDGER_SKYPILOT_CLOUDS: {', '.join(repr(c) for c in bad)} is not a cloud name")
+    return clouds
+
+
 def from_env(env: Mapping[str, str] | None = None) -> Settings:
     """Settings from GPULEDGER_* (URLs, limits, HTTP knobs) and the providers' own credential variables.
 
@@ -156,6 +171,8 @@ def from_env(env: Mapping[str, str] | None = None) -> Settings:
         frankfurter_url=env.get("GPULEDGER_FRANKFURTER_URL", base.frankfurter_url),
         openrouter_url=env.get("GPULEDGER_OPENROUTER_URL", base.openrouter_url),
         huggingface_url=env.get("GPULEDGER_HF_URL", base.huggingface_url),
+        skypilot_url=env.get("GPULEDGER_SKYPILOT_URL", base.skypilot_url),
+        skypilot_clouds=cloud_list(env.get("GPULEDGER_SKYPILOT_CLOUDS", ",".join(base.skypilot_clouds))),
         hf_models=repo_list(env.get("GPULEDGER_HF_MODELS", ""), "GPULEDGER_HF_MODELS"),
         vastai_limit=int(env.get("GPULEDGER_VASTAI_LIMIT", base.vastai_limit)),
         runpod_api=env.get("GPULEDGER_RUNPOD_API", base.runpod_api),

@@ -313,6 +313,8 @@ def _columns(records: list[dict], texts: list[RecordJSON], raw: RawResponse):
                                    for r in records], dtype=pl.String),
         "extras": [json_text({k: r[k] for k in EXTRA_KEYS if k in r} | _share(r)) for r in records],
         "record": pl.Series(texts, dtype=pl.Object),
+        **{key: pl.Series([None] * len(records), dtype=pl.String) for key in ("provider", "reseller", "source_version")},
+        "price_basis": "listing",
         **{key: pl.Series(column(key), dtype=pl.Float64) for key in ("dph_base", "min_bid", "discount_rate",
                                                                     "discounted_dph_total")},
     })

@@ -51,9 +51,9 @@ def edited_fixtures(tmp_path: Path, name: str, edit: Callable) -> Path:
     """A copy of the fixture directory where `edit(data)` changed the JSON file `name` (edit may return new data)."""
     directory = tmp_path / "fixtures"
     shutil.copytree(FIXTURES, directory)
-    configs = tmp_path / "hf_configs"  # the manifest's hf_configs folder, beside it as in tests/fixtures
-    if not configs.exists():
-        configs.symlink_to(FIXTURES.parent / "hf_configs")
+    for sibling in ("hf_configs", "real"):  # the manifest's hf_configs and catalog files, beside it as in tests/fixtures
+        if not (tmp_path / sibling).exists():
+            (tmp_path / sibling).symlink_to(FIXTURES.parent / sibling)
     data = json.loads((directory / name).read_text())
     data = edit(data) or data
     (directory / name).write_text(json.dumps(data))

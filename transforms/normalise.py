@@ -23,6 +23,7 @@ OFFER_COLUMNS = (
     "snapshot_date", "fetched_at", "run_id", "provider", "offer_id", "gpu_raw", "gpu", "gpu_count", "max_gpu_count",
     "gpu_memory_gb", "price_kind", "usd_per_hr", "usd_per_gpu_hr", "native_currency", "native_per_hr", "region",
     "country", "tier", "reliability", "verified", "availability", "extras", "fx_rate", "fx_date", "fx_source",
+    "source", "reseller", "price_basis", "source_version",
 )
 QUARANTINE_COLUMNS = ("snapshot_date", "run_id", "provider", "offer_id", "price_kind", "field", "reason", "record",
                       "quarantined_at")
@@ -49,6 +50,26 @@ def rejections_frame(rejections: list[Rejection]) -> pl.DataFrame:
 
 def fx_rates_frame(rates: list) -> pl.DataFrame:
     return pl.DataFrame([asdict(r) for r in rates], schema=FX_RATES_SCHEMA, orient="row")
+
+
+CATALOG_FILES_SCHEMA = {
+    "run_id": pl.String, "source": pl.String, "cloud": pl.String, "snapshot_date": pl.Date,
+    "fetched_at": pl.Datetime("us"), "http_status": pl.Int64, "status": pl.String, "version": pl.String,
+    "sha256": pl.String, "changed_on": pl.Date, "rows": pl.Int64, "listings": pl.Int64, "error": pl.String,
+}
+
+
+def catalog_files_frame(files: list, held: dict[str, tuple[str, date]], *, source: str, run_id: str,
+                        snapshot_date: date) -> pl.DataFrame:
+    """A catalog source's files as `catalog_files` rows. `held`: per cloud, the (version, changed_on) of its latest
+    earlier read; a file read again at that version keeps its changed_on (its age), a new version starts today."""
+    rows = []
+    for f in files:
+        version, since = held.get(f.cloud, (None, None))
+        changed_on = None if f.status == "failed" else since if f.version == version and since else snapshot_date
+        rows.append(shallow(f) | {"run_id": run_id, "source": source, "snapshot_date": snapshot_date,
+                                  "changed_on": changed_on})
+    return pl.DataFrame(rows, schema=CATALOG_FILES_SCHEMA, orient="row")
 
 
 def _problem(usd_per_gpu_hr: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -112,8 +133,13 @@ def normalise(
     rates may be None when every price is in USD.
     """
     unique = listings.unique(subset=["offer_id", "price_kind"], keep="first", maintain_order=True)
+    # `provider` runs the machine: the source itself, or the cloud a catalog names (source stays the source)
+    for column, value in (("provider", None), ("reseller", None), ("price_basis", "listing"), ("source_version", None)):
+        if column not in unique.columns:
+            unique = unique.with_columns(pl.lit(value, pl.String).alias(column))
     frame = unique.with_row_index("_row").with_columns(
-        snapshot_date=pl.lit(snapshot_date, pl.Date), run_id=pl.lit(run_id), provider=pl.lit(provider),
+        snapshot_date=pl.lit(snapshot_date, pl.Date), run_id=pl.lit(run_id), source=pl.lit(provider),
+        provider=pl.coalesce(pl.col("provider"), pl.lit(provider)),
         native_currency=pl.col("native_currency").str.to_uppercase(), _fetch_day=pl.col("fetched_at").dt.date())
     if rates is None:
         is_usd = pl.col("native_currency") == "USD"
@@ -127,13 +153,14 @@ def normalise(
     frame = frame.with_columns(usd_per_hr=usd_per_hr, usd_per_gpu_hr=usd_per_gpu_hr, field=field, reason=reason)
 
     offers = gpu_names.resolve_listings(frame.filter(pl.col("reason").is_null()), names)
-    unmapped = (
+    unmapped = (  # per provider, the reseller's where one resold it: the file or feed that named the GPU
         offers.filter(pl.col("gpu").is_null())
-        .group_by("gpu_raw")
+        .group_by(pl.coalesce("reseller", "provider").alias("provider"), "gpu_raw")
         .agg(gpu_memory_gb=pl.col("gpu_memory_gb").max(), listings=pl.col("offer_id").n_unique())
-        .sort("gpu_raw")
-        .select(snapshot_date=pl.lit(snapshot_date, pl.Date), run_id=pl.lit(run_id), provider=pl.lit(provider),
-                gpu_raw="gpu_raw", gpu_memory_gb="gpu_memory_gb", listings=pl.col("listings").cast(pl.Int64))
+        .sort("provider", "gpu_raw")
+        .select(snapshot_date=pl.lit(snapshot_date, pl.Date), run_id=pl.lit(run_id), provider="provider",
+                gpu_raw="gpu_raw", gpu_memory_gb="gpu_memory_gb", listings=pl.col("listings").cast(pl.Int64),
+                source=pl.lit(provider))
     )
     quarantine = pl.concat([
         _records_as_json(frame.filter(pl.col("reason").is_not_null()).select(list(REJECTION_SCHEMA))),

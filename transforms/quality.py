@@ -24,6 +24,9 @@ class QualityRules:
     # catalogue covers the markets and a new card must surface the day it appears (one catalogue row fixes it)
     max_unknown_share: float = 0.0
     max_quarantined_share: float = 0.05  # share of the day's listings price sanity may remove quietly
+    # A catalog file is refreshed every few hours upstream: one unchanged this many days is stale (its fetcher
+    # stopped), flagged rather than silently published as today's list price
+    catalog_stale_days: int = 3
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,11 @@ class Verdict:
 def price_outliers(
     offers: pl.DataFrame, rules: QualityRules, quarantined_at: datetime
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split offers into those kept and quarantine rows for prices out of bounds or far from their GPU's median."""
-    keys = ["gpu", "price_kind"]
+    """Split offers into those kept and quarantine rows for prices out of bounds or far from their GPU's median.
+
+    A market's live listings are judged against live listings, a catalog's list prices against list prices: a
+    $0.10 P100 at vast.ai is the market, not an error, though a hyperscaler lists the part at $1.28."""
+    keys = ["gpu", "price_kind", "price_basis"]
     price = pl.col("usd_per_gpu_hr")
     median = price.median().over(keys)
     judged = pl.len().over(keys) >= rules.min_listings_for_median
@@ -106,9 +112,29 @@ def unknown_share_flags(offers: pl.DataFrame, rules: QualityRules) -> list[str]:
 
 
 def missing_provider_flags(offers: pl.DataFrame, providers: tuple[str, ...], day: date) -> list[str]:
-    """Providers with no listing on the day: their fetch failed, so the day's tables lack their market."""
-    present = set(offers["provider"].unique().to_list())
+    """Sources of offers with no listing on the day: their fetch failed, so the day's tables lack their market."""
+    present = set(offers["source"].unique().to_list())
     return [f"{p}: no successful fetch on {day}" for p in providers if p not in present]
+
+
+def catalog_file_flags(files: pl.DataFrame, day: date, rules: QualityRules, earlier: pl.DataFrame | None = None
+                       ) -> list[str]:
+    """A catalog's clouds whose file failed on the day, gave no answer at all (read on an earlier day of the
+    history window, absent today: the transport failed), or is unchanged for more than catalog_stale_days.
+
+    `files`: the day's catalog_files rows (source, cloud, status, changed_on, error); `earlier`: source, cloud of
+    the files read in the days before."""
+    silent = [] if earlier is None else [
+        f"{r['source']}: {r['cloud']} gave no answer on {day}" for r in earlier.join(
+            files.select("source", "cloud"), on=["source", "cloud"], how="anti").unique().sort("cloud").iter_rows(named=True)
+        if r["source"] in set(files["source"])]
+    failed = files.filter(pl.col("status") == "failed")
+    stale = files.filter((pl.col("status") != "failed") &
+                         (pl.col("changed_on") < pl.lit(day) - pl.duration(days=rules.catalog_stale_days)))
+    return ([f"{r['source']}: {r['cloud']} failed: {r['error']}" for r in failed.sort("cloud").iter_rows(named=True)]
+            + silent
+            + [f"{r['source']}: {r['cloud']} catalog stale: unchanged since {r['changed_on']} (more than "
+               f"{rules.catalog_stale_days} days)" for r in stale.sort("cloud").iter_rows(named=True)])
 
 
 def quarantined_share_flags(quarantined: int, listings: int, rules: QualityRules) -> list[str]:

@@ -48,13 +48,28 @@ def _order(frame: pl.DataFrame, gpus: list[str]) -> pl.DataFrame:
     )
 
 
-def market_today(price_index: pl.DataFrame, day: date) -> pl.DataFrame:
-    """Per GPU, price kind and provider on `day`: listings, cheapest and median $/GPU-hour (featured GPUs first)."""
+def origin_labels(origins: pl.DataFrame) -> pl.DataFrame:
+    """Per provider, where its prices come from: "live listing (vastai)", "catalog list price (skypilot, resold by
+    shadeform)"; from `warehouse.queries.offer_origins`."""
+    basis = {"listing": "live listing", "catalog": "catalog list price"}
+    rows = [{"provider": r["provider"],
+             "origin": " + ".join(basis.get(b, b) for b in r["price_basis"] if b) + f" ({', '.join(r['sources'])}"
+             + (f", resold by {', '.join(r['resellers'])}" if r["resellers"] else "") + ")"}
+            for r in origins.iter_rows(named=True)]
+    return pl.DataFrame(rows, schema={"provider": pl.String, "origin": pl.String})
+
+
+def market_today(price_index: pl.DataFrame, day: date, origins: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per GPU, price kind and provider on `day`: listings, cheapest and median $/GPU-hour (featured GPUs first),
+    and where the provider's prices come from (origin_labels: a market's live listing or a catalog's list price)."""
     today = price_index.filter((pl.col("snapshot_date") == day) & (pl.col("provider") != "all"))
+    labels = origin_labels(origins) if origins is not None else pl.DataFrame(
+        schema={"provider": pl.String, "origin": pl.String})
     return (
         _order(today, today["gpu"].to_list())
         .sort("_g", "_k", "min_usd_per_gpu_hr", "provider")
-        .select("gpu", "price_kind", "provider", "listings", "min_usd_per_gpu_hr", "median_usd_per_gpu_hr",
+        .join(labels, on="provider", how="left", maintain_order="left")
+        .select("gpu", "price_kind", "provider", "origin", "listings", "min_usd_per_gpu_hr", "median_usd_per_gpu_hr",
                 "min_change_1d", "median_change_1d")
     )
 

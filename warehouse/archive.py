@@ -108,6 +108,17 @@ def read_metadata(directory: Path) -> list[dict]:
     return metas
 
 
+def newest_metadata(source: str, *, days: int = 14, root: Path | None = None) -> Iterator[dict]:
+    """The metadata of a source's archived responses, newest run first, over its newest `days` dates: where a
+    source looks for the copy it already holds of a file (the held copy answers a 304)."""
+    base = (root or config.raw_dir()) / source
+    if not base.is_dir():
+        return
+    for day in sorted((p for p in base.iterdir() if p.is_dir()), reverse=True)[:days]:
+        for run in sorted((p for p in day.iterdir() if p.is_dir()), reverse=True):
+            yield from reversed(read_metadata(run))
+
+
 def read_body(meta: dict) -> bytes:
     """The stored body of one response, checked against its sha256."""
     path = Path(meta["_dir"]) / meta["body_file"]

@@ -11,7 +11,8 @@ import polars as pl
 from warehouse import catalog, config
 from warehouse.db import transaction
 
-DATA_TABLES = ("offers", "unmapped_gpus", "quarantine")  # keyed by run_id and provider (= source name)
+DATA_TABLES = ("offers", "unmapped_gpus", "catalog_files")  # keyed by run_id and source
+# keyed by run_id and provider (= source name): the parse's quarantine
 API_TABLES = ("api_prices", "api_aliases", "unmapped_api_models")  # keyed by run_id and api_provider (= source)
 OFFER_KEY = ("offer_id", "price_kind")
 # A day's offers are stored sorted so that like values sit together (one GPU's memory, a host's reliability)
@@ -54,6 +55,7 @@ class Batch:
     model_configs: pl.DataFrame | None = None  # a config source's checks: model_configs rows, by repository
     derived_models: pl.DataFrame | None = None  # models derived from the configs received (origin derived)
     refetched: list[str] = field(default_factory=list)  # repositories whose config came back: their rows are replaced
+    catalog_files: pl.DataFrame | None = None  # a catalog source's files, one row per cloud (catalog_files)
 
 
 def code_version() -> str:
@@ -108,7 +110,7 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
         row.unmapped = 0 if batch.unmapped is None else batch.unmapped.height
         row.unmapped += batch.api["unmapped_api_models"].height if batch.api else 0
         frames = {"offers": batch.offers, "unmapped_gpus": batch.unmapped, "quarantine": batch.quarantine, **batch.api,
-                  "model_configs": batch.model_configs}
+                  "model_configs": batch.model_configs, "catalog_files": batch.catalog_files}
         if batch.fx_rates is not None:
             frames["fx_rates"] = batch.fx_rates.unique(subset=["date", "base", "quote", "source"], keep="first",
                                                        maintain_order=True).with_columns(run_id=pl.lit(row.run_id))
@@ -130,7 +132,8 @@ def load_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> FetchRow:
     try:
         with transaction(con):
             for table in DATA_TABLES:
-                con.execute(f"delete from {table} where run_id = ? and provider = ?", [row.run_id, row.source])
+                con.execute(f"delete from {table} where run_id = ? and source = ?", [row.run_id, row.source])
+            con.execute("delete from quarantine where run_id = ? and provider = ?", [row.run_id, row.source])
             for table in API_TABLES:
                 con.execute(f"delete from {table} where run_id = ? and api_provider = ?", [row.run_id, row.source])
             con.execute("delete from fetches where run_id = ? and source = ?", [row.run_id, row.source])

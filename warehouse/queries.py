@@ -27,13 +27,29 @@ _CHOSEN_RUNS = """
 
 
 def published_offers(con: duckdb.DuckDBPyConnection, day: date) -> duckdb.DuckDBPyRelation:
-    """The date's offers: per provider, those of the latest run whose fetch of that provider succeeded (an
+    """The date's offers: per source, those of the latest run whose fetch of that source succeeded (an
     interrupted or replaced run's listings are not the day's)."""
+    return _of_chosen_runs(con, "offers", "source", day)
+
+
+def _of_chosen_runs(con: duckdb.DuckDBPyConnection, table: str, key: str, day: date,
+                    condition: str = "") -> duckdb.DuckDBPyRelation:
+    """A fact table's rows of the date that the date's chosen fetches wrote (`key` names their source)."""
     return con.sql(
-        _CHOSEN_RUNS + "select o.* from offers o join chosen c on o.provider = c.source and o.run_id = c.run_id "
-                       "where o.snapshot_date = $day",
+        _CHOSEN_RUNS + f"select t.* from {table} t join chosen c on t.{key} = c.source and t.run_id = c.run_id "
+                       f"where t.snapshot_date = $day {condition}",
         params={"day": day},
     )
+
+
+def offer_origins(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """Per provider of the date's offers: how its prices came (price_basis), from which sources, resold by whom."""
+    return con.sql(
+        "select provider, list(distinct price_basis order by price_basis) as price_basis, "
+        "list(distinct source order by source) as sources, "
+        "list(distinct reseller order by reseller) filter (where reseller is not null) as resellers "
+        "from (" + published_offers(con, day).sql_query() + ") group by provider",
+        params={"day": day}).pl()
 
 
 def model_keys(con: duckdb.DuckDBPyConnection) -> list[dict]:
@@ -49,11 +65,19 @@ def offers_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
 
 def quarantined_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
     """What the date's chosen fetches (those of offers_for_date) quarantined as they were read."""
+    return _of_chosen_runs(con, "quarantine", "provider", day, "and t.stage = 'parse'").pl()
+
+
+def catalog_files_for_date(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
+    """The catalog files the date's chosen fetches read (those of offers_for_date), one row per cloud."""
+    return _of_chosen_runs(con, "catalog_files", "source", day).pl()
+
+
+def catalog_clouds_before(con: duckdb.DuckDBPyConnection, day: date, days: int) -> pl.DataFrame:
+    """The (source, cloud) of every catalog file read in the `days` before the date."""
     return con.sql(
-        _CHOSEN_RUNS + "select q.* from quarantine q join chosen c on q.provider = c.source and q.run_id = c.run_id "
-                       "where q.snapshot_date = $day and q.stage = 'parse'",
-        params={"day": day},
-    ).pl()
+        "select distinct source, cloud from catalog_files where status <> 'failed' and snapshot_date < $day "
+        "and snapshot_date >= $day - to_days($days::integer)", params={"day": day, "days": days}).pl()
 
 
 def api_prices_asof(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
@@ -69,6 +93,36 @@ def api_prices_asof(con: duckdb.DuckDBPyConnection, day: date) -> pl.DataFrame:
         """,
         params={"day": day},
     ).pl()
+
+
+def catalog_versions(con: duckdb.DuckDBPyConnection, source: str, run_id: str, day: date) -> dict:
+    """Per cloud of a catalog source, (version, changed_on) of its latest file read by another run on or before
+    the date (a rebuild of an older day reads what came before it, not after)."""
+    rows = con.execute(
+        """
+        select cloud, version, changed_on from catalog_files
+        where source = ? and run_id <> ? and snapshot_date <= ? and status <> 'failed'
+        qualify row_number() over (partition by cloud order by fetched_at desc, run_id desc) = 1
+        """, [source, run_id, day]).fetchall()
+    return {cloud: (version, changed_on) for cloud, version, changed_on in rows}
+
+
+def catalog_freshness(con: duckdb.DuckDBPyConnection, now) -> duckdb.DuckDBPyRelation:
+    """Per catalog source and cloud: its last read file's version, the day that version first came (its age in
+    days: a file refreshed every few hours upstream that stays the same for days is stale), and the last answer."""
+    return con.sql(
+        """
+        select source, cloud, arg_max(status, fetched_at) as last_status,
+               max(fetched_at) filter (where status <> 'failed') as last_read_at,
+               arg_max(version, fetched_at) filter (where status <> 'failed') as version,
+               arg_max(changed_on, fetched_at) filter (where status <> 'failed') as changed_on,
+               date_diff('day', arg_max(changed_on, fetched_at) filter (where status <> 'failed'),
+                         $now::date) as version_age_days,
+               arg_max(listings, fetched_at) filter (where status <> 'failed') as listings,
+               arg_max(error, fetched_at) filter (where status = 'failed') as last_error
+        from catalog_files group by source, cloud order by source, cloud
+        """,
+        params={"now": now})
 
 
 def listing_history(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

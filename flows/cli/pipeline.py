@@ -15,7 +15,7 @@ from warehouse import config, db, derived, lake, mirror, queries
 from warehouse.lock import WriterBusy
 
 STALE_HOURS = 36.0
-COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "quarantine", "fx_rates", "daily_prices", "rental_ranges",
+COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "catalog_files", "quarantine", "fx_rates", "daily_prices", "rental_ranges",
            "estimates", "cost_per_mtok", "own_vs_rent", "price_index", "api_prices", "unmapped_api_models",
            "own_rent_api", "cost_at_speed", "models", "model_configs", "unmapped_models")
 
@@ -24,12 +24,13 @@ def status(
     runs: Annotated[int, typer.Option(min=1, max=10_000, help="How many recent runs to show.")] = 10,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """The last runs, each source's freshness (stale after 36 hours), the published days and the tables' row
-    counts, and what has not reached the lake or the raw mirror yet."""
+    """The last runs, each source's freshness (stale after 36 hours), each catalog cloud's file version and age,
+    the published days and the tables' row counts, and what has not reached the lake or the raw mirror yet."""
     con = open_read_only()
     try:
         recent = Rows.of(queries.recent_runs(con, runs))
         freshness = Rows.of(queries.source_freshness(con, config.utc_now(), STALE_HOURS))
+        catalogs = Rows.of(queries.catalog_freshness(con, config.utc_now()))
         days = Rows.of(queries.published_days(con, derived.BY_DATE))
         counts = Rows.of(queries.row_counts(con, COUNTED))
         unpublished = Rows.of(queries.unpublished(con))
@@ -37,6 +38,8 @@ def status(
         con.close()
     render(recent, fmt, title="Recent runs")
     render(freshness, fmt, title=f"Sources (stale when the last success is over {STALE_HOURS:g} h old)")
+    if catalogs.height:
+        render(catalogs, fmt, title="Catalog files per cloud: the last version read and the day it first came")
     render(days, fmt, title="Published days: quality and derived rows per date")
     render(counts, fmt, title="Rows in every table")
     suspect = [d for d, q in zip(days.column("snapshot_date"), days.column("quality"), strict=True) if q == "suspect"]

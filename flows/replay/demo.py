@@ -14,7 +14,7 @@ RECORDINGS = Path(__file__).parents[2] / "tests" / "fixtures" / "sources"
 # Placeholder credentials so the Verda OAuth path is exercised; the replay accepts any.
 DEMO_ENV = {"VERDA_CLIENT_ID": "demo-client", "VERDA_CLIENT_SECRET": "demo-secret-not-real"}
 # Recorded responses need no politeness delays.
-FAST = {f"GPULEDGER_{source.upper()}_MIN_INTERVAL_S": "0" for source in ("fx", "vastai", "runpod", "verda", "openrouter")}
+FAST = {f"GPULEDGER_{source.upper()}_MIN_INTERVAL_S": "0" for source in ("fx", "vastai", "runpod", "verda", "skypilot", "openrouter")}
 
 
 def main() -> int:

@@ -3,7 +3,8 @@
 It serves one of two directory layouts:
 - a manifest: `replay.json` = {"recorded_on": "YYYY-MM-DD", "now": ISO 8601 (for GPULEDGER_NOW),
   "env": {VAR: "{url}/path"}, "routes": [{"method", "path", "file", "content_type", "status" (200),
-  "auth" ("bearer": 401 without a Bearer header), "note"}]} with the files beside it;
+  "auth" ("bearer": 401 without a Bearer header), "etag" (answer with an ETag, and 304 to a request holding it),
+  "note"}]} with the files beside it;
 - a raw archive (warehouse/archive.py): any directory holding NNNN.meta.json + NNNN.body.gz files, at any
   depth (a run, a date, a source or raw/ itself). When several recordings share a method and path, the one
   whose request body matches is served, else the first.
@@ -40,7 +41,8 @@ log = logging.getLogger("gpuledger.replay")
 
 MANIFEST = "replay.json"
 VASTAI_SEARCH = "/api/v0/bundles/"
-URL_SETTINGS = ("GPULEDGER_VASTAI_URL", "GPULEDGER_RUNPOD_URL", "GPULEDGER_VERDA_URL", "GPULEDGER_ECB_URL",
+URL_SETTINGS = ("GPULEDGER_VASTAI_URL", "GPULEDGER_RUNPOD_URL", "GPULEDGER_VERDA_URL", "GPULEDGER_SKYPILOT_URL",
+                "GPULEDGER_ECB_URL",
                 "GPULEDGER_FRANKFURTER_URL", "GPULEDGER_OPENROUTER_URL", "GPULEDGER_HF_URL")
 HF_CONFIG = "/{repo}/resolve/main/config.json"
 _OPS = {
@@ -112,7 +114,8 @@ def load_routes(directory: Path) -> tuple[list[Route], dict]:
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
         routes = [Route(r["method"].upper(), r["path"], (directory / r["file"]).read_bytes(),
-                        r.get("content_type", "application/json"), r.get("status", 200), r.get("auth"))
+                        r.get("content_type", "application/json"), r.get("status", 200), r.get("auth"),
+                        etag=r.get("etag", False))
                   for r in manifest["routes"]]
         if manifest.get("hf_configs"):
             routes += hf_routes(directory / manifest["hf_configs"], manifest.get("hf_gated", []))

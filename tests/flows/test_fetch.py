@@ -26,6 +26,9 @@ TOKENS = [fixture_json("verda_token.json")[k] for k in ("access_token", "refresh
 VAST = fixture_json("vastai_bundles.json")["offers"]
 RUNPOD = fixture_json("runpod_gputypes.json")["data"]["gpuTypes"]
 VERDA = fixture_json("verda_instance_types.json")
+# every row (header aside) of the catalog files the replay serves: each is one record read
+CATALOG_ROWS = sum(len((FIXTURES / r["file"]).read_text().splitlines()) - 1
+                   for r in fixture_json("replay.json")["routes"] if r["path"].startswith("/catalogs/"))
 
 
 @pytest.fixture
@@ -53,17 +56,17 @@ def query(con, sql, *params):
     return con.execute(sql, list(params)).fetchall()
 
 
-def kinds(con, provider):
-    return dict(query(con, "select price_kind, count(*) from offers where provider = ? group by 1", provider))
+def kinds(con, source):
+    return dict(query(con, "select price_kind, count(*) from offers where source = ? group by 1", source))
 
 
 def test_every_priced_listing_lands_once_per_price_kind(replay):
     replay()
     con, rows = run()
     assert {s: r.status for s, r in rows.items()} == {"fx": "ok", "vastai": "ok", "runpod": "ok", "verda": "ok",
-                                                      "openrouter": "ok", "huggingface": "ok"}
+                                                      "skypilot": "ok", "openrouter": "ok", "huggingface": "ok"}
     assert query(con, "select snapshot_date, status, source_status from runs") == [
-        (SNAPSHOT, "ok", "fx=ok,vastai=ok,runpod=ok,verda=ok,openrouter=ok,huggingface=ok")]
+        (SNAPSHOT, "ok", "fx=ok,vastai=ok,runpod=ok,verda=ok,skypilot=ok,openrouter=ok,huggingface=ok")]
     priced = {o["id"] for o in VAST if o["dph_base"] > 0 and o["num_gpus"] > 0}
     assert kinds(con, "vastai") == {
         "on_demand": len(priced), "interruptible": len({o["id"] for o in VAST if (o.get("min_bid") or 0) > 0} & priced)}
@@ -79,8 +82,8 @@ def test_every_priced_listing_lands_once_per_price_kind(replay):
     assert query(con, "select count(*) from offers where gpu is null") == [(0,)]  # every fixture name is mapped
     assert query(con, "select source, record_count, offers_loaded, truncated from fetches where source <> "
                       "'huggingface' order by source") == [
-        ("fx", 58, 0, False), ("openrouter", 27, 0, False), ("runpod", 20, 39, False), ("vastai", 47, 89, False),
-        ("verda", 21, 56, False)]
+        ("fx", 58, 0, False), ("openrouter", 27, 0, False), ("runpod", 20, 39, False),
+        ("skypilot", CATALOG_ROWS, 131, False), ("vastai", 47, 89, False), ("verda", 21, 56, False)]
     # one config.json answer per repository followed, each a record, and a model API request beside each config held
     assert query(con, "select record_count + (select count(*) from model_configs where http_status in (200, 304)) "
                       "= requests, offers_loaded from fetches where source = 'huggingface'") == [(True, 0)]
@@ -182,11 +185,12 @@ def test_a_permanent_500_fails_that_source_only_and_the_cli_exits_non_zero(repla
     assert (vast.status, vast.http_status, vast.requests) == ("failed", 500, 3)
     assert vast.error.startswith("vastai: POST /api/v0/bundles/: HTTP 500 after 3 attempts")
     assert {s: r.status for s, r in rows.items() if s != "vastai"} == {"fx": "ok", "runpod": "ok", "verda": "ok",
-                                                                       "openrouter": "ok", "huggingface": "ok"}
+                                                                       "skypilot": "ok", "openrouter": "ok",
+                                                                       "huggingface": "ok"}
     assert query(con, "select status, error from fetches where source = 'vastai'") == [("failed", vast.error)]
     assert query(con, "select count(*) from offers where provider = 'vastai'") == [(0,)]
     assert query(con, "select status, source_status from runs") == [
-        ("partial", "fx=ok,vastai=failed,runpod=ok,verda=ok,openrouter=ok,huggingface=ok")]
+        ("partial", "fx=ok,vastai=failed,runpod=ok,verda=ok,skypilot=ok,openrouter=ok,huggingface=ok")]
     con.close()
     result = CliRunner().invoke(app, ["fetch"])
     assert result.exit_code == 1
@@ -254,7 +258,7 @@ def test_any_day_can_be_reparsed_from_the_archive_without_network_and_without_du
         assert query(fresh, "select provider, price_kind, count(*) from offers group by all order by all") == before
         assert query(fresh, "select * from api_prices order by all") == api_before
         assert query(fresh, "select * from model_configs order by all") == models_before
-        assert query(fresh, "select count(*) from fetches") == [(6,)]
+        assert query(fresh, "select count(*) from fetches") == [(7,)]
 
 
 def test_the_raw_archive_itself_can_be_replayed(replay):
@@ -304,7 +308,8 @@ def test_whatever_a_parse_raises_fails_that_source_and_the_night_goes_on(replay,
     monkeypatch.setattr(runpod, "parse", broken(ArithmeticError("a bug")))  # after the fetch
     summary = pipeline.run(None, export_format="", derive=False)
     assert summary.status == "partial" and summary.sources == {
-        "fx": "ok", "vastai": "failed", "runpod": "failed", "verda": "ok", "openrouter": "ok", "huggingface": "ok"}
+        "fx": "ok", "vastai": "failed", "runpod": "failed", "verda": "ok", "skypilot": "ok", "openrouter": "ok",
+        "huggingface": "ok"}
     assert summary.errors == {
         "vastai": "vastai: unexpected RecursionError reading its answers: maximum recursion depth exceeded",
         "runpod": "runpod: unexpected ArithmeticError reading its answers: a bug"}
@@ -382,7 +387,7 @@ def test_a_failing_api_source_leaves_the_gpu_day_whole_and_not_suspect(replay):
     con, rows = run()
     assert rows["openrouter"].status == "failed" and "openrouter: GET /api/v1/models: HTTP 503" in rows["openrouter"].error
     assert {s: r.status for s, r in rows.items() if s != "openrouter"} == dict.fromkeys(
-        ("fx", "vastai", "runpod", "verda", "huggingface"), "ok")
+        ("fx", "vastai", "runpod", "verda", "skypilot", "huggingface"), "ok")
     _, verdict = derive_date(con, SNAPSHOT)
     assert verdict.quality == "ok"
     compared = query(con, "select count(*), count(api_usd_per_mtok_output) from own_rent_api")

@@ -30,6 +30,7 @@ def nights(tmp_path_factory):
     shutil.copytree(FIXTURES, base / "sources")
     (base / "hf_configs").symlink_to(CONFIGS)
     (base / "hf_api").symlink_to(FIXTURES.parent / "hf_api")
+    (base / "real").symlink_to(FIXTURES.parent / "real")  # the catalog files the manifest serves
     manifest = json.loads((base / "sources" / "replay.json").read_text())
     for route in manifest["routes"]:
         if route["path"] == "/api/v1/models":

@@ -164,7 +164,9 @@ def test_on_the_real_markets_every_answer_is_a_replica_someone_could_deploy(ware
     assert "qwen3.8-2.4t-a95b" in set(cluster["model"]) and (cluster["rent_tp"] > 8).all()
     clusters = query(warehouse, monkeypatch, "select distinct gpu, deployable from cost_per_mtok "
                                              "where replica_pricing = 'provider_cluster'")
-    assert set(clusters["gpu"]) == {"A100 SXM4 80GB", "H100 SXM5 80GB", "H200 SXM"} and clusters["deployable"].all()
+    # RunPod's three, and GCP's TPU v3 pod slice of the catalog (16 chips on four hosts joined by ICI)
+    assert set(clusters["gpu"]) == {"A100 SXM4 80GB", "H100 SXM5 80GB", "H200 SXM", "TPU v3 32GB"}
+    assert clusters["deployable"].all()
     unsaid = query(warehouse, monkeypatch, "select count(*) as n from cost_per_mtok "
                                            "where not deployable and not_deployable_reason is null")
     assert unsaid["n"][0] == 0

@@ -95,6 +95,18 @@ def test_the_market_page_draws_every_days_history_offline(browser, published, tm
     visit.page.screenshot(path=tmp_path / "market.png", full_page=True)
 
 
+def test_the_market_table_filters_live_listings_from_catalog_list_prices(browser, published):
+    visit = Visit(browser, published.root, published.sites[SNAPSHOT].index)
+    rows = "#market-table tbody tr"
+    origins = visit.page.eval_on_selector_all(rows, "rs => rs.map(r => r.dataset.origin)")
+    assert any(o.startswith("live listing") for o in origins) and any(o.startswith("catalog list price") for o in origins)
+    visit.page.select_option("#origin-filter", "catalog list price")
+    shown = visit.page.eval_on_selector_all(rows, "rs => rs.filter(r => !r.hidden).map(r => r.dataset.origin)")
+    assert shown and all(o.startswith("catalog list price") for o in shown)
+    visit.page.select_option("#origin-filter", "")
+    assert visit.page.eval_on_selector_all(rows, "rs => rs.filter(r => !r.hidden).length") == len(origins)
+
+
 def test_a_suspect_day_shows_its_banner(browser, published, tmp_path):
     visit = Visit(browser, published.root, published.sites[SUSPECT_DAY].index)
     visit.clean()

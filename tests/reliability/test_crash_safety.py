@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not 
 
 # (phase marker, seconds after it): spread over every step; the fetch phase also archives as it goes.
 KILL_POINTS = [("fetch", d) for d in (0.0, 0.03, 0.06, 0.1, 0.2, 0.3)] + [
-    (f"load {s}", d) for s in ("fx", "vastai", "runpod", "verda") for d in (0.0, 0.02)] + [
+    (f"load {s}", d) for s in ("fx", "vastai", "runpod", "verda", "skypilot") for d in (0.0, 0.02)] + [
     ("derive", d) for d in (0.0, 0.1, 0.25, 0.4)] + [("export", d) for d in (0.0, 0.03, 0.06, 0.1)]
 
 
@@ -67,9 +67,9 @@ def assert_healed(reference: dict[str, int]) -> None:
         assert day_counts(con) == reference
         assert con.execute("select count(*) from runs where status = 'running'").fetchall() == [(0,)]
         partial = con.execute("""
-            select o.run_id, o.provider, count(*), any_value(f.status), any_value(f.offers_loaded)
-            from offers o left join fetches f on f.run_id = o.run_id and f.source = o.provider
-            group by o.run_id, o.provider
+            select o.run_id, o.source, count(*), any_value(f.status), any_value(f.offers_loaded)
+            from offers o left join fetches f on f.run_id = o.run_id and f.source = o.source
+            group by o.run_id, o.source
             having any_value(f.status) is distinct from 'ok' or count(*) != any_value(f.offers_loaded)""").fetchall()
         assert partial == []
         orphans = con.execute("select count(*) from fetches where run_id not in (select run_id from runs)").fetchall()
@@ -81,13 +81,13 @@ def assert_healed(reference: dict[str, int]) -> None:
             stored = len(rows.fetchall())
             published = delta.open_table(delta.table_uri(config.exports_location(), table))
             assert delta.read(published, [SNAPSHOT]).num_rows == stored, table
-        # Per provider, one run's whole fetch (the runs share the pinned clock, so which run is the day's is a tie)
+        # Per source, one run's whole fetch (the runs share the pinned clock, so which run is the day's is a tie)
         offers = delta.read(delta.open_table(delta.table_uri(config.exports_location(), "offers")), [SNAPSHOT])
-        exported = duckdb.from_arrow(offers).aggregate("provider, run_id, count(*)").fetchall()
-        assert len({provider for provider, _, _ in exported}) == len(exported)
-        for provider, run_id, count in exported:
+        exported = duckdb.from_arrow(offers).aggregate("source, run_id, count(*)").fetchall()
+        assert len({source for source, _, _ in exported}) == len(exported)
+        for source, run_id, count in exported:
             assert con.execute("select status, offers_loaded from fetches where run_id = ? and source = ?",
-                               [run_id, provider]).fetchone() == ("ok", count)
+                               [run_id, source]).fetchone() == ("ok", count)
     for run_dir in (p for p in config.raw_dir().glob("*/*/*") if (p / archive.SUMMARY).exists()):
         responses = list(archive.read_responses(run_dir, ok_only=False))  # checks every body's sha256
         assert len(responses) == len(list(run_dir.glob("*.meta.json")))

@@ -22,6 +22,7 @@ from flows import fetch, pipeline
 from flows.replay.faults import CONTROL, parse_faults
 from flows.replay.server import ReplayServer
 from scrapers import fx, huggingface, openrouter, runpod, vastai, verda
+from scrapers import sources as registry
 from tests.sources_support import FAST_ENV, FIXTURES, SNAPSHOT, edited_fixtures
 from warehouse import config, db
 
@@ -218,7 +219,9 @@ class Run:
                 found[source].add(tuple(rest))
             return found
 
-        items = grouped("select provider, offer_id, price_kind, usd_per_hr from offers where run_id = ?")
+        # the catalog source beside them is checked in tests/reliability/test_catalog_faults.py
+        items = grouped("select source, offer_id, price_kind, usd_per_hr from offers where run_id = ? "
+                        "and source <> 'skypilot'")
         items["fx"] = grouped("select 'fx', quote, source, rate from fx_rates where run_id = ?")["fx"]
         items["openrouter"] = grouped("select api_provider, api_model_id, price_kind, tier, usd_per_mtok_output "
                                       "from api_prices where run_id = ?")["openrouter"]
@@ -227,7 +230,8 @@ class Run:
         catalogued = "run_id = ? and lower(repo) in (select repo from model_repos where origin = 'curated')"
         items["huggingface"] = grouped("select 'huggingface', repo, http_status, config_sha256 from model_configs "
                                        f"where {catalogued} and reason is null")["huggingface"]
-        quarantine = grouped("select provider, offer_id, price_kind, field, reason from quarantine where run_id = ?")
+        quarantine = grouped("select provider, offer_id, price_kind, field, reason from quarantine where run_id = ? "
+                             "and provider <> 'skypilot'")
         quarantine["huggingface"] = grouped(
             "select 'huggingface', repo, null, coalesce(nullif(regexp_extract(reason, 'field ''([^'']+)''', 1), ''), "
             f"'config.json'), reason from model_configs where {catalogued} and reason is not null")["huggingface"]
@@ -349,8 +353,8 @@ def test_fault(warehouse, monkeypatch, fault, group):
         assert (run.items[other], run.quarantine[other]) == (warehouse.clean.items[other],
                                                              warehouse.clean.quarantine[other])
     failing = [s for s in group if fault.outcome_of(s) == "failed" and s != "fx"]
-    assert run.status == ("partial" if failing else "ok",
-                          ",".join(f"{s}={'failed' if s in failing else 'ok'}" for s in SOURCES))
+    assert run.status == ("partial" if failing else "ok",  # every registered source ran, the catalog's too
+                          ",".join(f"{s}={'failed' if s in failing else 'ok'}" for s in registry.SOURCES))
     assert rows_of_run(con, "earlier") == warehouse.earlier
 
 
@@ -365,7 +369,8 @@ def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: 
         assert fetch.status == "failed"
         assert fetch.error.startswith(f"{source}: ") and path in fetch.error and expected in fetch.error
         for table in DATA_TABLES:
-            assert con.execute(f"select count(*) from {table} where run_id = 'faulty' and provider = ?",
+            key = "provider" if table == "quarantine" else "source"
+            assert con.execute(f"select count(*) from {table} where run_id = 'faulty' and {key} = ?",
                                [source]).fetchone() == (0,)
         for table in API_TABLES:
             assert con.execute(f"select count(*) from {table} where run_id = 'faulty' and api_provider = ?",
@@ -398,7 +403,7 @@ def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: 
 
 def assert_kept_as_sent(con, source: str) -> None:
     """The text with control characters is stored as it came (raw, or escaped inside a JSON column)."""
-    table, column = ("api_prices", "api_provider") if source == "openrouter" else ("offers", "provider")
+    table, column = ("api_prices", "api_provider") if source == "openrouter" else ("offers", "source")
     texts = [name for name, kind in con.execute(f"select column_name, column_type from (describe {table})").fetchall()
              if kind in ("VARCHAR", "JSON")]
     stored = con.execute(f"select {', '.join(texts)} from {table} where run_id = 'faulty' and {column} = ?",

@@ -34,6 +34,8 @@ def hostile_fixtures(directory: Path) -> Path:
     """The recordings with the hostile text above, and two OpenRouter prices no API asks: "1000" USD per token
     (a billion per million: above the bound) for MODEL's only listing, "1e308" (too large to convert) for another."""
     shutil.copytree(FIXTURES, directory)
+    if not (directory.parent / "real").exists():  # the catalog files the manifest serves, beside it as in tests/fixtures
+        (directory.parent / "real").symlink_to(FIXTURES.parent / "real")
 
     def edit(name: str, change) -> None:
         path = directory / name

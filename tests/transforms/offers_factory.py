@@ -15,6 +15,8 @@ def offers(*rows: dict) -> pl.DataFrame:
     full = []
     for i, row in enumerate(rows):
         merged = {**defaults, "offer_id": f"o{i}", **row}
+        merged.setdefault("source", merged["provider"])  # a market's own feed; a catalog names other providers
+        merged.setdefault("price_basis", "listing")
         merged.setdefault("usd_per_hr", merged["usd_per_gpu_hr"] * merged["gpu_count"])
         merged.setdefault("native_per_hr", merged["usd_per_hr"])
         full.append(merged)

@@ -1,10 +1,10 @@
 import json
-from datetime import date
+from datetime import date, datetime
 
 import polars as pl
 import pytest
 
-from scrapers.base import Listing, Rejection
+from scrapers.base import CatalogFile, Listing, Rejection
 from tests.sources_support import NOW, SNAPSHOT
 from transforms import gpu_names
 from transforms.api_prices import API_PRICE_SCHEMA
@@ -13,6 +13,7 @@ from transforms.normalise import (
     MAX_USD_PER_MTOK,
     OFFER_COLUMNS,
     absurd_api_prices,
+    catalog_files_frame,
     listings_frame,
     normalise,
     rejections_frame,
@@ -141,3 +142,14 @@ def test_an_api_price_above_the_bound_is_a_rejection_naming_the_column_and_the_o
     assert rejected["reason"][0] == "absurd price: 1000000000.0 USD per million tokens, above 1000"
     assert json.loads(rejected["record"][0])["tier"] == "base"
     assert rejected.columns == list(rejections_frame([]).columns)
+
+
+def test_a_catalog_file_read_again_at_its_version_keeps_the_day_that_version_came():
+    at = datetime(2026, 11, 27, 22)
+    files = [CatalogFile("lambda", 304, "unchanged", at, '"l1"'), CatalogFile("oci", 200, "changed", at, '"o2"'),
+             CatalogFile("gcp", 200, "changed", at, '"g1"'), CatalogFile("aws", 404, "failed", at, error="HTTP 404")]
+    held = {"lambda": ('"l1"', date(2026, 11, 20)), "oci": ('"o1"', date(2026, 11, 20))}
+    frame = catalog_files_frame(files, held, source="skypilot", run_id="r2", snapshot_date=date(2026, 11, 27))
+    assert dict(frame.select("cloud", "changed_on").rows()) == {
+        "lambda": date(2026, 11, 20), "oci": date(2026, 11, 27), "gcp": date(2026, 11, 27), "aws": None}
+    assert set(frame["run_id"]) == {"r2"} and set(frame["source"]) == {"skypilot"}

@@ -97,3 +97,31 @@ def test_absurd_api_prices_the_fetch_refused_flag_the_day_naming_model_and_field
         "openrouter: 2 API price(s) above 1000 USD per million tokens quarantined: a/model (usd_per_mtok_input), "
         "b/model (usd_per_mtok_output)"]
     assert quality.absurd_api_price_flags(quarantined.filter(pl.col("provider") == "vastai")) == []
+
+
+def catalog_files(*rows: dict) -> pl.DataFrame:
+    base = dict(source="skypilot", status="changed", changed_on=DAY, error=None)
+    return pl.DataFrame([base | r for r in rows], schema={"source": pl.String, "cloud": pl.String,
+                                                          "status": pl.String, "changed_on": pl.Date,
+                                                          "error": pl.String})
+
+
+def test_a_catalog_cloud_that_failed_fell_silent_or_stopped_changing_flags_the_day():
+    rules = quality.QualityRules(catalog_stale_days=3)
+    files = catalog_files(dict(cloud="lambda"), dict(cloud="oci", status="failed", changed_on=None, error="HTTP 404"),
+                          dict(cloud="gcp", status="unchanged", changed_on=DAY - timedelta(days=4)),
+                          dict(cloud="aws", status="unchanged", changed_on=DAY - timedelta(days=3)))
+    earlier = pl.DataFrame({"source": ["skypilot"] * 3, "cloud": ["lambda", "nebius", "gcp"]})
+    assert quality.catalog_file_flags(files, DAY, rules, earlier) == [
+        "skypilot: oci failed: HTTP 404",
+        "skypilot: nebius gave no answer on 2026-11-27",
+        "skypilot: gcp catalog stale: unchanged since 2026-11-23 (more than 3 days)"]
+    assert quality.catalog_file_flags(catalog_files(dict(cloud="lambda")), DAY, rules) == []
+
+
+def test_a_market_listing_is_judged_against_listings_not_against_catalog_list_prices():
+    catalog = [dict(usd_per_gpu_hr=1.275, provider="oci", source="skypilot", price_basis="catalog")] * 3
+    market = offers(dict(gpu="Tesla P100 16GB", usd_per_gpu_hr=0.10),
+                    *(dict(gpu="Tesla P100 16GB", offer_id=f"c{i}", **c) for i, c in enumerate(catalog)))
+    kept, quarantine = quality.price_outliers(market, RULES, AT)
+    assert quarantine.is_empty() and kept.height == 4

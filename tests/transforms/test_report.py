@@ -44,6 +44,17 @@ def test_todays_market_is_per_provider_and_kind_with_the_all_providers_rows_left
     assert today["min_change_1d"].to_list() == [0.05, None, None]
 
 
+def test_each_provider_says_whether_its_prices_are_live_listings_or_catalog_list_prices():
+    index = index_rows(dict(gpu="H100 SXM5 80GB", provider="vastai", min_usd_per_gpu_hr=1.9, median_usd_per_gpu_hr=2.1),
+                       dict(gpu="H100 SXM5 80GB", provider="lambda", min_usd_per_gpu_hr=2.9, median_usd_per_gpu_hr=3.0))
+    origins = pl.DataFrame({"provider": ["vastai", "lambda"], "price_basis": [["listing"], ["catalog"]],
+                            "sources": [["vastai"], ["skypilot"]], "resellers": [None, ["primeintellect", "shadeform"]]})
+    today = report.market_today(index, DAY, origins)
+    assert dict(today.select("provider", "origin").rows()) == {
+        "vastai": "live listing (vastai)",
+        "lambda": "catalog list price (skypilot, resold by primeintellect, shadeform)"}
+
+
 def test_the_history_is_every_day_of_every_part_over_all_providers():
     index = index_rows(*(dict(gpu=g, snapshot_date=DAY - timedelta(days=d), min_usd_per_gpu_hr=1.0 + d,
                               median_usd_per_gpu_hr=2.0 + d) for g in ("A40 48GB", "H200 SXM") for d in (0, 2)),

@@ -100,8 +100,8 @@ def test_aliases_never_merge_form_factors():
     frames = catalog.read_all()
     aliases = frames["gpu_aliases"]
     for raw, gpu in zip(aliases["gpu_raw"], aliases["gpu"], strict=True):
-        for tag in ("PCIe", "NVL", "MIG"):
-            if tag.lower() in raw.lower():
+        for tag in ("PCIe", "NVL", "MIG"):  # as a word: NVLINK (the SXM board's fabric) is not NVL (a PCIe card)
+            if re.search(rf"(?<![a-z]){tag}(?![a-z])", raw, re.IGNORECASE):
                 assert tag.lower() in gpu.lower(), (raw, gpu)
 
 

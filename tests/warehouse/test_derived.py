@@ -46,9 +46,10 @@ def test_the_dates_offers_come_from_each_providers_latest_successful_fetch():
             con.execute("insert into fetches (run_id, source, snapshot_date, started_at, status) values (?, ?, ?, ?, ?)",
                         [run, "vastai", DAY, datetime(2026, 11, 27, hour), status])
         for run in ("r1", "r3"):
-            con.execute("""insert into offers (snapshot_date, fetched_at, run_id, provider, offer_id, gpu_raw, gpu_count,
-                           price_kind, usd_per_hr, usd_per_gpu_hr, native_currency, native_per_hr)
-                           values (?, now(), ?, 'vastai', 'o1', 'H200', 1, 'on_demand', 2, 2, 'USD', 2)""", [DAY, run])
+            con.execute("""insert into offers (snapshot_date, fetched_at, run_id, provider, source, offer_id, gpu_raw,
+                           gpu_count, price_kind, usd_per_hr, usd_per_gpu_hr, native_currency, native_per_hr)
+                           values (?, now(), ?, 'vastai', 'vastai', 'o1', 'H200', 1, 'on_demand', 2, 2, 'USD', 2)""",
+                        [DAY, run])
         assert queries.offers_for_date(con, DAY)["run_id"].to_list() == ["r3"]
 
 

@@ -35,6 +35,13 @@
 
   // ---- market page ----
   function market(d) {
+    // The source filter: a market's live listings, a cloud's catalog list prices, or both (rows carry data-origin)
+    const origin = document.getElementById("origin-filter");
+    if (origin) origin.addEventListener("change", () => {
+      for (const row of document.querySelectorAll("#market-table tbody tr")) {
+        row.hidden = origin.value !== "" && !row.dataset.origin.includes(origin.value);
+      }
+    });
     const h = d.history, featured = new Set(d.featured);
     const traces = [];
     let colour = 0;
