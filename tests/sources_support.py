@@ -47,13 +47,22 @@ def fast_settings(url: str = "http://replay.test", **overrides) -> Settings:
     return Settings(**base | overrides)
 
 
+SIBLINGS = ("hf_configs", "hf_api", "real")  # what the manifest serves from beside it: configs, the model API, catalogs
+
+
+def copy_fixtures(directory: Path) -> Path:
+    """A copy of the fixture directory at `directory`, the folders its manifest serves from linked beside it as in
+    tests/fixtures (a sibling already there, a copy to edit, is kept)."""
+    shutil.copytree(FIXTURES, directory)
+    for sibling in SIBLINGS:
+        if not (directory.parent / sibling).exists():
+            (directory.parent / sibling).symlink_to(FIXTURES.parent / sibling)
+    return directory
+
+
 def edited_fixtures(tmp_path: Path, name: str, edit: Callable) -> Path:
     """A copy of the fixture directory where `edit(data)` changed the JSON file `name` (edit may return new data)."""
-    directory = tmp_path / "fixtures"
-    shutil.copytree(FIXTURES, directory)
-    for sibling in ("hf_configs", "real"):  # the manifest's hf_configs and catalog files, beside it as in tests/fixtures
-        if not (tmp_path / sibling).exists():
-            (tmp_path / sibling).symlink_to(FIXTURES.parent / sibling)
+    directory = copy_fixtures(tmp_path / "fixtures")
     data = json.loads((directory / name).read_text())
     data = edit(data) or data
     (directory / name).write_text(json.dumps(data))

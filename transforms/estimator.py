@@ -821,8 +821,9 @@ def fleet_whatif(estimates: pl.DataFrame, fleets: pl.DataFrame, prices: pl.DataF
 def size_for_target(estimates: pl.DataFrame, target_tok_s: float, prices: pl.DataFrame,
                     gpus: pl.DataFrame) -> pl.DataFrame:
     """Page 001's "size for a tokens/s target": per GPU, replicas = ceil(target / aggregate), their GPUs and price;
-    none of a replica no servers of the part could hold (`gpus`, the catalogue: see fleet_whatif)."""
-    df = with_costs(estimates, prices).select("gpu", "tp", "agg_tok_s", "usd_per_gpu_hr")
+    none of a replica no servers of the part could hold (`gpus`, the catalogue: see fleet_whatif), nor of a part the
+    method gives no throughput (a catalogue row without the compute peaks it needs, such as the first Gaudi)."""
+    df = with_costs(estimates, prices).select("gpu", "tp", "agg_tok_s", "usd_per_gpu_hr").filter(pl.col("agg_tok_s") > 0)
     return _fleet(df, (target_tok_s / pl.col("agg_tok_s")).ceil(), gpus).with_columns(
         gpu_count=pl.col("replicas") * pl.col("tp")
     ).select("gpu", "tp", "replicas", "gpu_count", "agg_tok_s", "usd_per_hr", "usd_per_mtok", "not_deployable_reason")

@@ -8,7 +8,6 @@ the ETag it holds and downloads none again.
 """
 
 import json
-import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 
 from flows import pipeline
 from tests.pipeline_support import serve_fixtures
-from tests.sources_support import FIXTURES, SNAPSHOT
+from tests.sources_support import FIXTURES, SNAPSHOT, copy_fixtures
 from warehouse import db
 
 CONFIGS = FIXTURES.parent / "hf_configs"
@@ -27,10 +26,7 @@ LISTINGS = "openrouter_models_2026-08-19_open_weights.json"
 def nights(tmp_path_factory):
     """The replayed night and the one after, on one warehouse; (home, the two runs, the server's log)."""
     base = tmp_path_factory.mktemp("open-models")
-    shutil.copytree(FIXTURES, base / "sources")
-    (base / "hf_configs").symlink_to(CONFIGS)
-    (base / "hf_api").symlink_to(FIXTURES.parent / "hf_api")
-    (base / "real").symlink_to(FIXTURES.parent / "real")  # the catalog files the manifest serves
+    copy_fixtures(base / "sources")
     manifest = json.loads((base / "sources" / "replay.json").read_text())
     for route in manifest["routes"]:
         if route["path"] == "/api/v1/models":

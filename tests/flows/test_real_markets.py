@@ -156,7 +156,15 @@ def test_on_the_real_markets_every_answer_is_a_replica_someone_could_deploy(ware
         where c.gpu = a.rent_gpu and c.tp = a.rent_tp and c.provider = a.rent_provider
           and c.price_kind = a.rent_price_kind and c.replica_pricing = a.rent_replica_pricing""")
     assert answered.height == query(warehouse, monkeypatch,
-                                    "select * from own_rent_api where rent_gpu is not null").height
+                                    "select * from own_rent_api where rent_gpu is not null and speed_tier is null").height
+    # a speed tier's rental is one of the tier's priced rows, all deployable
+    at_tier = query(warehouse, monkeypatch, """
+        select c.deployable from own_rent_api a join cost_at_speed c using (snapshot_date, model, precision, speed_tier)
+        where c.gpu = a.rent_gpu and c.tp = a.rent_tp and c.provider = a.rent_provider
+          and c.price_kind = a.rent_price_kind""")
+    assert at_tier.height == query(warehouse, monkeypatch, "select * from own_rent_api where rent_gpu is not null "
+                                   "and speed_tier is not null").height
+    assert at_tier["deployable"].all()
     assert answered["deployable"].all()
     # RunPod's Instant Clusters hold what no host can (Qwen3.8's 2.4T parameters at BF16 on 64 H200, the Kimi K2
     # family's 1T): a cluster answers only for a replica wider than one 8-GPU node

@@ -14,10 +14,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from flows import pipeline
+from flows import pipeline, report
 from tests.cli_support import gpuledger
 from tests.pipeline_support import serve_fixtures
-from tests.sources_support import FIXTURES, SNAPSHOT
+from tests.sources_support import SNAPSHOT, copy_fixtures
 from warehouse import db
 
 FORMULA = '=HYPERLINK("https://evil.test/","1B300")'  # Verda's 1B300.30V, listed and priced (cost_per_mtok)
@@ -33,9 +33,7 @@ MODEL = "deepseek-v4-flash"
 def hostile_fixtures(directory: Path) -> Path:
     """The recordings with the hostile text above, and two OpenRouter prices no API asks: "1000" USD per token
     (a billion per million: above the bound) for MODEL's only listing, "1e308" (too large to convert) for another."""
-    shutil.copytree(FIXTURES, directory)
-    if not (directory.parent / "real").exists():  # the catalog files the manifest serves, beside it as in tests/fixtures
-        (directory.parent / "real").symlink_to(FIXTURES.parent / "real")
+    copy_fixtures(directory)
 
     def edit(name: str, change) -> None:
         path = directory / name
@@ -205,7 +203,7 @@ def test_chart_hover_text_shows_provider_markup_as_text(night):
     from tests.flows.test_report_browser import CHROMIUM
 
     page_path = night.exports / "report" / f"date={SNAPSHOT}" / f"{MODEL}.html"
-    data = json.loads(re.search(r'id="page-data">(.*?)</script>', page_path.read_text(), re.S)[1])
+    data = report.unpacked(re.search(r'id="page-data">(.*?)</script>', page_path.read_text(), re.S)[1])
     table = data["views"][data["default"]]["table"]
     assert MARKUP in table["offer_ids"]  # the page's scatter holds the listing
     with sync_playwright() as playwright:

@@ -16,7 +16,7 @@ import pytest
 
 from flows import derive, pipeline
 from tests.pipeline_support import serve_fixtures
-from tests.sources_support import FIXTURES, SNAPSHOT
+from tests.sources_support import FIXTURES, SNAPSHOT, copy_fixtures
 from warehouse import db
 
 QWEN3_8B = json.loads((FIXTURES.parent / "hf_configs" / "Qwen" / "Qwen3-8B" / "config.json").read_text())
@@ -53,8 +53,8 @@ def write_configs(directory: Path, configs: dict[str, dict]) -> None:
 def fixtures(base: Path) -> Path:
     """The recordings, their configs beside the hostile ones, and OpenRouter listing two of them."""
     directory = base / "fixtures"
-    shutil.copytree(FIXTURES, directory)
-    shutil.copytree(FIXTURES.parent / "hf_configs", base / "hf_configs")
+    shutil.copytree(FIXTURES.parent / "hf_configs", base / "hf_configs")  # a copy, the hostile configs added to it
+    copy_fixtures(directory)
     write_configs(base / "hf_configs", {repo: data for repo, (data, _) in HOSTILE.items()}
                   | {CDN: QWEN3_8B, GONE: QWEN3_8B, UNFOLLOWED: QWEN3_8B})
     listings = directory / "openrouter_models_2026-08-19.json"

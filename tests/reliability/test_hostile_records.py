@@ -6,7 +6,6 @@ naming the field; every other record of those sources loads.
 """
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from flows import pipeline
 from scrapers import verda
 from tests.pipeline_support import serve_fixtures
-from tests.sources_support import FIXTURES, SNAPSHOT
+from tests.sources_support import FIXTURES, SNAPSHOT, copy_fixtures
 from warehouse import db
 
 BEYOND_64_BITS = 2**64 + 1
@@ -32,7 +31,7 @@ MILLION_GPUS = 10**6  # an int64, but no offer rents a million GPUs: above the b
 
 def hostile_fixtures(directory: Path) -> tuple[Path, str]:
     """The recordings with the records above; also the id of the vast.ai offer given MILLION_GPUS."""
-    shutil.copytree(FIXTURES, directory)
+    copy_fixtures(directory)
 
     def edit(name: str, change) -> None:
         path = directory / name
@@ -122,7 +121,7 @@ DIGITS = "1" * 20_000  # a price cell of digits alone: the price search backtrac
 
 
 def pricing_page(directory: Path, body: str) -> Path:
-    shutil.copytree(FIXTURES, directory)
+    copy_fixtures(directory)
     (directory / "verda_pricing_page.html").write_text(body)
     return directory
 
@@ -139,7 +138,7 @@ def keyless_night(mp, home: Path, directory: Path):
         mp.setenv("GPULEDGER_NOW", server.now)
         summary = pipeline.run(None, SNAPSHOT, export_format="", derive=False)
     with db.connect(read_only=True) as con:
-        offers = con.execute("select offer_id, usd_per_hr from offers where run_id = ? and provider = 'verda' "
+        offers = con.execute("select offer_id, usd_per_hr from offers where run_id = ? and source = 'verda' "
                              "and price_kind = 'on_demand'", [summary.run_id]).fetchall()
         quarantined = con.execute("select offer_id, field, reason from quarantine where run_id = ? and "
                                   "provider = 'verda'", [summary.run_id]).fetchall()
