@@ -375,7 +375,7 @@ def _tolerance(figure: str) -> float:
 
 
 def test_every_unseen_config_says_where_it_came_from():
-    assert {e["set"] for e in PUBLISHED} == {"dev", "holdout", "holdout2"} and len(PUBLISHED) >= 25
+    assert {e["set"] for e in PUBLISHED} == {"dev", "holdout", "holdout2", "holdout3"} and len(PUBLISHED) >= 33
     for entry in PUBLISHED:
         provenance = (UNSEEN / entry["set"] / entry["repo"] / "PROVENANCE").read_text()
         assert f"Hugging Face {entry['repo']} config.json" in provenance
@@ -385,11 +385,14 @@ def test_every_unseen_config_says_where_it_came_from():
 # InternLM2.5-7B reads 7.74B (92,544 x 4,096 embeddings untied, 32 GQA layers of 14,336-wide SwiGLU): its card's "7B"
 # is a size class, 10.6% below; the held-out score counts it as outside the figure's precision all the same.
 SIZE_CLASS = {"internlm/internlm2_5-7b-chat"}
+# holdout3 was chosen before the family defaults (_FAMILIES, _QUIRKS) were added for the older families, and is not
+# scored until the reader is finished (README.md).
+SCORED = [e for e in PUBLISHED if e["set"] != "holdout3"]
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
-                                   if e["repo"] in SIZE_CLASS else e for e in PUBLISHED],
-                         ids=[f"{e['set']}:{e['repo']}" for e in PUBLISHED])
+                                   if e["repo"] in SIZE_CLASS else e for e in SCORED],
+                         ids=[f"{e['set']}:{e['repo']}" for e in SCORED])
 def test_an_unseen_architecture_reads_within_its_published_count_or_is_refused_naming_a_field(entry):
     """Never a number outside the published figure's precision: the developed-on configs all read, a held-out one
     may instead be refused with the field the reader cannot read."""
