@@ -11,9 +11,10 @@ count and is not read (_UNREAD), raises ModelConfigError naming the repository a
 
 What the row counts, as the curated rows do (the tests compare every curated row with its config.json):
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
-  MLPs, routers, routed and shared experts. Norms and biases of norms (well under 0.1%) are left out; vision and
-  audio towers are not counted (a multimodal model is priced by its language model); multi-token-prediction
-  layers (`num_nextn_predict_layers`, `mtp_*`) are not served and not counted: `num_hidden_layers` excludes them.
+  MLPs, routers, routed and shared experts. Norms and biases of norms (well under 0.1%) and learned position
+  embeddings (GPT-2's wpe, under 1%) are left out; vision and audio towers are not counted (a multimodal model is
+  priced by its language model); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
+  and not counted: `num_hidden_layers` excludes them.
 - Active parameters: everything but the routed experts a token does not use, embeddings included (Mixtral
   8x7B's 12.88B, Llama 4's 17.17B). Vendors that quote active counts without the input embedding (gpt-oss's
   5.13B) are counted the same way here, so that rows compare.
@@ -160,7 +161,7 @@ def _mlp_params(c: _Config, hidden: int, width: int, act_key: str = "hidden_act"
         raise c.error(act_key, "is missing: the MLP's activation says whether it is gated")
     if act in GATED_ACTS or (act in GELU_ACTS and c.quirk("gated_gelu_mlp")):
         return 3 * hidden * width
-    if act in UNGATED_ACTS:
+    if act in UNGATED_ACTS or (act in GELU_ACTS and c.quirk("ungated_gelu_mlp")):
         return 2 * hidden * width
     if act in GELU_ACTS:
         raise c.error(act_key, f"is {act!r}: GELU MLPs are gated in some families (Gemma) and not in others "
@@ -315,12 +316,29 @@ _FAMILIES = {
     # ChatGLM2/3 (remote code ChatGLMModel): SwiGLU (dense_h_to_4h is 2 x ffn_hidden_size wide); no activation
     # field; multi_query_group_num KV heads when multi_query_attention
     "chatglm": {"hidden_act": "swiglu"},
+    # GPT2Config and GPTBigCodeConfig pass no tie_word_embeddings: PretrainedConfig's True, and GPT2LMHeadModel and
+    # GPTBigCodeForCausalLM tie lm_head to wte (their _tied_weights_keys)
+    **dict.fromkeys(("gpt2", "gpt_bigcode"), {"tie_word_embeddings": True}),
+    "starcoder2": {"tie_word_embeddings": True},  # Starcoder2Config: tie_word_embeddings True
+    "gemma": {"tie_word_embeddings": True},  # GemmaConfig: tie_word_embeddings True
+    "cohere": {"tie_word_embeddings": True},  # CohereConfig: tie_word_embeddings True
+    # Baichuan (remote code BaichuanConfig, vendored in vLLM's transformers_utils/configs/baichuan*.py): hidden_act
+    # "silu" (its MLP gate_proj, up_proj, down_proj), tie_word_embeddings False
+    "baichuan": {"hidden_act": "silu", "tie_word_embeddings": False},
 }
 # What a family's code does that no field says.
 _QUIRKS = {
-    **dict.fromkeys(("gemma2", "gemma3_text", "gemma4_text"), {"gated_gelu_mlp"}),  # gate, up and down, GELU
+    # GemmaMLP (and Gemma 2, 3, 4's): gate, up and down projections around a GELU
+    **dict.fromkeys(("gemma", "gemma2", "gemma3_text", "gemma4_text"), {"gated_gelu_mlp"}),
     "qwen": {"mlp_width_is_both_halves"},  # w1 and w2 are intermediate_size / 2 wide each
     "llama4_text": {"one_shared_expert"},  # every token also goes to one shared expert of the experts' width
+    # Up and down projections around a GELU, no gate: GPT2MLP (c_fc, c_proj), GPTJMLP (fc_in, fc_out), GPTBigCodeMLP
+    # (c_fc, c_proj), Microsoft's phi-msft MLP (fc1, fc2); and n_inner null is 4 x hidden wide (GPT2Block, GPTJBlock,
+    # GPTBigCodeBlock, phi-msft's MLP: `n_inner if n_inner is not None else 4 * n_embd`)
+    **dict.fromkeys(("gpt2", "gptj", "gpt_bigcode", "phi-msft"), {"ungated_gelu_mlp", "mlp_width_4x_hidden"}),
+    "gpt_neox": {"ungated_gelu_mlp"},  # GPTNeoXMLP: dense_h_to_4h, dense_4h_to_h
+    # Starcoder2MLP: c_fc, c_proj; Starcoder2Attention slides over sliding_window on every layer
+    "starcoder2": {"ungated_gelu_mlp", "every_layer_slides"},
 }
 
 
@@ -347,6 +365,8 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
             if not step:
                 raise c.error("sliding_window_pattern", "is 0")
             return ["full_attention" if (i + 1) % step == 0 else "sliding_attention" for i in range(layers)]
+        if c.get("sliding_window") is not None and c.quirk("every_layer_slides"):
+            return ["sliding_attention"] * layers
         if c.get("sliding_window") is not None and c.get("use_sliding_window") is not False:
             raise c.error("sliding_window", "is set but no layer_types say which layers slide")
         return ["full_attention"] * layers
@@ -439,7 +459,12 @@ def _read_transformer(c: _Config) -> _Shape:
 
 def _dense_width(c: _Config) -> int:
     """A dense MLP's width: Llama 4's dense layers are wider than its experts (intermediate_size_mlp); Qwen (v1)'s
-    intermediate_size is w1's and w2's widths together, the gated MLP's two halves."""
+    intermediate_size is w1's and w2's widths together, the gated MLP's two halves; GPT-2-style families build
+    4 x hidden when n_inner is null."""
+    if not c.has("intermediate_size", "intermediate_size_mlp") and c.quirk("mlp_width_4x_hidden"):
+        width = 4 * c.number("hidden_size")
+        c.defaulted["intermediate_size"] = f"4 x hidden_size ({width})"
+        return width
     width = c.number("intermediate_size_mlp" if c.has("intermediate_size_mlp") else "intermediate_size")
     return width // 2 if c.quirk("mlp_width_is_both_halves") else width
 
@@ -700,7 +725,7 @@ def slug(name: str) -> str:
 
 
 def _b(params: float) -> float:
-    return round(params / 1e9, 2)
+    return round(params / 1e9, 2 if params >= 1e9 else 3)  # three significant figures under 1B (GPT-2 0.124)
 
 
 def derive_model(config: dict, repo: str | None, *, model_id: str | None = None, path: str | None = None) -> dict:
@@ -797,9 +822,11 @@ def _window(c: _Config, layers: list[_Layer]) -> int | None:
 
 
 def _attention_kind(c: _Config, layers: list[_Layer]) -> tuple[str, int]:
-    """(gqa | mla, the KV heads of the layers whose cache grows with the context)."""
+    """(gqa | mla, the KV heads of the layers whose cache grows with the context, else of the windowed layers)."""
     kinds = {ly.attention for ly in layers if ly.attention}
-    heads = {ly.kv_heads for ly in layers if ly.kv_bytes_per_token}
+    # where every attention layer is windowed (StarCoder 2), the windowed layers' heads are the ones held
+    heads = ({ly.kv_heads for ly in layers if ly.kv_bytes_per_token}
+             or {ly.kv_heads for ly in layers if ly.window_kv_bytes_per_token})
     if len(kinds) != 1 or len(heads) != 1:  # every reader gives one kind, one head count where the cache grows
         raise c.error("num_key_value_heads", f"gives attention the reader cannot reduce to one kind and head count "
                                              f"({sorted(kinds)}, {sorted(heads)})")
