@@ -143,8 +143,9 @@ def test_the_local_prefect_server_serve_starts_answers_only_with_its_credential(
 
     from flows import prefect_env
 
-    for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING"):  # restored after the test
-        monkeypatch.delenv(name, raising=False)
+    for name in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING"):  # start_local_server sets them: undone after the test
+        monkeypatch.setenv(name, "")  # recorded as unset or as it was, so the undo removes what the server set
+        monkeypatch.delenv(name)
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect"))
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
