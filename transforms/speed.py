@@ -45,6 +45,13 @@ class Target:
     max_ttft_s: float | None = None
 
     @property
+    def text(self) -> str:
+        """The promise in words, as titles and notes print it: '>= 35 tok/s per user, first token <= 2 s'."""
+        parts = [self.min_user_tok_s and f">= {self.min_user_tok_s:g} tok/s per user",
+                 self.max_ttft_s and f"first token <= {self.max_ttft_s:g} s"]
+        return ", ".join(p for p in parts if p)
+
+    @property
     def label(self) -> str:
         """The tier's name: '35' for 35 tok/s per user, 'batch' for no target; a TTFT limit is its own column."""
         if self.min_user_tok_s is None:

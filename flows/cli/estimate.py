@@ -182,7 +182,7 @@ def estimate(
         notes += [BAND_NOTE] if params.band_ratio_low else []
         notes += [SPEED_NOTE] if params.serving_model else []
         if not target.none:
-            notes.append(f"target {_target_text(target)}: the most streams that meet it; reaches false: the part "
+            notes.append(f"target {target.text}: the most streams that meet it; reaches false: the part "
                          "cannot at one stream on any replica up to a node, its best (one stream) shown")
         if left_out:
             named = ", ".join(left_out[:5]) + (f" and {len(left_out) - 5} more" if len(left_out) > 5 else "")
@@ -193,7 +193,7 @@ def estimate(
                 *([] if max_load or not target.none else ["streams"])),
             fmt,
             title=f"{model_id}, {params.name}: {_request(out)} "
-                  f"{f'at {_target_text(target)}' if not target.none else 'x max-load streams' if max_load else f'x {streams} streams'}"
+                  f"{f'at {target.text}' if not target.none else 'x max-load streams' if max_load else f'x {streams} streams'}"
                   f"{_engine(params)} (estimator {estimator.ESTIMATOR_VERSION})",
             caption="\n".join(notes),
         )
@@ -204,12 +204,6 @@ def estimate(
 def _engine(params: presets.Params) -> str:
     """The serving engine an answer models, named even at the default (the reference methods model none)."""
     return f" served by {engines.ENGINES[params.engine]}" if params.serving_model else ""
-
-
-def _target_text(target: speed.Target) -> str:
-    parts = [f">= {target.min_user_tok_s:g} tok/s per user" if target.min_user_tok_s else "",
-             f"first token <= {target.max_ttft_s:g} s" if target.max_ttft_s else ""]
-    return ", ".join(p for p in parts if p)
 
 
 def _unheld(out: pl.DataFrame, gpus: pl.DataFrame, tp: int | None, *, named: bool) -> list[str]:

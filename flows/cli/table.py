@@ -270,8 +270,7 @@ def _at_target(data: views.Day, model: str, wanted: list[str], precision: str, c
     frames = {"table": _convert(table, rate, code)}
     if unreached.height:
         frames["Cannot reach the target (best at one stream, not priced)"] = unreached
-    promise = ", ".join(p for p in (target.min_user_tok_s and f">= {target.min_user_tok_s:g} tok/s per user",
-                                    target.max_ttft_s and f"first token <= {target.max_ttft_s:g} s") if p)
+    promise = target.text
     asked = views.request(answers)
     requests = f" (requests of {asked['input_tokens']:,} in + {asked['output_tokens']:,} out)" if asked else ""
     notes = [*notes, "user_tok_s and ttft_s are means; streams: the most that keep the promise (stopped_by: target, "
