@@ -61,9 +61,9 @@ def latency_rows(source_dir: Path | None) -> pl.DataFrame:
              maintain_order=True)
 
 
-def estimates(rows: pl.DataFrame, targeted: bool = True) -> pl.DataFrame:
-    """Per row the estimate at its target (tokens/s per GPU; 0 where no replica reaches it) and estimate/measured;
-    not `targeted`, at max load (no target)."""
+def estimates(rows: pl.DataFrame, targeted: bool = True, percentile: str = "p99") -> pl.DataFrame:
+    """Per row the estimate at its target judged at `percentile` (tokens/s per GPU; 0 where no replica reaches it)
+    and estimate/measured; not `targeted`, at max load (no target)."""
     frames = catalog.read_all()
     gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], presets.MEASURED.name)
     known = rows.filter(pl.col("model").is_in(frames["models"]["model_id"].implode())
@@ -81,11 +81,12 @@ def estimates(rows: pl.DataFrame, targeted: bool = True) -> pl.DataFrame:
             output_tokens=pl.col("output_tokens").cast(pl.Float64).round().cast(pl.Int64),
         ).with_columns(context_tokens=pl.col("input_tokens") + pl.col("output_tokens"),
                        streams=pl.lit(1, dtype=pl.Int64))
-        target = speed.Target(1000 / tpot_ms, ttft_s) if targeted else speed.Target()
+        target = speed.Target(1000 / tpot_ms, ttft_s, percentile) if targeted else speed.Target()
         answers = speed.answers(frames["models"], gpus, grid, presets.MEASURED, target)
         cases = group.select("case")[answers["_grid_row"]]
         out.append(answers.with_columns(cases).select(
-            "case", "tp", "streams", "user_tok_s", pl.col("ttft_s").alias("est_ttft_s"),
+            "case", "tp", "streams", "stopped_by", "user_tok_s", "user_tok_s_p99", pl.col("ttft_s").alias("est_ttft_s"),
+            pl.col("ttft_p99_s").alias("est_ttft_p99_s"),
             est=pl.when(pl.col("reaches")).then(pl.col("agg_tok_s") / pl.col("tp")).otherwise(0.0)))
     best = pl.concat(out).sort("est", descending=True).group_by("case").first()
     return known.join(best, on="case", how="left").with_columns(
