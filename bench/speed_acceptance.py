@@ -37,6 +37,9 @@ LIMITS = {
     ("gpt-oss-120b", "Server"): (3.0, 80), ("gpt-oss-120b", "Interactive"): (2.0, 15),
 }
 MEDIAN_ERROR_MAX, WITHIN_2X_MIN = 0.30, 0.85
+# The rounds the p99 method's choices (which queues, which tail approximations) were judged on; v5.1 and v6.0 are
+# reported apart. Nothing is fitted: no factor or parameter was tuned on any round.
+CHOSEN_ON = ("v4.0", "v4.1", "v5.0")
 
 
 def latency_rows(source_dir: Path | None) -> pl.DataFrame:
@@ -101,37 +104,54 @@ def summary(compared: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     ).sort(by)
 
 
-def offline_share(compared: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+def offline_share(compared: pl.DataFrame, at_max: pl.DataFrame) -> pl.DataFrame:
     """The latency model alone: per row with an Offline run of the same system, (estimate at the target / estimate at
-    max load) over (measured under the limits / measured Offline), as `ratio`; the throughput model's own error
-    cancels."""
+    max load, `at_max`: `estimates(rows, targeted=False)`) over (measured under the limits / measured Offline), as
+    `ratio`; the throughput model's own error cancels."""
     every = pl.read_csv(MEASUREMENTS, infer_schema_length=None).filter(pl.col("suite") == "mlperf")
     system = ["version", "submitter", "family", "gpu", "gpus"]
     offline = every.filter(pl.col("scenario") == "Offline").with_columns(
         family=pl.col("benchmark").str.replace(r"-99(\.9)?$", "")).group_by(system).agg(
         offline_tok_s_per_gpu=pl.col("tok_s_per_gpu").max())
-    at_max = estimates(rows, targeted=False).select("row_id", "scenario", max_est="est")
-    return compared.join(at_max, on=["row_id", "scenario"]).join(offline, on=system).with_columns(
+    return compared.join(at_max.select("row_id", "scenario", max_est="est"), on=["row_id", "scenario"]).join(
+        offline, on=system).with_columns(
         ratio=(pl.col("est") / pl.col("max_est"))
         / (pl.col("tok_s_per_gpu").cast(pl.Float64) / pl.col("offline_tok_s_per_gpu").cast(pl.Float64)))
 
 
 def main(source_dir: str | None = None) -> None:
     rows = latency_rows(Path(source_dir) if source_dir else None)
-    compared = estimates(rows)
-    with pl.Config(tbl_rows=60, tbl_cols=12, tbl_width_chars=160):
-        print(summary(compared, ["version", "scenario"]))
-        print(summary(compared, ["family", "scenario"]))
+    split = pl.when(pl.col("version").is_in(CHOSEN_ON)).then(pl.lit("chosen on")).otherwise(pl.lit("held out"))
+    at_max = estimates(rows, targeted=False)
+    compared = pl.concat([estimates(rows, percentile=p).with_columns(judged=pl.lit(p)) for p in speed.PERCENTILES])
+    compared = compared.with_columns(split=split)
+    alone = pl.concat([offline_share(compared.filter(pl.col("judged") == p), at_max) for p in speed.PERCENTILES])
+    with pl.Config(tbl_rows=80, tbl_cols=12, tbl_width_chars=160):
+        print(f"targets judged at the means and at the 99th percentiles (MLPerf's); the method's choices were judged "
+              f"on {', '.join(CHOSEN_ON)} (nothing is fitted), the later rounds are held out:")
+        print(summary(compared, ["judged", "split", "scenario"]))
+        print(summary(compared, ["judged", "version", "scenario"]))
+        print(summary(compared.filter(pl.col("judged") == "p99"), ["family", "scenario"]))
         print("published prompt lengths only (input_assumed false):")
-        print(summary(compared.filter(~pl.col("input_assumed").cast(pl.Boolean)), ["scenario"]))
+        published = compared.filter(~pl.col("input_assumed").cast(pl.Boolean))
+        print(summary(published, ["judged", "split", "scenario"]))
+        print(summary(published, ["judged", "split"]))
+        print(summary(published.with_columns(all=pl.lit("all")), ["judged", "all"]))
         print("the latency model alone: (estimate at target / at max load) over (measured / measured Offline):")
-        print(summary(offline_share(compared, rows), ["scenario"]))
-        overall = summary(compared.with_columns(all=pl.lit("all")), ["all"]).row(0, named=True)
-    print(f"speed_acceptance: {overall['rows']} Server/Interactive rows ({rows.height - compared.height} with a model "
-          f"or GPU outside the catalogue left out): median |est/meas - 1| {overall['median_abs_error']:.1%} "
-          f"(target <= {MEDIAN_ERROR_MAX:.0%}), within 2x {overall['within_2x']:.1%} (target >= {WITHIN_2X_MIN:.0%})")
-    if overall["median_abs_error"] > MEDIAN_ERROR_MAX or overall["within_2x"] < WITHIN_2X_MIN:
-        raise SystemExit("answers at a latency target outside the acceptance")
+        print(summary(alone, ["judged", "split", "scenario"]))
+        print(summary(alone.filter(pl.col("judged") == "p99"), ["family", "scenario"]))
+        print("the throughput the targets start from: estimate at max load over measured Offline, same systems:")
+        print(summary(alone.filter(pl.col("judged") == "p99").with_columns(
+            ratio=pl.col("max_est") / pl.col("offline_tok_s_per_gpu").cast(pl.Float64)), ["family", "scenario"]))
+        overall = summary(compared.with_columns(all=pl.lit("all")), ["judged", "all"])
+    for row in overall.iter_rows(named=True):
+        print(f"speed_acceptance ({row['judged']}): {row['rows']} Server/Interactive rows "
+              f"({rows.height - row['rows']} with a model or GPU outside the catalogue left out): median "
+              f"|est/meas - 1| {row['median_abs_error']:.1%} (target <= {MEDIAN_ERROR_MAX:.0%}), within 2x "
+              f"{row['within_2x']:.1%} (target >= {WITHIN_2X_MIN:.0%})")
+    mlperf = overall.filter(pl.col("judged") == "p99").row(0, named=True)  # MLPerf's limits are 99th percentiles
+    if mlperf["median_abs_error"] > MEDIAN_ERROR_MAX or mlperf["within_2x"] < WITHIN_2X_MIN:
+        raise SystemExit("answers at a latency target (judged at p99, as MLPerf judges) outside the acceptance")
 
 
 if __name__ == "__main__":
