@@ -20,8 +20,9 @@ Both are means over requests. MLPerf (and most service promises) judge a limit a
 requests that arrive at random (Poisson); the same cycle gives the tail too, with no fitted factor:
 
 - `ttft_p99_s`, the 99th-percentile time to the first token: a whole decode step (the p99 of the residual of the
-  step running at arrival), the other requests' prefill passes queued ahead of the prompt, and its own pass. The
-  queue is an M/G/1 queue of prefill passes served before decode (their share of the time `rho`): its mean wait is
+  step running at arrival), the wait for a free slot, the other requests' prefill passes queued ahead of the
+  prompt, and its own pass. The slot wait (`slot_wait_p99`) is an M/M/c queue: the replica's slots (memory's or
+  the engine's limit) each held for a cycle, `streams` busy on average. The prefill queue is an M/G/1 queue of prefill passes served before decode (their share of the time `rho`): its mean wait is
   Pollaczek-Khinchine's (the residual of the pass in service over `1 - rho`, where the whole prefill load is `rho`)
   and its tail Kingman's exponential one (a request waits with probability `rho_others`, the others' share, and
   then about `mean / rho_others`), so p99 = mean * ln(100 * rho_others) / rho_others (none below 1 %);
