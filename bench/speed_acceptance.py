@@ -13,6 +13,10 @@ latency-bound scenarios out (bench/calibration_import.py).
 The rows: warehouse/reference/calibration/measurements.csv's Server and Interactive rows (MLPerf v4.0-v5.1), and,
 given SOURCE_DIR (the directory bench/calibration_import.py reads), the v6.0 rows of SOURCE_DIR/mlperf_v6.0.csv
 trimmed the same way. Targets: median |estimate / measured - 1| <= 30%, >= 85% of rows within 2x.
+
+Each row is asked twice: the limits held by the means (`--percentile mean`) and by the 99th percentiles
+(`--percentile p99`, as MLPerf judges them); the acceptance is the latter's. Figures are printed per round, and
+split into the rounds the p99 method's choices were judged on (CHOSEN_ON) and the later ones, held out.
 """
 
 import csv
