@@ -315,7 +315,9 @@ def test_no_num_key_value_heads_is_multi_head_attention():
     ({"tie_word_embeddings": None}, "tie_word_embeddings"),  # transformers ties by default, most families untie
     ({"mamba_d_state": 16}, "mamba_d_state"),  # Mamba layers, but nothing says which layers they are
     ({"attn_layer_indices": [4, 12]}, "attn_layer_indices"),  # a field that changes the count and is not read
-    ({"ffn_config": {"moe_num_experts": 16}}, "ffn_config"),
+    ({"ffn_config": {"ffn_type": "te_ln_mlp"}}, "ffn_config.ffn_type"),  # a nested MLP kind not read
+    ({"attn_config": {"attn_type": "rope_attention"}}, "attn_config.attn_type"),
+    ({"hidden_act": "relu"}, "hidden_act"),  # ungated in OPT, gated in ReLU-Llamas: not guessed
 ])
 def test_an_unknown_model_missing_or_carrying_a_field_the_count_turns_on_is_refused_naming_it(edit, field):
     raw = config("meta-llama/Llama-3.3-70B-Instruct") | {"model_type": "acme_dense"}
@@ -342,7 +344,7 @@ def test_an_unknown_layer_type_is_named():
 def test_a_missing_field_of_a_known_family_is_named(repo, field):
     raw = config(repo)
     del raw[field]
-    with pytest.raises(ModelConfigError, match=rf"^{re.escape(repo)}: config.json field '{field}' is missing"):
+    with pytest.raises(ModelConfigError, match=rf"^{re.escape(repo)}: config.json field '{field}' (\(or [^)]+\) )?is missing"):
         derive_model(raw, repo)
 
 
@@ -401,13 +403,14 @@ def test_an_unseen_architecture_reads_within_its_published_count_or_is_refused_n
         row = derive_model(raw, repo)
     except ModelConfigError as exc:
         assert entry["set"] != "dev", str(exc)
-        assert re.match(rf"^{re.escape(repo)}: config.json field '\w+'", str(exc))
+        assert re.match(rf"^{re.escape(repo)}: config.json field '[\w.]+'", str(exc))
         return
     assert row["total_params_b"] == pytest.approx(float(entry["total_b"]), rel=_tolerance(entry["total_b"]))
     if entry["active_b"]:
-        text = raw.get("text_config", raw)
-        input_embedding_b = (text.get("vocab_size") or text["padded_vocab_size"]) * text["hidden_size"] / 1e9
-        active = row["active_params_b"] - (input_embedding_b if entry["active_without_input_embedding"] == "true" else 0)
+        active = row["active_params_b"]
+        if entry["active_without_input_embedding"] == "true":
+            text = raw.get("text_config", raw)
+            active -= (text.get("vocab_size") or text["padded_vocab_size"]) * text["hidden_size"] / 1e9
         assert active == pytest.approx(float(entry["active_b"]), rel=_tolerance(entry["active_b"]))
 
 
@@ -487,3 +490,63 @@ def test_starcoder2_slides_on_every_layer():
     assert (row["window_tokens"], row["kv_bytes_per_token"], row["kv_heads"]) == (4_096, 0.0, 4)
     assert row["window_kv_bytes_per_token"] == 32 * 2 * 4 * 128 * 2 and row["attn_flops_per_ctx_token"] == 0.0
     assert row["total_params_b"] == 7.17  # tied (Starcoder2Config): 7.40 untied, outside the card's "7B"
+
+
+def test_nested_blocks_are_read_by_their_fields():
+    """DBRX's attn_config and ffn_config: KV heads, experts, top-k, width and activation read where they are nested;
+    the blocks' own PretrainedConfig defaults (attn_config's tie_word_embeddings true) are not the model's."""
+    row = _unseen_row("mlx-community/dbrx-instruct-4bit")
+    raw = _unseen(next(e for e in PUBLISHED if e["repo"] == "mlx-community/dbrx-instruct-4bit"))
+    assert raw["attn_config"]["tie_word_embeddings"] is True and raw["tie_word_embeddings"] is False
+    attention = 6_144 * (6_144 + 2 * 8 * 128) + 6_144**2
+    expert = 3 * 6_144 * 10_752  # DbrxExpertGLU: w1, v1, w2 around SiLU
+    embeddings = 2 * 100_352 * 6_144
+    assert row["total_params_b"] == round((embeddings + 40 * (attention + 16 * expert + 6_144 * 16)) / 1e9, 2)
+    assert (row["experts"], row["experts_per_token"], row["kv_heads"]) == (16, 4, 8)
+    assert row["native_precision"] == "int4"  # MLX's quantization: {"bits": 4, "group_size": 64}
+
+
+@pytest.mark.parametrize(("attn_config", "kv_heads"), [
+    ({"attn_type": "multihead_attention", "kv_n_heads": 1}, 32),  # kv_n_heads counts for grouped-query only
+    ({"attn_type": "multiquery_attention"}, 1),
+    ({"attn_type": "grouped_query_attention", "kv_n_heads": 8}, 8),
+])
+def test_mpt_attention_is_read_by_its_attn_type(attn_config, kv_heads):
+    raw = copy.deepcopy(_unseen(next(e for e in PUBLISHED if e["repo"] == "mosaicml/mpt-7b-instruct")))
+    raw["attn_config"] |= attn_config
+    row = derive_model(raw, "mosaicml/mpt-7b-instruct")
+    assert row["kv_heads"] == kv_heads and row["kv_bytes_per_token"] == 32 * 2 * kv_heads * 128 * 2
+    raw["ffn_config"] = {"ffn_type": "mptglu"}  # llm-foundry's gated MLP: a third projection
+    assert derive_model(raw, "mosaicml/mpt-7b-instruct")["total_params_b"] == pytest.approx(
+        row["total_params_b"] + 32 * 4_096 * 16_384 / 1e9, abs=0.01)
+
+
+def test_gpt_neo_local_layers_slide_over_their_window():
+    """GPT-Neo 125M: attention_layers alternate global and local; a local layer holds at most window_size (256)
+    tokens. attention_types, which GPTNeoConfig expands into attention_layers, says the same."""
+    entry = next(e for e in PUBLISHED if e["repo"] == "EleutherAI/gpt-neo-125m")
+    row = derive_model(_unseen(entry), entry["repo"])
+    per_layer = 2 * 12 * 64 * 2
+    assert (row["kv_bytes_per_token"], row["window_tokens"], row["window_kv_bytes_per_token"]) == (
+        6 * per_layer, 256, 6 * per_layer)
+    raw = _unseen(entry)
+    del raw["attention_layers"]
+    assert derive_model(raw, entry["repo"]) == row
+    raw["attention_types"] = [[["global", "sparse"], 6]]
+    with pytest.raises(ModelConfigError, match=r"field 'attention_types' is not a list of global and local layers"):
+        derive_model(raw, entry["repo"])
+
+
+def test_opt_counts_its_embedding_projections_and_falcon_its_parallel_block_as_any_other():
+    """OPT's word_embed_proj_dim narrower than hidden_size (OPT-350M): embeddings that wide, projected in and out.
+    Falcon's parallel attention adds the attention and MLP outputs: the same projections as one after the other."""
+    entry = next(e for e in PUBLISHED if e["repo"] == "facebook/opt-6.7b")
+    row = derive_model(_unseen(entry), entry["repo"])
+    narrow = derive_model(_unseen(entry) | {"word_embed_proj_dim": 512}, entry["repo"])
+    assert narrow["total_params_b"] == pytest.approx(
+        row["total_params_b"] - 50_272 * (4_096 - 512) / 1e9 + 2 * 512 * 4_096 / 1e9, abs=0.01)
+    falcon = next(e for e in PUBLISHED if e["repo"] == "tiiuae/falcon-7b-instruct")
+    parallel = derive_model(_unseen(falcon), falcon["repo"])
+    assert parallel == derive_model(_unseen(falcon) | {"parallel_attn": False}, falcon["repo"])
+    assert (parallel["kv_heads"], parallel["context_max"]) == (1, 2048)  # multi_query; FalconConfig's 2048
+    assert "hidden_act gelu" in parallel["notes"] and "intermediate_size 4 x hidden_size (18176)" in parallel["notes"]
