@@ -374,8 +374,10 @@ _FAMILIES = {
     **dict.fromkeys(("falcon", "RefinedWebModel", "RefinedWeb"),
                     {"hidden_act": "gelu", "tie_word_embeddings": True, "max_position_embeddings": 2048}),
     # MPTConfig (remote code, and transformers' MptConfig): expansion_ratio 4, tie_word_embeddings True; its MLP's
-    # activation is GELU unless ffn_config says otherwise (llm-foundry's MPTMLP, transformers' MptMLP, vLLM's mpt.py)
-    "mpt": {"hidden_act": "gelu", "tie_word_embeddings": True, "expansion_ratio": 4},
+    # activation is GELU unless ffn_config says otherwise (llm-foundry's MPTMLP, transformers' MptMLP, vLLM's mpt.py);
+    # attn_config's attn_type defaults to multihead_attention (llm-foundry's attn_config_defaults), whatever
+    # kv_n_heads (only grouped-query attention reads it) says
+    "mpt": {"hidden_act": "gelu", "tie_word_embeddings": True, "expansion_ratio": 4, "attn_type": "multihead_attention"},
 }
 # What a family's code does that no field says.
 _QUIRKS = {

@@ -523,6 +523,7 @@ def test_nested_blocks_are_read_by_their_fields():
     ({"attn_type": "multihead_attention", "kv_n_heads": 1}, 32),  # kv_n_heads counts for grouped-query only
     ({"attn_type": "multiquery_attention"}, 1),
     ({"attn_type": "grouped_query_attention", "kv_n_heads": 8}, 8),
+    ({"kv_n_heads": 8}, 32),  # no attn_type: MPT's default, multi-head
 ])
 def test_mpt_attention_is_read_by_its_attn_type(attn_config, kv_heads):
     raw = copy.deepcopy(_unseen(next(e for e in PUBLISHED if e["repo"] == "mosaicml/mpt-7b-instruct")))
