@@ -95,12 +95,14 @@ class _Shape:
 class _Config:
     """The text model's fields: the config's `text_config` when it has one, then its top level."""
 
-    def __init__(self, config: dict, repo: str):
+    def __init__(self, config: dict, repo: str, prefix: str = ""):
         if not isinstance(config, dict):
-            raise ModelConfigError(f"{repo}: config.json is not a JSON object")
-        self.top, self.repo = config, repo
+            raise ModelConfigError(f"{repo}: config.json {prefix or 'is'} not a JSON object")
+        self.top, self.repo, self.prefix = config, repo, prefix  # prefix: the block read ("vision_config.")
         self.text = config.get("text_config") or config
-        self.multimodal = "text_config" in config
+        self.in_text_config = "text_config" in config  # sizes left out fall to the text class (_TEXT_CONFIG_DEFAULTS)
+        # a vision tower beside the language model: a text_config, a vision_config, or Phi-3-vision's img_processor
+        self.multimodal = any(key in config for key in ("text_config", "vision_config", "img_processor"))
         self.model_type = self.text.get("model_type") or config.get("model_type")
         self.part = "shape"  # what the fields read now count towards (derive_with_keys)
         self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
@@ -114,7 +116,8 @@ class _Config:
                 if where.get(name) is not None:
                     self.read.setdefault(self.part, {})[self._spelled(name)] = where[name]
                     return where[name]
-        family = _FAMILIES.get(self.model_type, {})
+        family = _FAMILIES.get(self.model_type, {}) | (_TEXT_CONFIG_DEFAULTS.get(self.model_type, {})
+                                                        if self.in_text_config else {})
         if key in family:
             self.defaulted[key] = family[key]
             return family[key]
@@ -131,7 +134,8 @@ class _Config:
     def _spelled(self, name: str) -> str:
         """A field as the config nests it: 'ffn_config.moe_top_k'."""
         block = next((b for b, names in _NESTED.items() if name in names), None)
-        return f"{block}.{name}" if block and name not in self.text and name not in self.top else name
+        spelled = f"{block}.{name}" if block and name not in self.text and name not in self.top else name
+        return self.prefix + spelled
 
     def need(self, key: str):
         value = self.get(key)
@@ -379,6 +383,19 @@ _FAMILIES = {
     # kv_n_heads (only grouped-query attention reads it) says
     "mpt": {"hidden_act": "gelu", "tie_word_embeddings": True, "expansion_ratio": 4, "attn_type": "multihead_attention"},
 }
+# A multimodal config's text_config may leave sizes out: its class builds the text model's config as
+# CONFIG_MAPPING[text_config["model_type"]](**text_config) (LlavaConfig.__init__, which also defaults the model_type to
+# "llama") and saves only what differs from that class's defaults, so llava-hf/llava-1.5-7b-hf's text_config states
+# its vocabulary and context and nothing else. Those defaults, read only inside a text_config (a top-level config of
+# these families states its sizes):
+_TEXT_CONFIG_DEFAULTS = {
+    # transformers' LlamaConfig.__init__: vocab_size 32000, hidden_size 4096, intermediate_size 11008,
+    # num_hidden_layers 32, num_attention_heads 32, num_key_value_heads None (= num_attention_heads), hidden_act
+    # "silu", max_position_embeddings 2048, tie_word_embeddings False, attention_bias False
+    "llama": {"vocab_size": 32_000, "hidden_size": 4096, "intermediate_size": 11_008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "hidden_act": "silu", "max_position_embeddings": 2048,
+              "tie_word_embeddings": False},
+}
 # What a family's code does that no field says.
 _QUIRKS = {
     # GemmaMLP (and Gemma 2, 3, 4's): gate, up and down projections around a GELU
@@ -398,6 +415,11 @@ _QUIRKS = {
     **dict.fromkeys(("gpt_neo", "falcon", "RefinedWebModel", "RefinedWeb", "bloom"), {"ungated_mlp", "mlp_width_4x_hidden"}),
     # Starcoder2MLP: c_fc, c_proj; Starcoder2Attention slides over sliding_window on every layer
     "starcoder2": {"ungated_mlp", "every_layer_slides"},
+    # A sliding_window with no layer_types slides on every layer: MistralAttention and MixtralAttention (transformers'
+    # modeling_mistral.py, modeling_mixtral.py) and Phi3Attention (modeling_phi3.py) pass config.sliding_window to the
+    # attention of every layer, as Microsoft's remote-code Phi3V (Phi-3.5-vision's modeling_phi3_v.py, its Phi 3
+    # attention) does
+    **dict.fromkeys(("mistral", "mixtral", "phi3", "phi3_v"), {"every_layer_slides"}),
 }
 
 
@@ -428,6 +450,11 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
             return ["full_attention" if (i + 1) % step == 0 else "sliding_attention" for i in range(layers)]
         if c.get("sliding_window") is not None and c.quirk("every_layer_slides"):
             return ["sliding_attention"] * layers
+        if c.get("sliding_window") is not None and c.get("use_sliding_window") and c.has("max_window_layers"):
+            # Qwen2Config (and Qwen2-MoE's, Qwen3's): with use_sliding_window on, the layers from max_window_layers
+            # on slide, the ones below attend fully (its layer_types default)
+            first = c.number("max_window_layers")
+            return ["sliding_attention" if i >= first else "full_attention" for i in range(layers)]
         if c.get("sliding_window") is not None and c.get("use_sliding_window") is not False:
             raise c.error("sliding_window", "is set but no layer_types say which layers slide")
         return ["full_attention"] * layers
@@ -469,6 +496,12 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
     if kind == "mamba":
         return _mamba1(c, hidden)
     layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate)
+    if kind == "sliding_attention" and c.number("sliding_window") >= _context(c):
+        note = (f"sliding_window {c.get('sliding_window')} is no shorter than the served context: its layers attend "
+                "to the whole context, read as full attention")
+        if note not in c.notes:  # Phi-3.5-vision's 262,144 beside 131,072 positions
+            c.notes.append(note)
+        return layer
     if kind == "sliding_attention":
         return _windowed(c, layer, "sliding_window")
     if kind == "chunked_attention":
@@ -727,6 +760,7 @@ _UNREAD = {
     "shared_intermediate_size": "a shared expert of its own width (Granite MoE shared)",
     "moe_shared_expert_intermediate_size": "a shared expert of its own width",
     "cross_attention_layers": "cross-attention layers (Mllama)",
+    "rescale_every": "RWKV's recurrent time-mixing and channel-mixing layers (no attention)",
 }
 
 
@@ -870,7 +904,7 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
         notes.append(f"fields the config leaves out read at the {c.model_type} family's defaults: "
                      + ", ".join(f"{key} {value}" for key, value in c.defaulted.items()))
     if c.multimodal:
-        notes.append("language model only: the vision/audio tower is not counted")
+        notes.append("language model only: the vision/audio tower is not counted" + _tower_note(config, where))
     if c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules"):
         notes.append("multi-token-prediction layers are not served and not counted")
     return {
@@ -902,6 +936,46 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
         "attention": attention,
         "kv_heads": kv_heads,
     }, {part: keys for part, keys in c.read.items() if part != "notes"}
+
+
+# The vision towers read by field, a CLIP vision transformer each (transformers' CLIPVisionConfig: num_channels 3 when
+# the config leaves it out), and the projectors the multimodal classes put between it and the language model.
+_VISION_TOWERS = ("clip_vision_model",)
+_PROJECTORS = ("llava",)  # LlavaMultiModalProjector: linear_1 (vision -> text hidden) and linear_2, both biased
+
+
+def vision_tower_params(config: dict, repo: str) -> float:
+    """The parameters of a multimodal config's vision tower and projector, which the row does not count (it prices the
+    language model): read by field from a CLIP `vision_config` (CLIPVisionEmbeddings' unbiased patch convolution,
+    class and position embeddings; CLIPEncoderLayer's biased q, k, v, o and ungated fc1, fc2, two LayerNorms; the
+    pre- and post-LayerNorms), so that a publisher's whole-model figure is compared with the whole model. Any other
+    tower is refused naming the field that describes it, never counted as nothing."""
+    if not isinstance(config, dict) or not isinstance(config.get("vision_config"), dict):
+        field = next((k for k in ("img_processor", "vision_config", "embd_layer") if k in (config or {})),
+                     "vision_config")
+        raise ModelConfigError(f"{repo}: config.json field '{field}' does not state the vision tower's sizes")
+    v = _Config(config["vision_config"], repo, prefix="vision_config.")
+    if v.model_type not in _VISION_TOWERS:
+        raise v.error("model_type", f"names a vision tower the reader does not count ({v.model_type!r})")
+    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
+    patch, image, channels = v.number("patch_size"), v.number("image_size"), v.number("num_channels", 3)
+    if not patch:
+        raise v.error("patch_size", "is 0")
+    positions = (image // patch) ** 2 + 1  # the patches and the class token
+    params = channels * patch * patch * hidden + hidden + positions * hidden + 4 * hidden  # embeddings, pre/post LN
+    params += layers * (4 * hidden * hidden + 4 * hidden + 2 * hidden * width + width + hidden + 4 * hidden)
+    if config.get("model_type") in _PROJECTORS:
+        text = _Config(config, repo).number("hidden_size")  # the language model's, at its class default if left out
+        params += hidden * text + text + text * text + text
+    return float(params)
+
+
+def _tower_note(config: dict, where: str) -> str:
+    """The size of the tower left out, where the reader can count it."""
+    try:
+        return f" ({vision_tower_params(config, where) / 1e9:.2f}B with its projector, read from vision_config)"
+    except ModelConfigError:
+        return ""
 
 
 def _window(c: _Config, layers: list[_Layer]) -> int | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from transforms.model_config import ModelConfigError, derive_model
+from transforms.model_config import ModelConfigError, derive_model, vision_tower_params
 from warehouse import catalog
 
 CONFIGS = Path(__file__).parent.parent / "fixtures" / "hf_configs"
@@ -395,13 +395,11 @@ SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc
               "tiiuae/Falcon3-7B-Instruct"}
 
 
-# The held-out configs refused when scored, and the field each refusal names (the fourth set, scored once: RWKV-5 has
-# no attention at all; LLaVA-1.5's text_config leaves its sizes to LlamaConfig's defaults; Phi-3.5-vision and DictaLM
-# 2.0 state a sliding_window with no rule for which layers slide; Spark-X2.5's quoted layer_types lists 32 layers of 36).
+# The held-out configs refused, and the field each refusal names. The fourth set (in-sample since the reader read
+# its other refusals by rule: a sliding_window on every layer of Mistral and Phi-3, LlamaConfig's defaults in LLaVA's
+# text_config): RWKV-5 has no attention at all; Spark-X2.5's quoted layer_types lists 32 layers of 36.
 # Every other held-out config reads.
-REFUSED = {"RWKV/rwkv-5-world-3b": "num_attention_heads", "llava-hf/llava-1.5-7b-hf": "hidden_size",
-           "microsoft/Phi-3.5-vision-instruct": "sliding_window", "dicta-il/dictalm2.0-instruct": "sliding_window",
-           "XHToken/Spark-X2.5-4B": "layer_types"}
+REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "layer_types"}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
@@ -503,6 +501,52 @@ def test_starcoder2_slides_on_every_layer():
     assert (row["window_tokens"], row["kv_bytes_per_token"], row["kv_heads"]) == (4_096, 0.0, 4)
     assert row["window_kv_bytes_per_token"] == 32 * 2 * 4 * 128 * 2 and row["attn_flops_per_ctx_token"] == 0.0
     assert row["total_params_b"] == 7.17  # tied (Starcoder2Config): 7.40 untied, outside the card's "7B"
+
+
+def test_a_sliding_window_without_layer_types_slides_where_the_family_says():
+    """Mistral's (DictaLM 2.0's) sliding_window slides on every layer (MistralAttention); Qwen2's only with
+    use_sliding_window, from max_window_layers on (Qwen2Config's layer_types); a family with no rule is refused."""
+    row = _unseen_row("dicta-il/dictalm2.0-instruct")
+    assert (row["window_tokens"], row["kv_bytes_per_token"], row["window_kv_bytes_per_token"]) == (
+        4_096, 0.0, 32 * 2 * 8 * 128 * 2)
+    qwen = config("Qwen/Qwen2.5-7B") | {"use_sliding_window": True, "max_window_layers": 20, "sliding_window": 4_096}
+    row = derive_model(qwen, "acme/qwen-swa")
+    per_layer = 2 * 4 * 128 * 2  # K and V of 4 KV heads of 128
+    assert (row["window_tokens"], row["kv_bytes_per_token"], row["window_kv_bytes_per_token"]) == (
+        4_096, 20 * per_layer, 8 * per_layer)
+    assert derive_model(qwen | {"use_sliding_window": False}, "acme/qwen")["window_tokens"] is None
+    acme = {k: v for k, v in qwen.items() if k not in ("use_sliding_window", "max_window_layers")}
+    with pytest.raises(ModelConfigError, match=r"field 'sliding_window' is set but no layer_types"):
+        derive_model(acme | {"model_type": "acme"}, "acme/acme")
+
+
+def test_a_window_no_shorter_than_the_context_is_full_attention():
+    """Phi-3.5-vision slides over 262,144 tokens of a 131,072-token context: every layer sees the whole context."""
+    row = _unseen_row("microsoft/Phi-3.5-vision-instruct")
+    assert row["window_tokens"] is None and row["kv_bytes_per_token"] == 32 * 2 * 32 * 96 * 2
+    assert "no shorter than the served context" in row["notes"] and "vision" in row["notes"]
+
+
+def test_a_text_config_leaving_sizes_out_reads_its_class_defaults_and_the_tower_is_counted_apart():
+    """LLaVA-1.5's text_config states only its vocabulary and context: LlamaConfig's defaults (4,096 hidden, 32 layers
+    of 11,008-wide SwiGLU, 32 heads) give Vicuna-7B's 6.74B; the CLIP ViT-L/14-336 tower and LLaVA's two-layer
+    projector, read from vision_config, are counted apart (7.06B together, the LLaVA-1.5 7B checkpoint)."""
+    entry = next(e for e in PUBLISHED if e["repo"] == "llava-hf/llava-1.5-7b-hf")
+    raw, row = _unseen(entry), _unseen_row("llava-hf/llava-1.5-7b-hf")
+    assert (row["total_params_b"], row["layers"], row["kv_heads"], row["context_max"]) == (6.74, 32, 32, 4_096)
+    assert "llama family's defaults" in row["notes"] and "0.32B with its projector" in row["notes"]
+    tower = 3 * 14 * 14 * 1024 + 1024 + 577 * 1024 + 4 * 1024 + 24 * (4 * 1024**2 + 2 * 1024 * 4096 + 4096 + 9 * 1024)
+    assert vision_tower_params(raw, "llava") == tower + 1024 * 4096 + 4096 + 4096**2 + 4096
+    assert round(row["total_params_b"] + vision_tower_params(raw, "llava") / 1e9, 2) == 7.06
+    siglip = raw | {"vision_config": raw["vision_config"] | {"model_type": "siglip_vision_model"}}
+    with pytest.raises(ModelConfigError, match=r"field 'vision_config.model_type' names a vision tower"):
+        vision_tower_params(siglip, "acme/vlm")
+    phi = _unseen(next(e for e in PUBLISHED if e["repo"] == "microsoft/Phi-3.5-vision-instruct"))
+    with pytest.raises(ModelConfigError, match=r"field 'img_processor' does not state"):
+        vision_tower_params(phi, "microsoft/Phi-3.5-vision-instruct")
+    llama = {k: v for k, v in config("meta-llama/Llama-3.3-70B-Instruct").items() if k != "hidden_size"}
+    with pytest.raises(ModelConfigError, match=r"field 'hidden_size'"):  # a top-level config states its sizes
+        derive_model(llama, "acme/llama")
 
 
 def test_nested_blocks_are_read_by_their_fields():
