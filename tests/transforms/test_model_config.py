@@ -400,11 +400,32 @@ SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc
 # its other refusals by rule: a sliding_window on every layer of Mistral and Phi-3, LlamaConfig's defaults in LLaVA's
 # text_config): RWKV-5 has no attention at all; Spark-X2.5's quoted layer_types lists 32 layers of 36.
 # Every other held-out config reads.
-REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "layer_types"}
+REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "layer_types",
+           # the fifth set, scored once: 7 of 10 refused naming a field
+           "mlx-community/helium-1-preview-2b-4bit": "quantization_config.quant_method",  # MLX's, no method named
+           "mistralai/Mamba-Codestral-7B-v0.1": "max_position_embeddings",  # Mamba-2: no context field
+           "tiiuae/falcon-mamba-7b": "num_attention_heads",  # Mamba: no attention
+           "Zyphra/Zamba2-7B": "layers_block_type",  # Mamba-2 and shared attention blocks
+           "mlx-community/OpenELM-1_1B-Instruct-4bit": "hidden_size",  # model_dim, per-layer heads and widths
+           "google/recurrentgemma-2b": "hidden_act",  # its GELU MLP, gated or not (and RG-LRU layers, unread)
+           "Qwen/Qwen2.5-VL-7B-Instruct": "vision_config.model_type"}  # a whole-model figure, a tower not read
+# Read outside the published figure when scored once: Ling-lite-1.5 (inclusionAI's Bailing MoE) states its two
+# shared experts as num_shared_experts, a spelling the reader did not know: 16.32B total (within 16.8's 3% by chance)
+# and 2.27B active against 2.75B. A wrong number, not a size class.
+WRONG = {"inclusionAI/Ling-lite-1.5"}
 
 
-@pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
-                                   if e["repo"] in SIZE_CLASS else e for e in PUBLISHED],
+def _scored(entry: dict):
+    """An entry, marked as the scoring left it: a size class or a wrong number is a strict xfail."""
+    if entry["repo"] in SIZE_CLASS:
+        return pytest.param(entry, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
+    if entry["repo"] in WRONG:
+        return pytest.param(entry, marks=pytest.mark.xfail(strict=True, reason="read wrong when held out: a field "
+                                                                                  "the reader did not know"))
+    return entry
+
+
+@pytest.mark.parametrize("entry", [_scored(e) for e in PUBLISHED],
                          ids=[f"{e['set']}:{e['repo']}" for e in PUBLISHED])
 def test_an_unseen_architecture_reads_within_its_published_count_or_is_refused_naming_a_field(entry):
     """Never a number outside the published figure's precision: the developed-on configs all read, a held-out one
