@@ -597,7 +597,9 @@ def _dense_width(c: _Config) -> int:
 
 def _shared_experts(c: _Config, expert_width: int) -> tuple[int, int]:
     """(width of the always-on shared expert MLP, shared experts counted as the catalogue does)."""
-    for key in ("n_shared_experts", "moe_num_shared_experts"):  # DeepSeek, ERNIE 4.5: shared experts of the experts' width
+    # DeepSeek, ERNIE 4.5, Bailing (Ling: its remote-code BailingMoeSparseMoeBlock builds one shared MLP of
+    # moe_intermediate_size x num_shared_experts): shared experts of the experts' width
+    for key in ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts"):
         if c.get(key):
             return c.number(key) * expert_width, c.number(key)
     if c.get("shared_expert_intermediate_size"):
@@ -761,6 +763,10 @@ _UNREAD = {
     "moe_shared_expert_intermediate_size": "a shared expert of its own width",
     "cross_attention_layers": "cross-attention layers (Mllama)",
     "rescale_every": "RWKV's recurrent time-mixing and channel-mixing layers (no attention)",
+    # state-space and recurrent mixers whose other fields read like a transformer's (Mamba-2's num_heads, Mamba's
+    # intermediate_size): refused by the field that says what they are, before those are misread
+    "state_size": "state-space (Mamba, Mamba-2) layers outside the ones read (Jamba's, Nemotron-H's)",
+    "lru_width": "RG-LRU recurrent layers (RecurrentGemma)",
 }
 
 
@@ -781,6 +787,9 @@ def _reader(c: _Config):
 def _precision(c: _Config) -> str:
     """The checkpoint's weight precision: its quantization, else its 16-bit dtype."""
     quant = c.get("quantization_config")
+    mlx = c.get("quantization")  # MLX's affine integer quantization: {"group_size": 64, "bits": 4}
+    if quant and isinstance(mlx, dict) and "quant_method" not in quant and quant == mlx:
+        quant = None  # MLX writes its block under both names (mlx-lm's save_config); no method: read as MLX's
     if quant:
         method = str(quant.get("quant_method", "")).lower()
         if method == "fp8":
@@ -799,7 +808,6 @@ def _precision(c: _Config) -> str:
         if method == "compressed-tensors":
             return _compressed_tensors(c, quant)
         raise c.error("quantization_config.quant_method", f"is not one the reader knows ({method!r})")
-    mlx = c.get("quantization")  # MLX's affine integer quantization: {"group_size": 64, "bits": 4}
     if isinstance(mlx, dict) and "bits" in mlx:
         return _integer_bits(c, mlx.get("bits"), "quantization.bits")
     dtype = c.get("torch_dtype") or c.get("dtype")
