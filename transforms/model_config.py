@@ -14,7 +14,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
   MLPs, routers, routed and shared experts. Norms and biases of norms (well under 0.1%) and learned position
   embeddings (GPT-2's wpe, under 1%) are left out; vision and audio towers are not counted (a multimodal model is
-  priced by its language model); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
+  priced by its language model; vision_tower_params counts a CLIP tower apart, for a whole-model figure and the
+  row's notes); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
   and not counted: `num_hidden_layers` excludes them.
 - Active parameters: everything but the routed experts a token does not use, embeddings included (Mixtral
   8x7B's 12.88B, Llama 4's 17.17B). Vendors that quote active counts without the input embedding (gpt-oss's
