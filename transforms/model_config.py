@@ -290,15 +290,19 @@ def _mamba1(c: _Config, hidden: int) -> _Layer:
     return _Layer(mixer="Mamba", attention_params=params, state_bytes=state * KV_BYTES)
 
 
+# The spellings of the expert counts, tried in order (the first stated is read; the others may repeat it, as
+# gpt-oss's experts_per_token beside num_experts_per_tok).
+_EXPERT_COUNTS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+_EXPERTS_PER_TOKEN = ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts", "moe_top_k")
+_SHARED_EXPERTS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
+
+
 def _experts(c: _Config) -> tuple[int, int]:
     """(routed experts, experts per token) under the names the families use; (0, 0) for a dense model."""
-    count = next((c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
-                  if c.get(k)), 0)
+    count = next((c.get(k) for k in _EXPERT_COUNTS if c.get(k)), 0)
     if not count:
         return 0, 0
-    per_token = next((c.get(k) for k in ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts",
-                                         "moe_top_k")
-                      if c.get(k)), None)
+    per_token = next((c.get(k) for k in _EXPERTS_PER_TOKEN if c.get(k)), None)
     if per_token is None:
         raise c.error("num_experts_per_tok", "is missing for a mixture of experts")
     return int(count), int(per_token)
@@ -600,7 +604,7 @@ def _shared_experts(c: _Config, expert_width: int) -> tuple[int, int]:
     """(width of the always-on shared expert MLP, shared experts counted as the catalogue does)."""
     # DeepSeek, ERNIE 4.5, Bailing (Ling: its remote-code BailingMoeSparseMoeBlock builds one shared MLP of
     # moe_intermediate_size x num_shared_experts): shared experts of the experts' width
-    for key in ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts"):
+    for key in _SHARED_EXPERTS:
         if c.get(key):
             return c.number(key) * expert_width, c.number(key)
     if c.get("shared_expert_intermediate_size"):
@@ -879,6 +883,7 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     where = repo or path
     c = _Config(config, where)
     shape = _reader(c)(c)
+    _unread_experts(c)
     layers = shape.layers
     moe = any(layer.experts for layer in layers)
     per_layer_total = sum(ly.attention_params + ly.dense_params + ly.experts * ly.expert_params for ly in layers)
@@ -985,6 +990,17 @@ def _tower_note(config: dict, where: str) -> str:
         return f" ({vision_tower_params(config, where) / 1e9:.2f}B with its projector, read from vision_config)"
     except ModelConfigError:
         return ""
+
+
+def _unread_experts(c: _Config) -> None:
+    """Refuse a count of experts stated under a name the reader did not read: a spelling it does not know reads as no
+    experts at all (Ling-lite-1.5's num_shared_experts, before it was known, gave 2.27B active for 2.75B)."""
+    read = {name.rsplit(".", 1)[-1] for name in c.read.get("shape", {})}
+    known = read | set(_EXPERT_COUNTS) | set(_EXPERTS_PER_TOKEN) | set(_SHARED_EXPERTS)
+    for key, value in c.text.items():
+        if ("expert" in key.lower() and key not in known and isinstance(value, int | float)
+                and not isinstance(value, bool) and value):
+            raise c.error(key, f"counts experts under a name the reader does not read ({value!r})")
 
 
 def _window(c: _Config, layers: list[_Layer]) -> int | None:

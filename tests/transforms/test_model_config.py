@@ -320,6 +320,7 @@ def test_no_num_key_value_heads_is_multi_head_attention():
     ({"hidden_act": "relu"}, "hidden_act"),  # ungated in OPT, gated in ReLU-Llamas: not guessed
     ({"state_size": 128, "num_heads": 128}, "state_size"),  # Mamba-2's heads are not attention heads
     ({"lru_width": 8192}, "lru_width"),  # RecurrentGemma's RG-LRU layers
+    ({"num_shared_expertz": 2}, "num_shared_expertz"),  # experts under a name not read: never read as none
 ])
 def test_an_unknown_model_missing_or_carrying_a_field_the_count_turns_on_is_refused_naming_it(edit, field):
     raw = config("meta-llama/Llama-3.3-70B-Instruct") | {"model_type": "acme_dense"}
