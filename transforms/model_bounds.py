@@ -15,7 +15,8 @@ CONTEXT_MAX = 2**28
 SIZE_MAX = 2**20
 CONFIG_MAX = {"num_hidden_layers": 1024, "hidden_size": 2**17, "vocab_size": 2**22, "vocab_size_per_layer_input": 2**22,
               "max_position_embeddings": CONTEXT_MAX, "sliding_window": CONTEXT_MAX,
-              "attention_chunk_size": CONTEXT_MAX, "rope_scaling.original_max_position_embeddings": CONTEXT_MAX}
+              "attention_chunk_size": CONTEXT_MAX, "rope_scaling.original_max_position_embeddings": CONTEXT_MAX,
+              "expansion_ratio": 64}  # MPT's MLP width in hiddens (published: 4)
 # Counts a model cannot have none of (a hidden size of 0 or 0 attention heads divides by zero); others may be 0
 # (shared experts, dense layers first).
 CONFIG_MIN = dict.fromkeys(("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "head_dim",

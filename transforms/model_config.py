@@ -2,7 +2,8 @@
 
 Pure: `derive_model(config, repo)` takes the parsed config.json and returns a row with the columns of
 warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
-(its text model's, for a multimodal one) states, under their common spellings (_ALIASES), whatever its model_type
+(its text model's, for a multimodal one) states, under their common spellings (_ALIASES) and inside the nested
+blocks some families keep them in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type
 or none: attention (multi-head, grouped, multi-query, latent), windowed, chunked and linear-attention layers, dense,
 gated and expert MLPs, shared experts and which layers route. A model_type matters only for a true quirk: a family's
 defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
@@ -13,7 +14,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
   MLPs, routers, routed and shared experts. Norms and biases of norms (well under 0.1%) and learned position
   embeddings (GPT-2's wpe, under 1%) are left out; vision and audio towers are not counted (a multimodal model is
-  priced by its language model); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
+  priced by its language model; vision_tower_params counts a CLIP tower apart, for a whole-model figure and the
+  row's notes); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
   and not counted: `num_hidden_layers` excludes them.
 - Active parameters: everything but the routed experts a token does not use, embeddings included (Mixtral
   8x7B's 12.88B, Llama 4's 17.17B). Vendors that quote active counts without the input embedding (gpt-oss's
@@ -38,7 +40,7 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - context_max: max_position_embeddings, or original_max_position_embeddings x factor for YaRN rope scaling (the
   served length vLLM derives from the config); a longer context a model card offers by editing the config is not.
 - native_precision from quantization_config (FP8 blocks: fp8, MXFP4/NVFP4: fp4, 4-bit AWQ/GPTQ/compressed-tensors
-  integers: int4), else the 16-bit dtype: bf16.
+  integers: int4) or MLX's `quantization` (its bits: int4, int8), else the 16-bit dtype: bf16.
 """
 
 import re
@@ -49,7 +51,8 @@ from transforms.model_bounds import config_range
 KV_BYTES = 2  # bytes per cached value as the catalogue stores it (16 bits)
 KV_CACHE_DTYPE = "bf16"
 GATED_ACTS = ("silu", "swiglu")  # gate, up and down projections
-GELU_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new")  # gated or not by family (_QUIRKS' gated_gelu_mlp)
+# gated or not by family (_QUIRKS' gated_gelu_mlp, ungated_mlp): ReLU is ungated in OPT and gated in ReLU-Llamas
+EITHER_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new", "relu")
 UNGATED_ACTS = ("relu2",)  # up and down projections only (Nemotron-H)
 KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
 
@@ -93,12 +96,14 @@ class _Shape:
 class _Config:
     """The text model's fields: the config's `text_config` when it has one, then its top level."""
 
-    def __init__(self, config: dict, repo: str):
+    def __init__(self, config: dict, repo: str, prefix: str = ""):
         if not isinstance(config, dict):
-            raise ModelConfigError(f"{repo}: config.json is not a JSON object")
-        self.top, self.repo = config, repo
+            raise ModelConfigError(f"{repo}: config.json {prefix or 'is'} not a JSON object")
+        self.top, self.repo, self.prefix = config, repo, prefix  # prefix: the block read ("vision_config.")
         self.text = config.get("text_config") or config
-        self.multimodal = "text_config" in config
+        self.in_text_config = "text_config" in config  # sizes left out fall to the text class (_TEXT_CONFIG_DEFAULTS)
+        # a vision tower beside the language model: a text_config, a vision_config, or Phi-3-vision's img_processor
+        self.multimodal = any(key in config for key in ("text_config", "vision_config", "img_processor"))
         self.model_type = self.text.get("model_type") or config.get("model_type")
         self.part = "shape"  # what the fields read now count towards (derive_with_keys)
         self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
@@ -108,15 +113,30 @@ class _Config:
     def get(self, key: str, default=None):
         """The field, else one of its other spellings (_ALIASES), else the family's default (_FAMILIES)."""
         for name in (key, *_ALIASES.get(key, ())):
-            for where in (self.text, self.top):
+            for where in (self.text, self.top, self._nested(name)):
                 if where.get(name) is not None:
-                    self.read.setdefault(self.part, {})[name] = where[name]
+                    self.read.setdefault(self.part, {})[self._spelled(name)] = where[name]
                     return where[name]
-        family = _FAMILIES.get(self.model_type, {})
+        family = _FAMILIES.get(self.model_type, {}) | (_TEXT_CONFIG_DEFAULTS.get(self.model_type, {})
+                                                        if self.in_text_config else {})
         if key in family:
             self.defaulted[key] = family[key]
             return family[key]
         return default
+
+    def _nested(self, name: str) -> dict:
+        """The nested block (MPT's and DBRX's attn_config, ffn_config) that may hold `name`, else nothing. Only the
+        fields _NESTED lists are read there: the blocks also carry PretrainedConfig's defaults (DBRX's attn_config
+        says tie_word_embeddings true beside the model's false)."""
+        block = next((b for b, names in _NESTED.items() if name in names), None)
+        value = self.text.get(block) if block else None
+        return value if isinstance(value, dict) else {}
+
+    def _spelled(self, name: str) -> str:
+        """A field as the config nests it: 'ffn_config.moe_top_k'."""
+        block = next((b for b, names in _NESTED.items() if name in names), None)
+        spelled = f"{block}.{name}" if block and name not in self.text and name not in self.top else name
+        return self.prefix + spelled
 
     def need(self, key: str):
         value = self.get(key)
@@ -148,24 +168,35 @@ class _Config:
 
     def error(self, key: str, what: str) -> ModelConfigError:
         spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if key in _ALIASES and "missing" in what else ""
-        return ModelConfigError(f"{self.repo}: config.json field '{key}'{spelled} {what} (model_type {self.model_type!r})")
+        return ModelConfigError(f"{self.repo}: config.json field '{self._spelled(key)}'{spelled} {what} "
+                                f"(model_type {self.model_type!r})")
 
 
 # --- building blocks -------------------------------------------------------------------------------------------
 
 
+_FFN_TYPES = {"mptmlp": 2, "mptglu": 3}  # projections of MPT's MLP kinds (llm-foundry's FFN_CLASS_REGISTRY)
+
+
 def _mlp_params(c: _Config, hidden: int, width: int, act_key: str = "hidden_act") -> float:
     """A feed-forward block of `width`: gate, up and down for gated activations, up and down otherwise."""
+    kind = c.get("ffn_type")  # MPT's ffn_config names its block: mptmlp (up, down) or mptglu (gate, up, down)
+    if kind is not None and (not isinstance(kind, str) or kind not in _FFN_TYPES):
+        raise c.error("ffn_type", f"names an MLP the reader does not know ({kind!r})")
     act = c.get(act_key) or c.get("hidden_activation")
+    if isinstance(act, dict):  # DBRX's ffn_act_fn: {"name": "silu"}
+        act = act.get("name")
     if act is None:
         raise c.error(act_key, "is missing: the MLP's activation says whether it is gated")
-    if act in GATED_ACTS or (act in GELU_ACTS and c.quirk("gated_gelu_mlp")):
+    if kind is not None:
+        return _FFN_TYPES[kind] * hidden * width
+    if act in GATED_ACTS or (act in EITHER_ACTS and c.quirk("gated_gelu_mlp")):
         return 3 * hidden * width
-    if act in UNGATED_ACTS or (act in GELU_ACTS and c.quirk("ungated_gelu_mlp")):
+    if act in UNGATED_ACTS or (act in EITHER_ACTS and c.quirk("ungated_mlp")):
         return 2 * hidden * width
-    if act in GELU_ACTS:
-        raise c.error(act_key, f"is {act!r}: GELU MLPs are gated in some families (Gemma) and not in others "
-                               "(GPT-2, StarCoder 2), and the config does not say which")
+    if act in EITHER_ACTS:
+        raise c.error(act_key, f"is {act!r}: GELU and ReLU MLPs are gated in some families (Gemma, ReLU-Llama) and "
+                               "not in others (GPT-2, StarCoder 2, OPT), and the config does not say which")
     raise c.error(act_key, f"names an activation the reader does not know ({act!r})")
 
 
@@ -259,14 +290,19 @@ def _mamba1(c: _Config, hidden: int) -> _Layer:
     return _Layer(mixer="Mamba", attention_params=params, state_bytes=state * KV_BYTES)
 
 
+# The spellings of the expert counts, tried in order (the first stated is read; the others may repeat it, as
+# gpt-oss's experts_per_token beside num_experts_per_tok).
+_EXPERT_COUNTS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+_EXPERTS_PER_TOKEN = ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts", "moe_top_k")
+_SHARED_EXPERTS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
+
+
 def _experts(c: _Config) -> tuple[int, int]:
     """(routed experts, experts per token) under the names the families use; (0, 0) for a dense model."""
-    count = next((c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
-                  if c.get(k)), 0)
+    count = next((c.get(k) for k in _EXPERT_COUNTS if c.get(k)), 0)
     if not count:
         return 0, 0
-    per_token = next((c.get(k) for k in ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts")
-                      if c.get(k)), None)
+    per_token = next((c.get(k) for k in _EXPERTS_PER_TOKEN if c.get(k)), None)
     if per_token is None:
         raise c.error("num_experts_per_tok", "is missing for a mixture of experts")
     return int(count), int(per_token)
@@ -279,24 +315,33 @@ def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
     if tied is None:  # transformers' PretrainedConfig ties by default, yet most families' classes untie
         raise c.error("tie_word_embeddings", "is missing: whether the output head shares the embedding is the "
                                              "family's class default, which the reader does not know")
-    return vocab * hidden, 0 if tied else vocab * hidden
+    width = c.number("word_embed_proj_dim", hidden)  # OPT: embeddings this wide, projected in and out (OPTDecoder)
+    projections = 2 * width * hidden if width != hidden else 0
+    return vocab * width + projections, 0 if tied else vocab * width
 
 
 # Other spellings of a field, tried in order after its own name (GPT-2/GPT-J's n_embd, n_layer, n_head; ChatGLM's
-# num_layers, ffn_hidden_size, kv_channels, padded_vocab_size, seq_length; DBRX-style d_model): the same quantity.
+# num_layers, ffn_hidden_size, kv_channels, padded_vocab_size, seq_length; MPT's and DBRX's d_model, n_layers,
+# max_seq_len and nested kv_n_heads, ffn_act_fn; OPT's and XGLM's ffn_dim; GPT-Neo's num_heads and window_size;
+# XGLM's attention_heads; Falcon's n_head_kv and activation): the same quantity.
 _ALIASES = {
     "hidden_size": ("d_model", "n_embd"),
     "num_hidden_layers": ("num_layers", "n_layer", "n_layers"),
-    "num_attention_heads": ("n_head", "n_heads"),
-    "num_key_value_heads": ("num_kv_heads", "n_kv_heads"),
-    "intermediate_size": ("ffn_hidden_size", "n_inner"),
+    "num_attention_heads": ("n_head", "n_heads", "num_heads", "attention_heads"),
+    "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "n_head_kv", "kv_n_heads"),
+    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim"),
     "vocab_size": ("padded_vocab_size",),
-    "max_position_embeddings": ("seq_length", "n_positions"),
+    "max_position_embeddings": ("seq_length", "n_positions", "max_seq_len"),
     "head_dim": ("kv_channels",),
-    "hidden_act": ("activation_function",),
+    "hidden_act": ("activation_function", "activation", "ffn_act_fn"),
+    "sliding_window": ("window_size",),  # GPT-Neo's local attention window
     "attention_bias": ("add_qkv_bias", "use_qkv_bias", "qkv_bias"),
     "rope_scaling": ("rope_parameters",),  # transformers 5's name
 }
+
+# Fields read inside a nested block (MPT, DBRX): the MLP's width, activation and kind, experts, KV heads, attention kind.
+_NESTED = {"attn_config": ("kv_n_heads", "attn_type"),
+           "ffn_config": ("ffn_hidden_size", "ffn_act_fn", "ffn_type", "moe_num_experts", "moe_top_k")}
 
 # The families' defaults: the fields a config of that model_type may leave to its class (read at these values, and
 # named in the row's notes). Every other model_type (and a config without one) is read by its fields alone.
@@ -325,6 +370,36 @@ _FAMILIES = {
     # Baichuan (remote code BaichuanConfig, vendored in vLLM's transformers_utils/configs/baichuan*.py): hidden_act
     # "silu" (its MLP gate_proj, up_proj, down_proj), tie_word_embeddings False
     "baichuan": {"hidden_act": "silu", "tie_word_embeddings": False},
+    # OPTConfig, XGLMConfig and GPTNeoConfig pass no tie_word_embeddings: PretrainedConfig's True, and their
+    # ...ForCausalLM tie lm_head to the input embedding (_tied_weights_keys)
+    **dict.fromkeys(("opt", "xglm", "gpt_neo"), {"tie_word_embeddings": True}),
+    # BloomConfig: no activation field (BloomGelu), no tie_word_embeddings (PretrainedConfig's True, BloomForCausalLM
+    # ties lm_head), and no length at all (ALiBi, no position table): 2048, the sequence length of BLOOM's model card
+    # and the length vLLM gives a config that states none
+    "bloom": {"hidden_act": "gelu", "tie_word_embeddings": True, "max_position_embeddings": 2048},
+    # FalconConfig: activation "gelu", max_position_embeddings 2048, no tie_word_embeddings (PretrainedConfig's
+    # True, FalconForCausalLM ties lm_head); the first Falcon repos' remote-code RWConfig ("RefinedWebModel",
+    # "RefinedWeb", which vLLM reads as Falcon) states none of the three
+    **dict.fromkeys(("falcon", "RefinedWebModel", "RefinedWeb"),
+                    {"hidden_act": "gelu", "tie_word_embeddings": True, "max_position_embeddings": 2048}),
+    # MPTConfig (remote code, and transformers' MptConfig): expansion_ratio 4, tie_word_embeddings True; its MLP's
+    # activation is GELU unless ffn_config says otherwise (llm-foundry's MPTMLP, transformers' MptMLP, vLLM's mpt.py);
+    # attn_config's attn_type defaults to multihead_attention (llm-foundry's attn_config_defaults), whatever
+    # kv_n_heads (only grouped-query attention reads it) says
+    "mpt": {"hidden_act": "gelu", "tie_word_embeddings": True, "expansion_ratio": 4, "attn_type": "multihead_attention"},
+}
+# A multimodal config's text_config may leave sizes out: its class builds the text model's config as
+# CONFIG_MAPPING[text_config["model_type"]](**text_config) (LlavaConfig.__init__, which also defaults the model_type to
+# "llama") and saves only what differs from that class's defaults, so llava-hf/llava-1.5-7b-hf's text_config states
+# its vocabulary and context and nothing else. Those defaults, read only inside a text_config (a top-level config of
+# these families states its sizes):
+_TEXT_CONFIG_DEFAULTS = {
+    # transformers' LlamaConfig.__init__: vocab_size 32000, hidden_size 4096, intermediate_size 11008,
+    # num_hidden_layers 32, num_attention_heads 32, num_key_value_heads None (= num_attention_heads), hidden_act
+    # "silu", max_position_embeddings 2048, tie_word_embeddings False, attention_bias False
+    "llama": {"vocab_size": 32_000, "hidden_size": 4096, "intermediate_size": 11_008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "hidden_act": "silu", "max_position_embeddings": 2048,
+              "tie_word_embeddings": False},
 }
 # What a family's code does that no field says.
 _QUIRKS = {
@@ -335,10 +410,21 @@ _QUIRKS = {
     # Up and down projections around a GELU, no gate: GPT2MLP (c_fc, c_proj), GPTJMLP (fc_in, fc_out), GPTBigCodeMLP
     # (c_fc, c_proj), Microsoft's phi-msft MLP (fc1, fc2); and n_inner null is 4 x hidden wide (GPT2Block, GPTJBlock,
     # GPTBigCodeBlock, phi-msft's MLP: `n_inner if n_inner is not None else 4 * n_embd`)
-    **dict.fromkeys(("gpt2", "gptj", "gpt_bigcode", "phi-msft"), {"ungated_gelu_mlp", "mlp_width_4x_hidden"}),
-    "gpt_neox": {"ungated_gelu_mlp"},  # GPTNeoXMLP: dense_h_to_4h, dense_4h_to_h
+    **dict.fromkeys(("gpt2", "gptj", "gpt_bigcode", "phi-msft"), {"ungated_mlp", "mlp_width_4x_hidden"}),
+    "gpt_neox": {"ungated_mlp"},  # GPTNeoXMLP: dense_h_to_4h, dense_4h_to_h
+    # OPTDecoderLayer and XGLMDecoderLayer: fc1, fc2 around the activation (ReLU, GELU); MptMLP: up_proj, down_proj
+    **dict.fromkeys(("opt", "xglm", "mpt"), {"ungated_mlp"}),
+    # Up and down around a GELU, and a width of 4 x hidden when the config gives none: GPTNeoBlock (`intermediate_size
+    # if not None else 4 * hidden_size`), FalconConfig (`ffn_hidden_size` None: `hidden_size * 4`), BloomMLP
+    # (dense_h_to_4h is 4 x hidden_size, whatever the config says)
+    **dict.fromkeys(("gpt_neo", "falcon", "RefinedWebModel", "RefinedWeb", "bloom"), {"ungated_mlp", "mlp_width_4x_hidden"}),
     # Starcoder2MLP: c_fc, c_proj; Starcoder2Attention slides over sliding_window on every layer
-    "starcoder2": {"ungated_gelu_mlp", "every_layer_slides"},
+    "starcoder2": {"ungated_mlp", "every_layer_slides"},
+    # A sliding_window with no layer_types slides on every layer: MistralAttention and MixtralAttention (transformers'
+    # modeling_mistral.py, modeling_mixtral.py) and Phi3Attention (modeling_phi3.py) pass config.sliding_window to the
+    # attention of every layer, as Microsoft's remote-code Phi3V (Phi-3.5-vision's modeling_phi3_v.py, its Phi 3
+    # attention) does
+    **dict.fromkeys(("mistral", "mixtral", "phi3", "phi3_v"), {"every_layer_slides"}),
 }
 
 
@@ -357,6 +443,8 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
         if c.get("attention_chunk_size"):  # Llama 4: chunked-local attention on the RoPE layers
             no_rope = c.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]  # transformers' rule
             return ["chunked_attention" if uses_rope else "full_attention" for uses_rope in no_rope]
+        if c.get("attention_layers") is not None or c.get("attention_types") is not None:
+            return _global_local(c, layers)
         pattern = c.get("sliding_window_pattern")
         if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"}:  # EXAONE 4: "LLLG", L slides
             return ["sliding_attention" if pattern[i % len(pattern)] == "L" else "full_attention" for i in range(layers)]
@@ -367,6 +455,11 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
             return ["full_attention" if (i + 1) % step == 0 else "sliding_attention" for i in range(layers)]
         if c.get("sliding_window") is not None and c.quirk("every_layer_slides"):
             return ["sliding_attention"] * layers
+        if c.get("sliding_window") is not None and c.get("use_sliding_window") and c.has("max_window_layers"):
+            # Qwen2Config (and Qwen2-MoE's, Qwen3's): with use_sliding_window on, the layers from max_window_layers
+            # on slide, the ones below attend fully (its layer_types default)
+            first = c.number("max_window_layers")
+            return ["sliding_attention" if i >= first else "full_attention" for i in range(layers)]
         if c.get("sliding_window") is not None and c.get("use_sliding_window") is not False:
             raise c.error("sliding_window", "is set but no layer_types say which layers slide")
         return ["full_attention"] * layers
@@ -376,6 +469,26 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
     if unknown:
         raise c.error("layer_types", f"names a layer type the reader does not know ({', '.join(unknown)})")
     return list(types)
+
+
+def _global_local(c: _Config, layers: int) -> list[str]:
+    """GPT-Neo's per-layer kinds: `attention_layers` ("global", "local"), else `attention_types` ([[kinds, times]],
+    which GPTNeoConfig expands into attention_layers); local layers slide over `window_size`."""
+    named = c.get("attention_layers")
+    key = "attention_layers" if named is not None else "attention_types"
+    try:
+        if named is None:  # counted first: a hostile [[kinds, 10**12]] is never expanded
+            groups = [(list(kinds), times) for kinds, times in c.get("attention_types")]
+            if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t <= layers for _, t in groups):
+                raise TypeError
+            count = sum(len(kinds) * times for kinds, times in groups)
+            named = [kind for kinds, times in groups for _ in range(times) for kind in kinds] if count == layers else []
+        kinds = [{"global": "full_attention", "local": "sliding_attention"}[kind] for kind in named]
+    except (KeyError, TypeError, ValueError):
+        raise c.error(key, f"is not a list of global and local layers ({repr(c.get(key))[:80]})") from None
+    if len(kinds) != layers:
+        raise c.error(key, f"has {count if key == 'attention_types' else len(kinds)} entries for {layers} layers")
+    return kinds
 
 
 def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False) -> _Layer:
@@ -388,6 +501,12 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
     if kind == "mamba":
         return _mamba1(c, hidden)
     layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate)
+    if kind == "sliding_attention" and c.number("sliding_window") >= _context(c):
+        note = (f"sliding_window {c.get('sliding_window')} is no shorter than the served context: its layers attend "
+                "to the whole context, read as full attention")
+        if note not in c.notes:  # Phi-3.5-vision's 262,144 beside 131,072 positions
+            c.notes.append(note)
+        return layer
     if kind == "sliding_attention":
         return _windowed(c, layer, "sliding_window")
     if kind == "chunked_attention":
@@ -398,7 +517,15 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
 def _kv_heads(c: _Config, heads: int) -> int:
     """KV heads: num_key_value_heads (GQA; 1 is multi-query), ChatGLM's multi_query_group_num when its
     multi_query_attention is on, Falcon's and StarCoder's multi_query flag (one); else one per query head (MHA, as
-    transformers reads a config without the field)."""
+    transformers reads a config without the field). MPT's attn_config names its kind (attn_type), which its
+    kv_n_heads (a default of llm-foundry's, stated under multi-head attention too) only counts for grouped-query."""
+    kind = c.get("attn_type")
+    if kind is not None:
+        kinds = {"multihead_attention": lambda: heads, "multiquery_attention": lambda: 1,
+                 "grouped_query_attention": lambda: c.number("num_key_value_heads")}
+        if not isinstance(kind, str) or kind not in kinds:
+            raise c.error("attn_type", f"names an attention the reader does not know ({kind!r})")
+        return kinds[kind]()
     if c.get("num_key_value_heads") is not None:
         return c.number("num_key_value_heads")
     if c.get("multi_query_attention") is not None:
@@ -459,8 +586,12 @@ def _read_transformer(c: _Config) -> _Shape:
 
 def _dense_width(c: _Config) -> int:
     """A dense MLP's width: Llama 4's dense layers are wider than its experts (intermediate_size_mlp); Qwen (v1)'s
-    intermediate_size is w1's and w2's widths together, the gated MLP's two halves; GPT-2-style families build
-    4 x hidden when n_inner is null."""
+    intermediate_size is w1's and w2's widths together, the gated MLP's two halves; MPT's is expansion_ratio x
+    hidden; GPT-2-style families (GPT-Neo, Falcon, BLOOM) build 4 x hidden when the config gives no width."""
+    if not c.has("intermediate_size", "intermediate_size_mlp") and c.has("expansion_ratio"):  # MPT: a multiple
+        width = c.number("expansion_ratio") * c.number("hidden_size")
+        c.notes.append(f"MLP width expansion_ratio x hidden_size ({width})")
+        return width
     if not c.has("intermediate_size", "intermediate_size_mlp") and c.quirk("mlp_width_4x_hidden"):
         width = 4 * c.number("hidden_size")
         c.defaulted["intermediate_size"] = f"4 x hidden_size ({width})"
@@ -471,7 +602,9 @@ def _dense_width(c: _Config) -> int:
 
 def _shared_experts(c: _Config, expert_width: int) -> tuple[int, int]:
     """(width of the always-on shared expert MLP, shared experts counted as the catalogue does)."""
-    for key in ("n_shared_experts", "moe_num_shared_experts"):  # DeepSeek, ERNIE 4.5: shared experts of the experts' width
+    # DeepSeek, ERNIE 4.5, Bailing (Ling: its remote-code BailingMoeSparseMoeBlock builds one shared MLP of
+    # moe_intermediate_size x num_shared_experts): shared experts of the experts' width
+    for key in _SHARED_EXPERTS:
         if c.get(key):
             return c.number(key) * expert_width, c.number(key)
     if c.get("shared_expert_intermediate_size"):
@@ -629,14 +762,16 @@ _UNREAD = {
     "hidden_size_per_layer_input": "per-layer embeddings (Gemma 4)",
     "use_cla": "cross-layer attention (HunYuan)",
     "use_mla": "HunYuan's latent attention",
-    "ffn_config": "a nested MLP description (DBRX)",
-    "attn_config": "a nested attention description (DBRX)",
     "new_decoder_architecture": "Falcon's decoder variants",
-    "parallel_attn": "Falcon's parallel attention",
     "moe_latent_size": "experts in a latent space outside model_type nemotron_h",
     "shared_intermediate_size": "a shared expert of its own width (Granite MoE shared)",
     "moe_shared_expert_intermediate_size": "a shared expert of its own width",
     "cross_attention_layers": "cross-attention layers (Mllama)",
+    "rescale_every": "RWKV's recurrent time-mixing and channel-mixing layers (no attention)",
+    # state-space and recurrent mixers whose other fields read like a transformer's (Mamba-2's num_heads, Mamba's
+    # intermediate_size): refused by the field that says what they are, before those are misread
+    "state_size": "state-space (Mamba, Mamba-2) layers outside the ones read (Jamba's, Nemotron-H's)",
+    "lru_width": "RG-LRU recurrent layers (RecurrentGemma)",
 }
 
 
@@ -657,6 +792,9 @@ def _reader(c: _Config):
 def _precision(c: _Config) -> str:
     """The checkpoint's weight precision: its quantization, else its 16-bit dtype."""
     quant = c.get("quantization_config")
+    mlx = c.get("quantization")  # MLX's affine integer quantization: {"group_size": 64, "bits": 4}
+    if quant and isinstance(mlx, dict) and "quant_method" not in quant and quant == mlx:
+        quant = None  # MLX writes its block under both names (mlx-lm's save_config); no method: read as MLX's
     if quant:
         method = str(quant.get("quant_method", "")).lower()
         if method == "fp8":
@@ -675,6 +813,8 @@ def _precision(c: _Config) -> str:
         if method == "compressed-tensors":
             return _compressed_tensors(c, quant)
         raise c.error("quantization_config.quant_method", f"is not one the reader knows ({method!r})")
+    if isinstance(mlx, dict) and "bits" in mlx:
+        return _integer_bits(c, mlx.get("bits"), "quantization.bits")
     dtype = c.get("torch_dtype") or c.get("dtype")
     if dtype in ("bfloat16", "float16", "float32"):  # served at 16 bits
         return "bf16"
@@ -743,6 +883,7 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     where = repo or path
     c = _Config(config, where)
     shape = _reader(c)(c)
+    _unread_experts(c)
     layers = shape.layers
     moe = any(layer.experts for layer in layers)
     per_layer_total = sum(ly.attention_params + ly.dense_params + ly.experts * ly.expert_params for ly in layers)
@@ -777,7 +918,7 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
         notes.append(f"fields the config leaves out read at the {c.model_type} family's defaults: "
                      + ", ".join(f"{key} {value}" for key, value in c.defaulted.items()))
     if c.multimodal:
-        notes.append("language model only: the vision/audio tower is not counted")
+        notes.append("language model only: the vision/audio tower is not counted" + _tower_note(config, where))
     if c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules"):
         notes.append("multi-token-prediction layers are not served and not counted")
     return {
@@ -809,6 +950,57 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
         "attention": attention,
         "kv_heads": kv_heads,
     }, {part: keys for part, keys in c.read.items() if part != "notes"}
+
+
+# The vision towers read by field, a CLIP vision transformer each (transformers' CLIPVisionConfig: num_channels 3 when
+# the config leaves it out), and the projectors the multimodal classes put between it and the language model.
+_VISION_TOWERS = ("clip_vision_model",)
+_PROJECTORS = ("llava",)  # LlavaMultiModalProjector: linear_1 (vision -> text hidden) and linear_2, both biased
+
+
+def vision_tower_params(config: dict, repo: str) -> float:
+    """The parameters of a multimodal config's vision tower and projector, which the row does not count (it prices the
+    language model): read by field from a CLIP `vision_config` (CLIPVisionEmbeddings' unbiased patch convolution,
+    class and position embeddings; CLIPEncoderLayer's biased q, k, v, o and ungated fc1, fc2, two LayerNorms; the
+    pre- and post-LayerNorms), so that a publisher's whole-model figure is compared with the whole model. Any other
+    tower is refused naming the field that describes it, never counted as nothing."""
+    if not isinstance(config, dict) or not isinstance(config.get("vision_config"), dict):
+        field = next((k for k in ("img_processor", "vision_config", "embd_layer") if k in (config or {})),
+                     "vision_config")
+        raise ModelConfigError(f"{repo}: config.json field '{field}' does not state the vision tower's sizes")
+    v = _Config(config["vision_config"], repo, prefix="vision_config.")
+    if v.model_type not in _VISION_TOWERS:
+        raise v.error("model_type", f"names a vision tower the reader does not count ({v.model_type!r})")
+    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
+    patch, image, channels = v.number("patch_size"), v.number("image_size"), v.number("num_channels", 3)
+    if not patch:
+        raise v.error("patch_size", "is 0")
+    positions = (image // patch) ** 2 + 1  # the patches and the class token
+    params = channels * patch * patch * hidden + hidden + positions * hidden + 4 * hidden  # embeddings, pre/post LN
+    params += layers * (4 * hidden * hidden + 4 * hidden + 2 * hidden * width + width + hidden + 4 * hidden)
+    if config.get("model_type") in _PROJECTORS:
+        text = _Config(config, repo).number("hidden_size")  # the language model's, at its class default if left out
+        params += hidden * text + text + text * text + text
+    return float(params)
+
+
+def _tower_note(config: dict, where: str) -> str:
+    """The size of the tower left out, where the reader can count it."""
+    try:
+        return f" ({vision_tower_params(config, where) / 1e9:.2f}B with its projector, read from vision_config)"
+    except ModelConfigError:
+        return ""
+
+
+def _unread_experts(c: _Config) -> None:
+    """Refuse a count of experts stated under a name the reader did not read: a spelling it does not know reads as no
+    experts at all (Ling-lite-1.5's num_shared_experts, before it was known, gave 2.27B active for 2.75B)."""
+    read = {name.rsplit(".", 1)[-1] for name in c.read.get("shape", {})}
+    known = read | set(_EXPERT_COUNTS) | set(_EXPERTS_PER_TOKEN) | set(_SHARED_EXPERTS)
+    for key, value in c.text.items():
+        if ("expert" in key.lower() and key not in known and isinstance(value, int | float)
+                and not isinstance(value, bool) and value):
+            raise c.error(key, f"counts experts under a name the reader does not read ({value!r})")
 
 
 def _window(c: _Config, layers: list[_Layer]) -> int | None:
