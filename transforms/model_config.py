@@ -261,15 +261,15 @@ def _mamba1(c: _Config, hidden: int) -> _Layer:
 
 def _experts(c: _Config) -> tuple[int, int]:
     """(routed experts, experts per token) under the names the families use; (0, 0) for a dense model."""
-    count = next((c.get(k) for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
-                  if c.get(k)), 0)
-    if not count:
+    count = next((k for k in ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+                  if c.get(k)), None)
+    if count is None:
         return 0, 0
-    per_token = next((c.get(k) for k in ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts")
+    per_token = next((k for k in ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts")
                       if c.get(k)), None)
     if per_token is None:
         raise c.error("num_experts_per_tok", "is missing for a mixture of experts")
-    return int(count), int(per_token)
+    return c.number(count), c.number(per_token)  # by the name found, so a refusal names the field the config has
 
 
 def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:

@@ -33,7 +33,7 @@ HOSTILE = {
     "hostile/yarn-nan": (QWEN3_8B | {"rope_scaling": YARN | {"factor": float("nan")}}, "'rope_scaling.factor' is not"),
     "hostile/yarn-missing": (QWEN3_8B | {"rope_scaling": YARN}, "'rope_scaling.factor' is not"),
     "hostile/yarn-text": (QWEN3_8B | {"rope_scaling": YARN | {"factor": "2"}}, "'rope_scaling.factor' is not"),
-    "hostile/experts-1e308": (QWEN3_MOE | {"num_experts_per_tok": 1e308}, "cannot be read (OverflowError"),
+    "hostile/experts-1e308": (QWEN3_MOE | {"num_experts_per_tok": 1e308}, "'num_experts_per_tok' is not a count"),
     "hostile/many-layers": (QWEN3_8B | {"num_hidden_layers": 100_000}, "'num_hidden_layers'"),
 }
 CDN = "hostile/in-xet-storage"  # its config.json answers a 307 to a signed URL on another host
