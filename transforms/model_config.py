@@ -200,7 +200,7 @@ def _mla(c: _Config, hidden: int) -> _Layer:
     """Multi-head latent attention (DeepSeek-V2/V3 and kin): one latent of kv_lora_rank + rope per token."""
     heads, kv_rank, rope = c.number("num_attention_heads"), c.number("kv_lora_rank"), c.number("qk_rope_head_dim")
     nope, v_dim = c.number("qk_nope_head_dim"), c.number("v_head_dim")
-    q_rank = c.get("q_lora_rank")
+    q_rank = c.get("q_lora_rank") and c.number("q_lora_rank")  # none (or 0): the query is not compressed
     q = hidden * heads * (nope + rope) if not q_rank else hidden * q_rank + q_rank * heads * (nope + rope)
     params = q + hidden * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + heads * v_dim * hidden
     layer = _Layer(mixer="MLA", attention="mla", kv_heads=1, attention_params=params,
