@@ -119,8 +119,9 @@ def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, di
     out.states += _unfollowed(models, states, followed, {c.repo.lower() for c in configs}, day, run_id, out)
     answered = {}
     for state in out.states:
-        kind = ("unchanged (304)" if state["http_status"] == 304 else "refused (HTTP 401/403/404)"
-                if state["http_status"] != 200 else "unreadable" if state["reason"]
+        status = state["http_status"]
+        kind = ("unchanged (304)" if status == 304 else "a server error (HTTP 5xx)" if status >= 500
+                else "refused or redirected (HTTP 3xx/4xx)" if status != 200 else "unreadable" if state["reason"]
                 else "served by the catalogue" if state["served"] else "derived")
         answered[kind] = answered.get(kind, 0) + 1
     if answered:
