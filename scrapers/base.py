@@ -173,7 +173,7 @@ class ModelConfig:
     etag: str | None = None
     config: Any = None  # the parsed JSON of a 200 (a dict when it is a config)
     config_sha256: str | None = None  # of the body of a 200
-    error: str | None = None  # why a 200's body is no config (not JSON, not an object)
+    error: str | None = None  # why a 200's body is no config (not JSON, not an object); else what the Hub said
     safetensors: dict | None = None  # the model API's count of the weights: {"parameters": {dtype: n}, "total": n}
 
 

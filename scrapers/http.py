@@ -16,7 +16,7 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from importlib import metadata
@@ -42,9 +42,10 @@ SECRET_PARAMS = {"api_key", "apikey", "key", "token", "access_token", "refresh_t
                  "key-pair-id", "x-goog-signature", "x-goog-credential", "sig"}
 # Only these response headers are kept: cookies and anything else a server might echo stay out of the archive
 # (and the wire length/encoding, which do not describe the decoded, possibly redacted, stored body). ETag and
-# X-Repo-Commit say which version of a Hugging Face file was received (the ETag is sent back as If-None-Match).
-KEPT_HEADERS = ("content-type", "date", "retry-after", "ratelimit",
-                "ratelimit-policy", "x-ratelimit-remaining", "x-ratelimit-reset", "etag", "x-repo-commit")
+# X-Repo-Commit say which version of a Hugging Face file was received (the ETag is sent back as If-None-Match);
+# X-Error-Code and X-Error-Message say why the Hub refused one (GatedRepo, RepoNotFound, EntryNotFound).
+KEPT_HEADERS = ("content-type", "date", "retry-after", "ratelimit", "ratelimit-policy", "x-ratelimit-remaining",
+                "x-ratelimit-reset", "etag", "x-repo-commit", "x-error-code", "x-error-message")
 MAX_REDIRECTS = 5
 
 
@@ -137,6 +138,15 @@ class _Retryable(Exception):
         self.raw, self.wait_s = raw, wait_s
 
 
+class _Answered(SourceError):
+    """A request the server answered with no success: the answer (recorded) and why it is not one. plain: the
+    status says it all (no redirect refused, no retries given up)."""
+
+    def __init__(self, message: str, raw: RawResponse, *, plain: bool = False):
+        super().__init__(message)
+        self.raw, self.plain = raw, plain
+
+
 class DeadlineExceeded(httpx.TimeoutException):
     """The whole response did not arrive within HttpSettings.deadline_s (a slow trickle); retried like a timeout."""
 
@@ -221,12 +231,27 @@ class SourceClient:
         headers: dict | None = None,
         redact_keys: Iterable[str] = (),
         give_up: Callable[[RawResponse], str | None] | None = None,
+        accept: Container[int] = (),
     ) -> RawResponse:
         """Send with retries; return the response (body as received) or raise SourceError naming path and status.
 
         redact_keys: JSON keys whose values are replaced in the archived request and response bodies.
         give_up: for a retryable status, a reason not to retry (e.g. a daily quota), or None.
+        accept: the statuses that are answers rather than failures (a repository's 404, a 304): the response with
+        one of them is returned as it is archived instead of raising. A retryable one is still retried first, and
+        an answer the status alone does not explain (a redirect refused, a status that persisted through the
+        retries or was not retried) is noted with the reason.
         """
+        try:
+            return await self._request(method, url, params, json_body, headers, redact_keys, give_up)
+        except _Answered as exc:
+            if exc.raw.status not in accept:
+                raise
+            if not exc.plain:
+                self.note(str(exc))
+            return exc.raw
+
+    async def _request(self, method, url, params, json_body, headers, redact_keys, give_up) -> RawResponse:
         path = urlsplit(url).path or "/"
         where = f"{self.source}: {method} {path}"
         retrying = AsyncRetrying(
@@ -248,8 +273,8 @@ class SourceClient:
                         raise _Retryable(raw, retry_after_s(raw.headers.get("retry-after")))
         except _Retryable as exc:
             self.record(exc.raw)
-            raise SourceError(
-                f"{where}: HTTP {exc.raw.status} after {self.http.attempts} attempts{self._snippet(exc.raw)}"
+            raise _Answered(
+                f"{where}: HTTP {exc.raw.status} after {self.http.attempts} attempts{self._snippet(exc.raw)}", exc.raw
             ) from None
         except httpx.TransportError as exc:
             raise SourceError(
@@ -257,7 +282,7 @@ class SourceClient:
             ) from None
         self.record(raw)
         if not raw.ok:
-            raise SourceError(f"{where}: HTTP {raw.status}{self._snippet(raw)}")
+            raise _Answered(f"{where}: HTTP {raw.status}{self._snippet(raw)}", raw, plain=True)
         return replace(raw, body=body)
 
     def _check_retry(self, where: str, raw: RawResponse, give_up) -> None:
@@ -268,7 +293,7 @@ class SourceClient:
             reason = f"Retry-After {wait:.0f}s exceeds the {self.http.retry_after_max_s:.0f}s cap"
         if reason:
             self.record(raw)
-            raise SourceError(f"{where}: HTTP {raw.status}, not retried: {reason}{self._snippet(raw)}")
+            raise _Answered(f"{where}: HTTP {raw.status}, not retried: {reason}{self._snippet(raw)}", raw)
 
     def _snippet(self, raw: RawResponse) -> str:
         text = raw.body[:200].decode("utf-8", "replace").strip()
@@ -340,7 +365,7 @@ class SourceClient:
         )
         if refused:
             self.record(raw)
-            raise SourceError(f"{self.source}: {method} {urlsplit(url).path or '/'}: {self.scrub(refused)}")
+            raise _Answered(f"{self.source}: {method} {urlsplit(url).path or '/'}: {self.scrub(refused)}", raw)
         return raw, body
 
     def _refused(self, request: httpx.Request, resp: httpx.Response, hop: int) -> str | None:

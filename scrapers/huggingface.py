@@ -9,8 +9,12 @@ listings are among them; on a day OpenRouter failed, its last good listings are.
 Unchanged configs are not downloaded again: every config is fetched with the ETag Hugging Face sent with it as
 If-None-Match, and Hugging Face answers 304 (no body) while the file is the same (its ETag is the file's git blob
 hash). A repository answered 401 (gated or private: HF_TOKEN, sent as a Bearer token to the configured host only),
-403 or 404 is that repository's answer, never the source's failure; a server error or a transport failure after
-the retries fails the source as for any other. Resolve may redirect to /api/resolve-cache/models/{repo}/{commit}/…
+403, 404 or any other refusal but the rate limit (400, 451, ...) is that repository's answer, never the source's
+failure: the Hub's words (its X-Error-Code and X-Error-Message headers, else the body's "error") go with the status.
+A server error that persists through the retries is that repository's answer too, unless OUTAGE repositories in a
+row get one: then the Hub is failing, the source fails and the rest are not asked (a down Hub costs a few
+repositories' retries, not every one's). No answer at all (a transport failure after the retries) or a rate limit
+that persists fails the source, as for any other. Resolve may redirect to /api/resolve-cache/models/{repo}/{commit}/…
 on the same host: the archived URL is then that one, and the parse reads the repository from either. A redirect to
 another host (the Hub sends files kept in LFS/Xet storage to a signed CDN URL) is not followed, so the token never
 leaves the configured host: it is that repository's answer (its status recorded, the refusal in the fetch's notes
@@ -20,8 +24,9 @@ A listed id that is no repository by the Hub's rules (`owner/..`) is not asked, 
 Beside each config.json Hugging Face answered (200 or 304), the model API, `GET /api/models/{repo}?expand[]=safetensors`:
 its `safetensors` field counts the parameters of the repository's safetensors files per dtype (`parameters`) and in
 all (`total`), which transforms.model_catalogue sets beside the total the config derives. A repository with no
-safetensors files has no such field; the API's 401/404 is that repository's answer, as for config.json, and any
-other failure of it (a server error, a redirect off the host) is noted: the config it would check still stands.
+safetensors files has no such field; the API's 401/403/404 is that repository's answer, as for config.json, and
+any other failure of it (another refusal, a server error, a redirect off the host, no answer) is noted: the config
+it would check still stands.
 """
 
 import hashlib
@@ -37,10 +42,14 @@ from warehouse.records import RawResponse
 
 NAME = "huggingface"
 CONFIG_PATH = "/{repo}/resolve/main/config.json"
-# A 304 and these are answers about one repository: recorded, never the source's failure (a redirect that is not
-# followed, to another host or past the hops allowed, included).
-REPO_ANSWERS = (301, 302, 303, 304, 307, 308, 401, 403, 404, 410)
 REDIRECTS = (301, 302, 303, 307, 308)
+# The statuses that are one repository's answer, never the source's failure: 304 (unchanged), a redirect not
+# followed (to another host, or past the hops allowed), any refusal but the rate limit (401 gated, 403 not granted,
+# 404, 400, 451, ...), and a server error that persisted through the retries: the Hub failing for one repository
+# costs that repository, the Hub failing for OUTAGE repositories in a row fails the source (the rest are not asked).
+ANSWERS = frozenset({304, *REDIRECTS, *(status for status in range(400, 600) if status != 429)})
+OUTAGE = 3
+REPO_REFUSALS = (401, 403, 404)  # the model API's ordinary refusals (gated, not granted, none): no count, no note
 NAMED = 10  # listed ids a note names when they are no repository
 MODEL_API_PATH = "/api/models/{repo}"
 MODEL_API_QUERY = {"expand[]": "safetensors"}  # the safetensors field alone, not the file list
@@ -73,7 +82,7 @@ async def fetch(client, settings) -> list[RawResponse]:
 
 
 async def fetch_repos(client, settings, repos: list[Tracked]) -> list[RawResponse]:
-    """Each repository's config.json, conditional on the ETag held; a repository's 304/401/403/404 is recorded and
+    """Each repository's config.json, conditional on the ETag held; a repository's answer (ANSWERS) is recorded and
     the next one asked. Repositories past the request budget wait for the next night, with a note."""
     unsound = [t.repo for t in repos if not REPO.fullmatch(t.repo)]
     if unsound:  # named, the first few of them (a listing may send thousands), each cut short
@@ -82,6 +91,7 @@ async def fetch_repos(client, settings, repos: list[Tracked]) -> list[RawRespons
         client.note(f"{NAME}: {len(unsound)} listed id(s) are not owner/name and were not asked: {named}{more}")
     asked = [t for t in repos if REPO.fullmatch(t.repo)]
     base_url = settings.huggingface_url.rstrip("/")
+    failing = 0  # repositories in a row whose config the Hub answered with a server error after the retries
     for index, item in enumerate(asked):
         if client.remaining <= 0:
             client.note(f"{NAME}: request budget used up; {len(asked) - index} repositories wait for the next run")
@@ -89,29 +99,21 @@ async def fetch_repos(client, settings, repos: list[Tracked]) -> list[RawRespons
         headers = {"If-None-Match": item.etag} if item.etag else {}
         if settings.hf_token:
             headers["Authorization"] = f"Bearer {settings.hf_token}"
-        status = await _ask(client, base_url + CONFIG_PATH.format(repo=item.repo), headers)
-        if status in (200, 304) and client.remaining > 0:  # the repository is there: its weights' count beside
+        answer = await client.request("GET", base_url + CONFIG_PATH.format(repo=item.repo), headers=headers,
+                                      accept=ANSWERS)
+        failing = failing + 1 if answer.status >= 500 else 0
+        if failing == min(OUTAGE, len(asked)):
+            also = f", as for the {failing - 1} repositories asked before it" if failing > 1 else ""
+            raise SourceError(f"{NAME}: GET {answer.path}: HTTP {answer.status} after the retries{also}: the Hub is "
+                              f"failing; {len(asked) - index - 1} repositories wait for the next run")
+        if answer.status in (200, 304) and client.remaining > 0:  # the repository is there: its weights' count beside
             try:
-                await _ask(client, base_url + MODEL_API_PATH.format(repo=item.repo),
-                           {k: v for k, v in headers.items() if k == "Authorization"}, MODEL_API_QUERY)
+                await client.request("GET", base_url + MODEL_API_PATH.format(repo=item.repo), accept=ANSWERS,
+                                     headers={k: v for k, v in headers.items() if k == "Authorization"},
+                                     params=MODEL_API_QUERY)
             except SourceError as exc:  # the count is a check beside the config, which arrived: noted, not fatal
                 client.note(f"{NAME}: {item.repo}: no count of its weights ({exc})")
     return client.responses
-
-
-async def _ask(client, url: str, headers: dict, params: dict | None = None) -> int:
-    """One request about a repository, its status: the repository's own answers (REPO_ANSWERS) are recorded and
-    returned (a redirect not followed also noted); anything else (no answer, a server error after the retries)
-    fails the source."""
-    answered = len(client.responses)
-    try:
-        await client.request("GET", url, headers=headers, **({"params": params} if params else {}))
-    except SourceError as exc:
-        if len(client.responses) == answered or client.responses[-1].status not in REPO_ANSWERS:
-            raise
-        if client.responses[-1].status in REDIRECTS:
-            client.note(str(exc))
-    return client.responses[-1].status
 
 
 def repo_of(raw: RawResponse) -> str:
@@ -144,7 +146,8 @@ def parse(responses: list[RawResponse]) -> ParseResult:
         result.record_count += 1
         etag = raw.headers.get("etag")
         if raw.status != 200:
-            result.model_configs.append(ModelConfig(repo, raw.status, raw.fetched_at, etag=etag))
+            said = None if raw.status == 304 else hubs_words(raw)
+            result.model_configs.append(ModelConfig(repo, raw.status, raw.fetched_at, etag=etag, error=said))
             continue
         sha256, config, error = hashlib.sha256(raw.body).hexdigest(), None, None
         try:
@@ -157,10 +160,29 @@ def parse(responses: list[RawResponse]) -> ParseResult:
     return result
 
 
+def hubs_words(raw: RawResponse) -> str | None:
+    """What the Hub said with a refusal, cut short: its X-Error-Code and X-Error-Message headers (what huggingface_hub
+    reads), else the JSON body's "error"; None when it said nothing readable."""
+    message = raw.headers.get("x-error-message")
+    if not message:
+        try:
+            answer = base.loads(raw.body) if raw.body else None
+        except ValueError:
+            answer = None
+        error = answer.get("error") if isinstance(answer, dict) else None
+        message = error if isinstance(error, str) else None
+    return ": ".join(filter(None, (raw.headers.get("x-error-code"), message)))[:200] or None
+
+
 def _weights(raw: RawResponse, repo: str, result: ParseResult) -> None:
     """The model API's safetensors field, set on the repository's config answer before it; an answer without one
-    (no safetensors files, or the API refused) leaves it None, a malformed one is noted and left None."""
+    (no safetensors files, or the API refused) leaves it None, a malformed one or an unexpected status is noted and
+    left None."""
     index = next((i for i in range(len(result.model_configs) - 1, -1, -1) if result.model_configs[i].repo == repo), None)
+    if index is not None and raw.status not in (200, *REPO_REFUSALS):
+        said = hubs_words(raw)
+        result.notes.append(f"{NAME}: {raw.path}: the model API answered HTTP {raw.status}"
+                            + (f" ({said})" if said else "") + ": no count of the weights")
     if index is None or raw.status != 200:
         return
     try:

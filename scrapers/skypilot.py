@@ -118,22 +118,22 @@ async def fetch(client, settings) -> list[RawResponse]:
     base = settings.skypilot_url.rstrip("/")
     for cloud in clouds:
         copy = held.get(cloud)
-        answered = len(client.responses)
         try:
-            await client.request("GET", base + PATH.format(cloud=cloud),
-                                 headers={"If-None-Match": copy.etag} if copy else {})
+            answer = await client.request("GET", base + PATH.format(cloud=cloud), accept=(304,),
+                                          headers={"If-None-Match": copy.etag} if copy else {})
         except SourceError as exc:  # this cloud's failure alone; the parse records it from the archived answer
-            last = client.responses[-1] if len(client.responses) > answered else None
-            if last is not None and last.status == 304 and copy is not None:
-                try:
-                    body = archive.read_body(copy.meta)
-                except archive.ArchiveError as err:
-                    client.note(f"{NAME}: {cloud}: unchanged, but the held copy is unreadable: {err}")
-                    continue
-                client.record(replace(last, body=body, headers=last.headers | {
-                    "etag": copy.etag, HELD_HEADER: f"{copy.meta['_dir']}/{copy.meta['body_file']}"}))
-            else:
-                client.note(f"{NAME}: {cloud}: {exc}")
+            client.note(f"{NAME}: {cloud}: {exc}")
+            continue
+        if answer.status == 304 and copy is None:  # unchanged since nothing this archive holds: that cloud's failure
+            client.note(f"{NAME}: {cloud}: HTTP 304 to a request without an ETag")
+        elif answer.status == 304:
+            try:
+                body = archive.read_body(copy.meta)
+            except archive.ArchiveError as err:
+                client.note(f"{NAME}: {cloud}: unchanged, but the held copy is unreadable: {err}")
+                continue
+            client.record(replace(answer, body=body, headers=answer.headers | {
+                "etag": copy.etag, HELD_HEADER: f"{copy.meta['_dir']}/{copy.meta['body_file']}"}))
     return client.responses
 
 

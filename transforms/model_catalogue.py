@@ -23,6 +23,18 @@ REFUSALS = {
     **dict.fromkeys((301, 302, 303, 307, 308), "redirected to another host (a file kept in LFS/Xet storage, served "
                     "from a signed CDN URL): not followed, so the token never leaves the configured host"),
 }
+
+
+def refusal(config: ModelConfig) -> str:
+    """Why a repository answered anything but 200 or 304 gave no config: the status, what it means, and for a status
+    without a meaning of its own (400, 451, a server error through the retries) what the Hub said."""
+    meaning = REFUSALS.get(config.http_status)
+    if meaning:
+        return f"HTTP {config.http_status}: {meaning}"
+    meaning = "a server error through every retry" if config.http_status >= 500 else "no config received"
+    return f"HTTP {config.http_status}: {meaning}" + (f"; the Hub said: {config.error}" if config.error else "")
+
+
 # The config.json fields the reader reads into as objects: anything else there is named before it reads them.
 OBJECTS = ("text_config", "rope_scaling", "quantization_config")
 GONE = (404, 410)  # the config a derived row came from is gone: the row goes with it
@@ -91,8 +103,7 @@ def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, di
                 unknown += 1
                 state["reason"] = UNKNOWN_304
         elif config.http_status != 200:  # the next run asks again, whole
-            state |= {"etag": None, "reason": f"HTTP {config.http_status}: "
-                                              f"{REFUSALS.get(config.http_status, 'no config received')}"}
+            state |= {"etag": None, "reason": refusal(config)}
             if config.http_status in GONE and state["model"]:  # a derived row of a config gone goes too;
                 out.refetched.append(config.repo)  # one refused (401, 403) or redirected stands until it is gone
                 state["model"] = None
@@ -108,8 +119,9 @@ def checked(configs: list[ModelConfig], models: list[dict], states: dict[str, di
     out.states += _unfollowed(models, states, followed, {c.repo.lower() for c in configs}, day, run_id, out)
     answered = {}
     for state in out.states:
-        kind = ("unchanged (304)" if state["http_status"] == 304 else "refused (HTTP 401/403/404)"
-                if state["http_status"] != 200 else "unreadable" if state["reason"]
+        status = state["http_status"]
+        kind = ("unchanged (304)" if status == 304 else "a server error (HTTP 5xx)" if status >= 500
+                else "refused or redirected (HTTP 3xx/4xx)" if status != 200 else "unreadable" if state["reason"]
                 else "served by the catalogue" if state["served"] else "derived")
         answered[kind] = answered.get(kind, 0) + 1
     if answered:

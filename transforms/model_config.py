@@ -231,7 +231,7 @@ def _mla(c: _Config, hidden: int) -> _Layer:
     """Multi-head latent attention (DeepSeek-V2/V3 and kin): one latent of kv_lora_rank + rope per token."""
     heads, kv_rank, rope = c.number("num_attention_heads"), c.number("kv_lora_rank"), c.number("qk_rope_head_dim")
     nope, v_dim = c.number("qk_nope_head_dim"), c.number("v_head_dim")
-    q_rank = c.get("q_lora_rank")
+    q_rank = c.get("q_lora_rank") and c.number("q_lora_rank")  # none (or 0): the query is not compressed
     q = hidden * heads * (nope + rope) if not q_rank else hidden * q_rank + q_rank * heads * (nope + rope)
     params = q + hidden * (kv_rank + rope) + kv_rank * heads * (nope + v_dim) + heads * v_dim * hidden
     layer = _Layer(mixer="MLA", attention="mla", kv_heads=1, attention_params=params,
@@ -299,13 +299,13 @@ _SHARED_EXPERTS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_exp
 
 def _experts(c: _Config) -> tuple[int, int]:
     """(routed experts, experts per token) under the names the families use; (0, 0) for a dense model."""
-    count = next((c.get(k) for k in _EXPERT_COUNTS if c.get(k)), 0)
-    if not count:
+    count = next((k for k in _EXPERT_COUNTS if c.get(k)), None)
+    if count is None:
         return 0, 0
-    per_token = next((c.get(k) for k in _EXPERTS_PER_TOKEN if c.get(k)), None)
+    per_token = next((k for k in _EXPERTS_PER_TOKEN if c.get(k)), None)
     if per_token is None:
         raise c.error("num_experts_per_tok", "is missing for a mixture of experts")
-    return int(count), int(per_token)
+    return c.number(count), c.number(per_token)  # by the name found, so a refusal names the field the config has
 
 
 def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:

@@ -113,7 +113,7 @@ def _from_hub(repo: str) -> dict:
     from scrapers.base import SourceError
     from scrapers.http import SourceClient
     from scrapers.settings import REPO, SettingsError, from_env
-    from transforms.model_catalogue import REFUSALS
+    from transforms.model_catalogue import refusal
 
     if not REPO.fullmatch(repo):
         raise fail(f"--hf {repo!r} is not a Hugging Face repository (owner/name)")
@@ -131,7 +131,7 @@ def _from_hub(repo: str) -> dict:
     except SourceError as exc:
         raise fail(str(exc)) from None
     if answer.http_status != 200:
-        raise fail(f"{repo}: HTTP {answer.http_status}: {REFUSALS.get(answer.http_status, 'no config received')}")
+        raise fail(f"{repo}: {refusal(answer)}")
     if answer.error:
         raise fail(f"{repo}: {answer.error}")
     url = settings.huggingface_url.rstrip("/") + huggingface.CONFIG_PATH.format(repo=repo)

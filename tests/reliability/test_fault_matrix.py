@@ -103,7 +103,10 @@ FAULTS = [
     Fault("429 with Retry-After", "429", "recovered", server={"retry_after": "0.3"}),
     Fault("429 without Retry-After", "429,429", "recovered", server={"retry_after": None}),
     Fault("500/502/503 burst", "500,502,503", "recovered", env={"GPULEDGER_HTTP_ATTEMPTS": "4"}),
-    Fault("503 that persists", midway("503*"), "failed", "HTTP 503 after 3 attempts", attempts=3),
+    # One repository's config.json answering 503 through the retries is that repository's answer: it alone is set
+    # aside (test_huggingface.py: the Hub failing for 3 repositories in a row fails the source).
+    Fault("503 that persists", midway("503*"), but_hf("failed", "quarantined"),
+          dict.fromkeys(SOURCES, "HTTP 503 after 3 attempts") | {"huggingface": "config.json"}, attempts=3),
     Fault("connection refused", None, "failed", "ConnectError after 3 attempts", attempts=3),
     Fault("connection dropped", "drop", "recovered"),
     Fault("read timeout", "timeout", "recovered"),
@@ -167,10 +170,10 @@ FAULTS = [
           "quarantined", {"fx": "rates.USD", "vastai": "dph_base", "runpod": "securePrice", "verda": "price_per_hour",
                           "openrouter": "pricing.completion", "huggingface": HF_FIELD}),
     # An error quoting the request (its Bearer token) behind terminal escapes: failed, the token scrubbed from
-    # the error and the archive (tests/flows/test_nightly.py reads both). Hugging Face's answers other than a
-    # config (401, 404, a redirect) are the Hugging Face source's own cases, not sent here.
-    Fault("error echoing the request", midway("echo*") | {"huggingface": "ok"}, but_hf("failed", "unchanged"),
-          dict.fromkeys(SOURCES, "HTTP 400") | {"huggingface": ""}),
+    # the error and the archive (tests/flows/test_nightly.py reads both). A config.json answered 400 is that
+    # repository's answer: it alone is set aside.
+    Fault("error echoing the request", midway("echo*"), but_hf("failed", "quarantined"),
+          dict.fromkeys(SOURCES, "HTTP 400") | {"huggingface": "config.json"}),
     Fault("nested too deep to read", midway("deep*"), but_hf("failed", "quarantined"),
           dict.fromkeys(SOURCES, "body is not JSON (nested too deep to read") | {
               "fx": "no dated Cube", "huggingface": NOT_PARSED["huggingface"]}),

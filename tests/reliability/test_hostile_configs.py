@@ -33,11 +33,13 @@ HOSTILE = {
     "hostile/yarn-nan": (QWEN3_8B | {"rope_scaling": YARN | {"factor": float("nan")}}, "'rope_scaling.factor' is not"),
     "hostile/yarn-missing": (QWEN3_8B | {"rope_scaling": YARN}, "'rope_scaling.factor' is not"),
     "hostile/yarn-text": (QWEN3_8B | {"rope_scaling": YARN | {"factor": "2"}}, "'rope_scaling.factor' is not"),
-    "hostile/experts-1e308": (QWEN3_MOE | {"num_experts_per_tok": 1e308}, "cannot be read (OverflowError"),
+    "hostile/experts-1e308": (QWEN3_MOE | {"num_experts_per_tok": 1e308}, "'num_experts_per_tok' is not a count"),
     "hostile/many-layers": (QWEN3_8B | {"num_hidden_layers": 100_000}, "'num_hidden_layers'"),
 }
 CDN = "hostile/in-xet-storage"  # its config.json answers a 307 to a signed URL on another host
 SIGNATURE = "c0ffee1234deadbeef5678"  # the signed URL's X-Amz-Signature
+# repository -> the Hub's answer to its config.json, for ever: an unexpected refusal, a server error past the retries
+REFUSED = {"hostile/bad-request": "400", "hostile/legal-hold": "451", "hostile/server-error": "500"}
 GONE, UNFOLLOWED = "hostile/gone-tomorrow", "hostile/unfollowed-tomorrow"  # plausible: derived on the first night
 LISTED = {"x-ai/grok-4.6": "hostile/absurd-sizes", "aion-labs/aion-rp-llama-3.1-8b": "evil/.."}  # OpenRouter's hugging_face_id
 TOKEN = "hf_hostileconfigstesttoken"
@@ -77,11 +79,12 @@ def nightly(mp, directory: Path, followed: list[str], **server):
 def nights(tmp_path_factory):
     base = tmp_path_factory.mktemp("hostile-configs")
     directory = fixtures(base)
-    followed = [*HOSTILE, CDN, GONE, UNFOLLOWED]
+    followed = [*HOSTILE, CDN, *REFUSED, GONE, UNFOLLOWED]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPULEDGER_HOME", str(base / "home"))
         signed = f"http://localhost:1/xet-bridge?X-Amz-Credential=AKIAHOSTILE&X-Amz-Signature={SIGNATURE}&next="
-        first, replay = nightly(mp, directory, followed, faults={f"/{CDN}/resolve/main/config.json": "redirect:307*"},
+        first, replay = nightly(mp, directory, followed, faults={f"/{CDN}/resolve/main/config.json": "redirect:307*"}
+                                | {f"/{repo}/resolve/main/config.json": f"{status}*" for repo, status in REFUSED.items()},
                                 elsewhere=signed)
         with db.connect(read_only=True) as con:
             states = {repo: (status, model, reason) for repo, status, model, reason in con.execute(
@@ -89,6 +92,8 @@ def nights(tmp_path_factory):
             priced = con.execute("select count(*) from cost_per_mtok where snapshot_date = ?", [SNAPSHOT]).fetchone()[0]
             fetched = con.execute("select status, error, notes from fetches where source = 'huggingface'").fetchone()
             derived_first = {m for (m,) in con.execute("select hf_repo from models where origin = 'derived'").fetchall()}
+            unmapped_first = {repo: (status, reason) for repo, status, reason in con.execute(
+                "select repo, http_status, reason from unmapped_models").fetchall()}
         shutil.rmtree(base / "hf_configs" / GONE)  # answers 404 from now on
         second, _ = nightly(mp, directory, [r for r in followed if r != UNFOLLOWED])
         with db.connect(read_only=True) as con:
@@ -97,6 +102,7 @@ def nights(tmp_path_factory):
             priced_models = {m for (m,) in con.execute("select distinct model from cost_per_mtok").fetchall()}
     return {"first": first, "second": second, "states": states, "priced": priced, "fetched": fetched,
             "derived_first": derived_first, "derived_second": derived_second, "unmapped": unmapped,
+            "unmapped_first": unmapped_first,
             "priced_models": priced_models, "replay": replay, "home": base / "home"}
 
 
@@ -136,6 +142,17 @@ def test_a_config_redirected_to_another_host_fails_that_repository_alone_without
     texts += [p.read_bytes().decode("utf-8", "replace") for p in (nights["home"] / "raw").rglob("*") if p.is_file()]
     assert not any(SIGNATURE in text or TOKEN in text for text in texts)
     assert any("X-Amz-Signature=[REDACTED]" in text for text in texts)
+
+
+@pytest.mark.parametrize("repo", list(REFUSED))
+def test_an_unexpected_refusal_or_a_server_error_of_one_config_costs_that_repository_alone(nights, repo):
+    """The Hub's 400, 451 or a 500 past the retries for one config.json: that repository is unmapped with the status
+    and the Hub's words, every other config is read, the source and the night stay ok."""
+    assert nights["first"].status == "ok" and nights["first"].sources["huggingface"] == "ok"
+    status, reason = nights["unmapped_first"][repo]
+    assert status == int(REFUSED[repo]) and reason.startswith(f"HTTP {status}: ")
+    assert f"injected {status}" in reason  # what the Hub said
+    assert nights["states"]["Qwen/Qwen3-8B"][2] is None and {GONE, UNFOLLOWED} <= nights["derived_first"]
 
 
 def test_a_derived_row_does_not_outlive_its_config(nights):

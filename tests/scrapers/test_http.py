@@ -265,3 +265,24 @@ def test_the_client_loads_without_httpx_own_command_line_client():
              "print(sorted(m for m in ('click', 'pygments', 'httpx._main') if sys.modules.get(m)), callable(httpx.main))")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert run.stdout.split() == ["[]", "True"], run.stdout + run.stderr
+
+
+async def test_accepted_statuses_are_answers_returned_as_archived_not_failures():
+    """A source names the statuses that are answers (a repository's 404, a 304): returned, recorded, never raised;
+    one the status alone does not explain (retries given up, a redirect refused) is noted with the reason."""
+    script = Script(httpx.Response(404, json={"error": "Repository not found"}), httpx.Response(503),
+                    httpx.Response(302, headers={"Location": "http://elsewhere.test/file"}))
+    async with client_for(script) as client:
+        missing = await client.request("GET", "http://replay.test/a", accept={404, 503, 302})
+        assert (missing.status, missing.body, client.notes) == (404, b'{"error":"Repository not found"}', [])
+        script.answers = [httpx.Response(503)]
+        failing = await client.request("GET", "http://replay.test/b", accept={404, 503, 302})
+        assert failing.status == 503 and len(script.seen) == 1 + FAST_HTTP.attempts  # retried first
+        assert client.notes == [f"test: GET /b: HTTP 503 after {FAST_HTTP.attempts} attempts"]
+        script.answers = [httpx.Response(302, headers={"Location": "http://elsewhere.test/file"})]
+        moved = await client.request("GET", "http://replay.test/c", accept={404, 503, 302})
+        assert moved.status == 302 and "refused: it leaves http://replay.test" in client.notes[-1]
+        with pytest.raises(SourceError, match=r"^test: GET /d: HTTP 404"):  # not accepted here: a failure
+            script.answers = [httpx.Response(404)]
+            await client.request("GET", "http://replay.test/d", accept={410})
+    assert [r.status for r in client.responses] == [404, 503, 302, 404]

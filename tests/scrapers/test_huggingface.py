@@ -105,7 +105,7 @@ def test_a_signed_urls_signature_and_credential_are_redacted():
 
 
 def test_a_server_error_or_a_transport_failure_fails_the_source():
-    with pytest.raises(SourceError, match=r"^huggingface: GET /Qwen/Qwen3-8B/resolve/main/config.json: HTTP 503 after 3"):
+    with pytest.raises(SourceError, match=r"^huggingface: GET /Qwen/Qwen3-8B/resolve/main/config.json: HTTP 503 after the retries: the Hub"):
         fetch([huggingface.Tracked(QWEN, "curated")], lambda request: httpx.Response(503))
 
 
@@ -216,3 +216,79 @@ def test_a_model_api_answer_without_a_count_leaves_the_config_as_it_is(status, b
     (config,) = result.model_configs
     assert config.safetensors is None and config.config["model_type"] == "qwen3"
     assert [n for n in result.notes if note and note in n] if note else not result.notes
+
+
+# The Hub's refusals as it sends them (huggingface_hub's hf_raise_for_status reads the same): an X-Error-Code header
+# (GatedRepo, RepoNotFound, EntryNotFound), an X-Error-Message header, and a JSON body with an "error" field.
+GATED_403 = httpx.Response(403, json={"error": "Access to model google/gemma-3-4b-pt is restricted and you are not in "
+                                              "the authorized list. Visit https://huggingface.co/google/gemma-3-4b-pt "
+                                              "to ask for access."},
+                           headers={"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to model "
+                                    "google/gemma-3-4b-pt is restricted and you are not in the authorized list. Visit "
+                                    "https://huggingface.co/google/gemma-3-4b-pt to ask for access."})
+
+
+@pytest.mark.parametrize("refusal", [
+    httpx.Response(400, json={"error": "Invalid repo name"}),
+    GATED_403,
+    httpx.Response(451, json={"error": "Unavailable for legal reasons"}),
+    httpx.Response(418, text="I'm a teapot")])
+def test_an_unexpected_refusal_of_one_config_costs_that_repository_alone(refusal):
+    repos = [huggingface.Tracked("odd/one", "api listing"), huggingface.Tracked("Qwen/Qwen3-14B", "curated")]
+    fetched = fetch(repos, answer_by_repo({"odd/one": refusal, "Qwen/Qwen3-14B": httpx.Response(200, content=BODY)}))
+    answers = {c.repo: c for c in huggingface.parse(fetched.responses).model_configs}
+    assert {repo: c.http_status for repo, c in answers.items()} == {"odd/one": refusal.status_code, "Qwen/Qwen3-14B": 200}
+    assert answers["Qwen/Qwen3-14B"].config == json.loads(BODY)
+    assert fetched.responses[0].status == refusal.status_code  # archived as the Hub answered it
+
+
+def test_the_hubs_own_words_for_a_refusal_are_the_repositorys_error():
+    """What the Hub says (X-Error-Code, X-Error-Message, else the body's "error") is kept and goes with the status."""
+    fetched = fetch([huggingface.Tracked("google/gemma-3-4b-pt", "curated"), huggingface.Tracked("odd/one", "curated")],
+                    answer_by_repo({"google/gemma-3-4b-pt": GATED_403,
+                                    "odd/one": httpx.Response(400, json={"error": "Invalid repo name"})}))
+    gated, odd = huggingface.parse(fetched.responses).model_configs
+    assert gated.error.startswith("GatedRepo: Access to model google/gemma-3-4b-pt is restricted and you are not in")
+    assert odd.error == "Invalid repo name" and gated.config is None and odd.config is None
+
+
+def test_a_refused_model_api_leaves_the_config_standing_with_a_note():
+    def answer(request):
+        if request.url.path.startswith("/api/models/"):
+            return httpx.Response(400, json={"error": "Invalid expand parameter"})
+        return httpx.Response(200, content=BODY)
+
+    fetched = fetch([huggingface.Tracked(QWEN, "curated"), huggingface.Tracked("Qwen/Qwen3-14B", "curated")], answer)
+    assert len(fetched.seen) == 4  # both configs and both model APIs asked
+    result = huggingface.parse(fetched.responses)
+    assert [(c.repo, c.http_status, c.safetensors) for c in result.model_configs] == [(QWEN, 200, None),
+                                                                                     ("Qwen/Qwen3-14B", 200, None)]
+    assert any("/api/models/Qwen/Qwen3-8B: the model API answered HTTP 400" in n and "Invalid expand" in n
+               for n in result.notes)
+
+
+def test_one_repositorys_server_error_after_the_retries_costs_it_alone_with_a_note():
+    repos = [huggingface.Tracked("broken/one", "api listing"), huggingface.Tracked("Qwen/Qwen3-14B", "curated")]
+    fetched = fetch(repos, answer_by_repo({"broken/one": httpx.Response(500, json={"error": "Internal Error"}),
+                                           "Qwen/Qwen3-14B": httpx.Response(200, content=BODY)}))
+    assert [r.url.path for r in fetched.seen].count("/broken/one/resolve/main/config.json") == 3  # retried first
+    answers = {c.repo: c.http_status for c in huggingface.parse(fetched.responses).model_configs}
+    assert answers == {"broken/one": 500, "Qwen/Qwen3-14B": 200}
+    assert fetched.client.notes == ['huggingface: GET /broken/one/resolve/main/config.json: HTTP 500 after 3 attempts: '
+                                    '{"error":"Internal Error"}']
+
+
+def test_server_errors_for_several_repositories_in_a_row_fail_the_source_and_the_rest_are_not_asked():
+    repos = [huggingface.Tracked(QWEN, "curated")] + [huggingface.Tracked(f"owner/model-{i}", "api listing")
+                                                      for i in range(10)]
+    fetched_before = []
+
+    def answer(request):
+        fetched_before.append(request.url.path)
+        return httpx.Response(200, content=BODY) if QWEN in request.url.path else httpx.Response(503)
+
+    with pytest.raises(SourceError, match=r"^huggingface: GET /owner/model-2/resolve/main/config.json: HTTP 503 after the "
+                                          r"retries, as for the 2 repositories asked before it: the Hub is failing; "
+                                          r"7 repositories wait"):
+        fetch(repos, answer)
+    assert len(fetched_before) == 2 + 3 * 3  # Qwen's config and count, then three repositories' 3 attempts each

@@ -5,7 +5,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 from scrapers.base import ModelConfig
-from transforms.model_catalogue import NOT_FOLLOWED, UNKNOWN_304, checked, user_rows, weights_check
+from transforms.model_catalogue import NOT_FOLLOWED, UNKNOWN_304, checked, refusal, user_rows, weights_check
 from transforms.model_config import derive_model
 
 CONFIGS = Path(__file__).parents[1] / "fixtures" / "hf_configs"
@@ -66,7 +66,7 @@ def test_an_unreadable_config_or_a_refusal_is_the_reason_the_repository_stays_un
     assert states["gated/model"]["reason"] == "HTTP 401: gated or private: set HF_TOKEN to a token with access to it"
     assert states["gone/model"]["reason"] == "HTTP 404: no such repository, or no config.json in it"
     assert done.models == [] and len(done.unmapped) == 3
-    assert "config.json of 3 repositories: 2 refused (HTTP 401/403/404), 1 unreadable" in done.notes
+    assert "config.json of 3 repositories: 2 refused or redirected (HTTP 3xx/4xx), 1 unreadable" in done.notes
 
 
 def test_a_304_keeps_what_the_config_gave_a_404_drops_the_derived_row_and_a_401_keeps_it():
@@ -166,3 +166,12 @@ def test_the_weights_count_is_held_per_repository_and_set_on_the_row_derived_bes
     (row,) = done.models
     assert row["weights_params_b"] == 8.19 and row["weights_check"].startswith("within 3%")
     assert json.loads(by_repo(done)[VL8]["safetensors"]) == counted
+
+
+def test_a_status_without_a_meaning_of_its_own_says_what_the_hub_said():
+    at = datetime(2026, 8, 19)
+    assert refusal(ModelConfig("odd/one", 400, at, error="Invalid repo name")) == (
+        "HTTP 400: no config received; the Hub said: Invalid repo name")
+    assert refusal(ModelConfig("odd/one", 503, at)) == "HTTP 503: a server error through every retry"
+    assert refusal(ModelConfig("odd/one", 404, at, error="RepoNotFound: gone")) == (
+        "HTTP 404: no such repository, or no config.json in it")  # the status says it: its meaning, as ever

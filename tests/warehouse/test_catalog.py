@@ -258,3 +258,20 @@ def test_an_attention_kind_must_be_known(reference):
     edit(reference / "models.csv", ",gqa,8,meta-llama/Llama-3.1-8B-Instruct,", ",mha,8,meta-llama/Llama-3.1-8B-Instruct,")
     with pytest.raises(catalog.CatalogError, match=r"^models.csv:\d+: column 'attention': 'mha' is not one of gqa, mla$"):
         catalog.read_all(reference)
+
+
+# SkyPilot's accelerator names for the legacy cloud parts (catalogs/v8/common/accelerators.csv of
+# skypilot-org/skypilot-catalog, commit 001ca549: K80, M60 and Radeon MI25 on Azure, Radeon Pro V520 on AWS), with
+# the memory per GPU a cloud reports where it says (AWS DescribeInstanceTypes: g4ad's Radeon Pro V520 8192 MiB).
+LEGACY_CLOUD_PARTS = {("K80", None): "Tesla K80 12GB", ("M60", None): "Tesla M60 8GB",
+                      ("Radeon MI25", None): "Radeon Instinct MI25 16GB", ("Radeon Pro V520", 8): "Radeon Pro V520 8GB"}
+
+
+def test_the_legacy_parts_the_cloud_catalogs_list_resolve_to_a_part_with_cited_figures():
+    frame = resolved("skypilot", [raw if memory is None else (raw, memory) for raw, memory in LEGACY_CLOUD_PARTS])
+    assert dict(zip(frame["gpu_raw"], frame["gpu"], strict=True)) == {raw: part for (raw, _), part in
+                                                                     LEGACY_CLOUD_PARTS.items()}
+    parts = catalog.read_all()["gpus"].filter(pl.col("name").is_in(list(LEGACY_CLOUD_PARTS.values())))
+    for part in parts.iter_rows(named=True):  # every figure a row holds, and a published source named for them
+        assert part["memory_gb"] and part["bandwidth_gbs"] and part["bf16_tflops"] and part["tdp_w"], part
+        assert "techpowerup.com/gpu-specs/" in part["source"] and not part["solved_from_page"], part
