@@ -1,6 +1,6 @@
 """What a serving stack does with a part's hardware, beyond its peaks: the precision a checkpoint's matmuls run at,
 and the memory an engine keeps back on a small card. Polars expressions over the estimator's per-row columns
-(transforms/estimator.py uses them for the measured method).
+(transforms/estimator/ uses them for the measured method).
 """
 
 import polars as pl
