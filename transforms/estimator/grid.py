@@ -16,7 +16,9 @@ from transforms.presets import DEFAULT_CONTEXT_TOKENS, DEFAULT_STREAMS, PRECISIO
 # and reads the weights its prompt uses, shared by the requests that arrive in one decode step.
 # 1.7: the measured method models a serving engine (trtllm, sglang, vllm); a weight-only 4-bit checkpoint computes at
 # its activations' precision, attention at the KV cache's; a small card keeps at most 10% of its memory back.
-ESTIMATOR_VERSION = "1.7.0"
+# 1.8: a 4-bit checkpoint quantised from a wider one, on a part without FP4 units, computes at BF16 (W4A16) at the BF16
+# efficiency (it ran at the BF16 peak at the FP4 kernels' efficiency).
+ESTIMATOR_VERSION = "1.8.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 PRECISION = pl.Enum(PRECISIONS)
