@@ -4,7 +4,7 @@ A replica of TP GPUs is one tensor-parallel group. Tensor parallelism exchanges 
 layer, so it needs the fast link inside one host (NVLink, or PCIe within the machine): it runs on one listing's
 GPUs. Beyond one host, a replica is deployable only on a cluster the provider sells with a scale-out fabric
 (InfiniBand/RoCE): tensor parallelism inside each node, pipeline stages between nodes (the estimator charges the
-network, transforms/estimator.py `pipeline_seconds`). Separately rented machines talk over ordinary networks,
+network, transforms/estimator/decode.py `pipeline_seconds`). Separately rented machines talk over ordinary networks,
 often in different buildings: no replica spans them. Consumer and workstation cards never span hosts, cluster or
 not. Pure polars over a day's offers and the GPU catalogue.
 """

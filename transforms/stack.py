@@ -1,6 +1,6 @@
 """What a serving stack does with a part's hardware, beyond its peaks: the precision a checkpoint's matmuls run at,
 and the memory an engine keeps back on a small card. Polars expressions over the estimator's per-row columns
-(transforms/estimator.py uses them for the measured method).
+(transforms/estimator/ uses them for the measured method).
 """
 
 import polars as pl
@@ -10,10 +10,13 @@ def activation_precision(precision: pl.Expr, native: pl.Expr, has_fp8: pl.Expr, 
     """The precision a row's matmuls run at. A model published only as a 4-bit checkpoint (gpt-oss's MXFP4) holds
     4-bit weights with 8-bit or 16-bit activations: TensorRT-LLM runs it W4A8 (MXFP4 x MXFP8) on parts with FP4 units,
     and at BF16 activations elsewhere (Hopper's Triton MoE); a checkpoint quantised to 4 bits from a wider one (NVFP4)
-    quantises activations too and runs at the FP4 peak. Other precisions run at their own."""
-    weight_only = (precision == "int4") & (native == "int4")
+    quantises activations too and runs at the FP4 peak where the part has FP4 units; a part without them holds the
+    4-bit weights and computes at BF16 (W4A16: vLLM's Marlin and AWQ kernels, Intel's XPU int4). Other precisions run
+    at their own."""
+    four_bit = precision == "int4"
+    weight_only = four_bit & (native == "int4")
     return (pl.when(weight_only & has_fp8 & has_fp4).then(pl.lit("fp8"))
-            .when(weight_only).then(pl.lit("bf16"))
+            .when(weight_only | (four_bit & ~has_fp4)).then(pl.lit("bf16"))
             .otherwise(precision.cast(pl.String)))
 
 

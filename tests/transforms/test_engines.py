@@ -57,6 +57,8 @@ def test_benchmark_rows_map_to_engines_and_a_vendors_own_harness_to_the_referenc
     ("int4", "int4", True, True, "fp8"),  # gpt-oss's MXFP4 on Blackwell: W4A8
     ("int4", "int4", True, False, "bf16"),  # on Hopper: BF16 activations
     ("int4", "fp8", True, True, "int4"),  # NVFP4 from an FP8 checkpoint: activations in FP4 too
+    ("int4", "bf16", True, False, "bf16"),  # AWQ/GPTQ on a part without FP4 units: W4A16
+    ("int4", "bf16", False, False, "bf16"),  # Intel's XPU int4: W4A16
     ("fp8", "bf16", True, True, "fp8"),
 ])
 def test_a_4_bit_checkpoint_of_weights_alone_computes_at_its_activations_precision(precision, native, fp8, fp4,
