@@ -43,6 +43,19 @@ def input_per_output() -> float:
     return float(os.environ.get("GPULEDGER_INPUT_PER_OUTPUT", presets.DEFAULT_INPUT_PER_OUTPUT))
 
 
+def speed_tiers() -> tuple[speed.Target, ...]:
+    """$GPULEDGER_SPEED_TIERS (unset: every tier): the tiers cost_at_speed prices, by label (tok/s per user, or
+    `batch`), comma- or space-separated. Each tier is a search over every replica's stream counts, the most of a
+    night's derivation: a night that needs fewer tiers names them. An unknown label fails naming the setting."""
+    known = {tier.label: tier for tier in speed.TIERS}
+    listed = dict.fromkeys(os.environ.get("GPULEDGER_SPEED_TIERS", "").replace(",", " ").split())
+    unknown = [label for label in listed if label not in known]
+    if unknown:
+        raise ValueError(f"GPULEDGER_SPEED_TIERS: {', '.join(map(repr, unknown))} is not a speed tier "
+                         f"(one of {', '.join(known)})")
+    return tuple(known[label] for label in listed) or speed.TIERS
+
+
 def method_params(name: str, mix: float, engine: str | None = None) -> presets.Params:
     """A method's preset with the requests of the cost tables (the measured method's mix; others ignore it), serving
     with `engine` (None: the preset's, engines.DEFAULT_ENGINE for the measured method)."""
@@ -63,6 +76,7 @@ class DerivePlan:
     input_per_output: float = field(default_factory=input_per_output)
     # the speed tier own_rent_api also compares at (the chat tier), beside its fixed numbers of streams
     own_rent_api_tier: speed.Target = speed.CHAT
+    speed_tiers: tuple[speed.Target, ...] = field(default_factory=speed_tiers)  # the tiers cost_at_speed prices
 
 
 def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
@@ -167,7 +181,8 @@ def derive_date(
             speed.own_rent_api_at(cats["models"], measured_gpus, requests, measured, plan.own_rent_api_tier, prices,
                                   hardware, plan.ownership, cats["gpus"], api, plan.input_per_output),
         ], how="diagonal_relaxed"),
-        "cost_at_speed": speed.cost_at_speed(cats["models"], measured_gpus, requests, measured, prices),
+        "cost_at_speed": speed.cost_at_speed(cats["models"], measured_gpus, requests, measured, prices,
+                                             plan.speed_tiers),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)

@@ -14,7 +14,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from flows import catalogue, fetch, ingest
-from flows.derive import EXPORTED, DerivePlan, derive_date, made_by
+from flows.derive import EXPORTED, DerivePlan, derive_date, made_by, speed_tiers
 from scrapers import settings as source_settings
 from scrapers import sources as source_registry
 from warehouse import archive, config, db, export, lake, load, mirror
@@ -153,6 +153,7 @@ def run(
     run_id = fetch.new_run_id()
     if derive:
         lake.exports_store()  # a bad lake or mirror location fails the run now, before any fetch
+        speed_tiers()  # and so does an unknown speed tier
     if config.raw_mirror():
         lake.open_store(config.raw_mirror())
     counts, verdict, pub = {}, None, None

@@ -43,13 +43,23 @@ def gpuledger_home(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def one_report_page(monkeypatch):
-    """The nightly report draws one model's page besides the market page: for tests whose subject is not the
-    report, where a page per catalogue model (tens of seconds a run) would be most of each run."""
-    from tests.pipeline_support import REPORT_PAGE
+def slim_night(monkeypatch):
+    """A nightly run that draws one model's report page (besides the market page) and prices cost_at_speed at one
+    tier: for tests whose subject is neither the report nor the speed tiers. A page per catalogue model and a
+    stream-count search per tier (a few seconds a run each) would be most of every run such a test makes."""
+    from tests.pipeline_support import slim_nights
 
-    for name, value in REPORT_PAGE.items():
-        monkeypatch.setenv(name, value)
+    slim_nights(monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def report_days(tmp_path_factory):
+    """Three replayed days and the report site of two (tests/report_support.py), built once for the report's
+    tests: the command's and the browser's read the same pages."""
+    from tests.report_support import publish_days
+
+    base = tmp_path_factory.mktemp("report")
+    return publish_days(base / "home", base / "site")
 
 
 @pytest.fixture(scope="session")

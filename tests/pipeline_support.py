@@ -7,9 +7,16 @@ from tests.sources_support import FAST_ENV, FIXTURES
 
 CREDENTIALS = {"VERDA_CLIENT_ID": "pipeline-test-client", "VERDA_CLIENT_SECRET": "pipeline-test-secret"}
 CREDENTIAL_NAMES = ("RUNPOD_API_KEY", "VERDA_CLIENT_ID", "VERDA_CLIENT_SECRET")
-# The report draws one model's page (and the market page) in tests whose subject is not the report: a page per
-# catalogue model would be most of each nightly run they make (the one_report_page fixture sets it).
-REPORT_PAGE = {"GPULEDGER_REPORT_MODELS": "llama-3.3-70b"}
+# In tests whose subject is neither the report nor the speed tiers, a night draws one model's page (and the market
+# page) and prices cost_at_speed at the chat tier alone: a page per catalogue model and a search per tier would be
+# most of each nightly run they make (the slim_night fixture sets it).
+SLIM_NIGHT = {"GPULEDGER_REPORT_MODELS": "llama-3.3-70b", "GPULEDGER_SPEED_TIERS": "35"}
+
+
+def slim_nights(monkeypatch) -> None:
+    """The nights run under `monkeypatch` are slim (SLIM_NIGHT); module-scoped fixtures call it on their own patch."""
+    for name, value in SLIM_NIGHT.items():
+        monkeypatch.setenv(name, value)
 
 
 def serve_fixtures(monkeypatch, directory: Path = FIXTURES, *, credentials: dict[str, str] = CREDENTIALS,

@@ -9,6 +9,7 @@ import pytest
 
 from flows.derive import derive_date
 from tests.cli_support import gpuledger
+from tests.pipeline_support import slim_nights
 from tests.trends_support import MARKET, NOV, day_offers
 from transforms import presets
 from warehouse import catalog, config, db, export, lake, load
@@ -38,6 +39,7 @@ def generated_home(tmp_path_factory):
     home = tmp_path_factory.mktemp("generated")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPULEDGER_HOME", str(home))
+        slim_nights(mp)  # the history is the subject, not the speed tiers
         with db.connect() as con:
             catalog.load_catalogs(con)
             for day in DAYS:

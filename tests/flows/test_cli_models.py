@@ -13,7 +13,7 @@ import pytest
 
 from flows import pipeline
 from tests.cli_support import gpuledger, invoke
-from tests.pipeline_support import serve_fixtures
+from tests.pipeline_support import serve_fixtures, slim_nights
 from tests.sources_support import FIXTURES, SNAPSHOT
 from warehouse import user_models
 
@@ -29,13 +29,14 @@ def published(tmp_path_factory):
     home = tmp_path_factory.mktemp("models") / "home"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPULEDGER_HOME", str(home))
+        slim_nights(mp)  # neither the report nor the speed tiers are this module's subject
         with serve_fixtures(mp):
             pipeline.run(None, SNAPSHOT, export_format="", trigger="test")
     return home
 
 
 @pytest.fixture
-def home(published, gpuledger_home, monkeypatch):
+def home(published, gpuledger_home, slim_night, monkeypatch):
     """A private copy of the published warehouse, without the replay (commands read it only)."""
     shutil.copytree(published, gpuledger_home)
     monkeypatch.setenv("GPULEDGER_NOW", f"{SNAPSHOT}T22:00:00")

@@ -16,7 +16,7 @@ from tests.s3_support import S3Server, point_at
 from tests.sources_support import SNAPSHOT
 from warehouse import config, db, delta, export, lake, mirror, queries
 
-pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is neither the report nor the speed tiers
 
 NEXT_DAY = SNAPSHOT + timedelta(days=1)
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from flows import pipeline
 from flows.cli.app import app
 from flows.derive import EXPORTED
-from tests.pipeline_support import REPORT_PAGE, serve_fixtures
+from tests.pipeline_support import SLIM_NIGHT, serve_fixtures
 from tests.sources_support import SNAPSHOT
 from warehouse import db, delta
 
@@ -51,7 +51,7 @@ def published(s3_server, tmp_path_factory) -> Published:
     root = tmp_path_factory.mktemp("published")
     env = {"GPULEDGER_HOME": str(root / "home"), "GPULEDGER_EXPORTS": f"s3://{s3_server.bucket()}/lake",
            "GPULEDGER_LAKE_UPKEEP_DAYS": "0", **s3_server.env(),  # upkeep due at once: the nightly run does it
-           **REPORT_PAGE}  # the report is not this module's subject
+           **SLIM_NIGHT}  # neither the report nor the speed tiers are this module's subject
     with pytest.MonkeyPatch.context() as patch:
         for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
             patch.delenv(name, raising=False)

@@ -8,12 +8,13 @@ import polars as pl
 import pytest
 from prefect.testing.utilities import prefect_test_harness
 
+from flows import pipeline
 from flows.nightly import nightly, nightly_schedule, rebuild
 from tests.pipeline_support import CREDENTIALS, serve_fixtures
 from tests.sources_support import SNAPSHOT
 from warehouse import config, db, queries
 
-pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is neither the report nor the speed tiers
 
 DERIVED = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api",
            "cost_at_speed")
@@ -54,6 +55,14 @@ def test_a_nightly_run_publishes_the_day_and_a_rerun_replaces_it(monkeypatch):
     # cost_at_speed names the engine on every row, in the lake as in the warehouse: the default's, the one published
     at_speed = pl.read_delta(str(config.exports_dir() / "cost_at_speed"))
     assert at_speed.height == after_first["cost_at_speed"] and set(at_speed["engine"]) == {"trtllm"}
+    assert set(at_speed["speed_tier"]) == {"35"}  # the tiers GPULEDGER_SPEED_TIERS names (slim_night), no others
+
+
+def test_an_unknown_speed_tier_fails_the_run_before_any_fetch(monkeypatch):
+    monkeypatch.setenv("GPULEDGER_SPEED_TIERS", "35, 36")
+    with pytest.raises(ValueError, match=r"GPULEDGER_SPEED_TIERS: '36' is not a speed tier \(one of 10, 20, .*batch\)"):
+        pipeline.run(trigger="test")
+    assert not config.raw_dir().exists() and not config.db_path().exists()
 
 
 def after_offers_of_latest_runs() -> int:

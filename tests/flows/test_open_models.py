@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from flows import pipeline
-from tests.pipeline_support import serve_fixtures
+from tests.pipeline_support import serve_fixtures, slim_nights
 from tests.sources_support import FIXTURES, SNAPSHOT, copy_fixtures
 from warehouse import db
 
@@ -34,6 +34,7 @@ def nights(tmp_path_factory):
     (base / "sources" / "replay.json").write_text(json.dumps(manifest))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPULEDGER_HOME", str(base / "home"))
+        slim_nights(mp)  # own_rent_api is priced at the chat tier whatever the speed tiers; they are not the subject
         server = serve_fixtures(mp, base / "sources")
         try:
             first = pipeline.run(None, SNAPSHOT, export_format="", trigger="test")

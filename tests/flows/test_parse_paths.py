@@ -19,6 +19,10 @@ from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FIXTURES, SNAPSHOT
 from warehouse import db
 
+# The parse is the subject: cost_at_speed is compared at the chat tier alone (every tier is a stream-count search
+# over the same offers, most of each derivation's time), every other table whole.
+pytestmark = pytest.mark.usefixtures("slim_night")
+
 # Tables the rebuild clears before each load, so equal contents can only come from the parse under test.
 CLEARED = ("offers", "quarantine", "unmapped_gpus", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent",
            "price_index", "own_rent_api", "cost_at_speed")

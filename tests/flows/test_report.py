@@ -10,17 +10,16 @@ from typer.testing import CliRunner
 
 from flows import report
 from flows.cli.app import app
-from tests.report_support import DAYS, MODELS, SUSPECT_DAY, publish_days
+from tests.report_support import DAYS, MODELS, SUSPECT_DAY
 from tests.sources_support import SNAPSHOT
 from warehouse import db
 
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def published(tmp_path_factory):
-    base = tmp_path_factory.mktemp("report")
-    return publish_days(base / "home", base / "site")
+@pytest.fixture
+def published(report_days):
+    return report_days
 
 
 @pytest.fixture

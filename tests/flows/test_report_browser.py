@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from flows import report as flows_report
-from tests.report_support import MODELS, SUSPECT_DAY, publish_days
+from tests.report_support import MODELS, SUSPECT_DAY
 from tests.sources_support import SNAPSHOT
 from transforms import display, report
 from warehouse import db
@@ -20,10 +20,9 @@ pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
-@pytest.fixture(scope="module")
-def published(tmp_path_factory):
-    base = tmp_path_factory.mktemp("browser")
-    return publish_days(base / "home", base / "site")
+@pytest.fixture
+def published(report_days):
+    return report_days
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from tests.reliability.test_fault_matrix import ENV
 from tests.sources_support import FIXTURES, SNAPSHOT
 from warehouse import db
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_report_page")]  # its subject is not the report
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("slim_night")]  # its subject is neither the report nor the speed tiers
 LAMBDA = skypilot.PATH.format(cloud="lambda")
 
 

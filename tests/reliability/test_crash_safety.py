@@ -16,7 +16,7 @@ from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
 from warehouse import archive, config, db, delta, derived, queries
 
-pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is neither the report nor the speed tiers
 
 # (phase marker, seconds after it): spread over every step; the fetch phase also archives as it goes.
 KILL_POINTS = [("fetch", d) for d in (0.0, 0.03, 0.06, 0.1, 0.2, 0.3)] + [

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from flows import derive, pipeline
-from tests.pipeline_support import serve_fixtures
+from tests.pipeline_support import serve_fixtures, slim_nights
 from tests.sources_support import FIXTURES, SNAPSHOT, copy_fixtures
 from warehouse import db
 
@@ -82,6 +82,7 @@ def nights(tmp_path_factory):
     followed = [*HOSTILE, CDN, *REFUSED, GONE, UNFOLLOWED]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GPULEDGER_HOME", str(base / "home"))
+        slim_nights(mp)  # the configs are the subject, not the speed tiers
         signed = f"http://localhost:1/xet-bridge?X-Amz-Credential=AKIAHOSTILE&X-Amz-Signature={SIGNATURE}&next="
         first, replay = nightly(mp, directory, followed, faults={f"/{CDN}/resolve/main/config.json": "redirect:307*"}
                                 | {f"/{repo}/resolve/main/config.json": f"{status}*" for repo, status in REFUSED.items()},

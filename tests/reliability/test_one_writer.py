@@ -11,7 +11,7 @@ import pytest
 from tests.pipeline_support import serve_fixtures
 from warehouse import catalog, config, db
 
-pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is neither the report nor the speed tiers
 
 PARTS = catalog.read_all()["gpus"].height  # the GPU catalogue's size
 

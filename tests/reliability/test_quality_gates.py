@@ -11,6 +11,7 @@ from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT, edited_fixtures
 from warehouse import db
 
+pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is neither the report nor the speed tiers
 
 def run_day(monkeypatch, directory=None, day=SNAPSHOT) -> pipeline.RunSummary:
     """A replayed run that derives the day and exports nothing: the gates are decided and labelled in the tables."""

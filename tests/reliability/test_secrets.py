@@ -12,7 +12,7 @@ from tests.pipeline_support import serve_fixtures
 from tests.sources_support import FAST_ENV
 from warehouse import config, db
 
-pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is neither the report nor the speed tiers
 
 SENTINELS = {
     "RUNPOD_API_KEY": "sentinel-runpod-key-1c9e4d7a",
