@@ -88,6 +88,10 @@ def _recordings(directory: Path, offers: list[dict], factors: list[float], night
     (directory / "vastai_bundles.json").write_text(json.dumps({"offers": moved}))
     manifest = json.loads((source / "replay.json").read_text()) | {"recorded_on": night.isoformat(),
                                                                   "now": f"{night}T22:00:00"}
+    # what the manifest names beside the recordings (../real, ../hf_configs) is read where it is
+    manifest["routes"] = [r | {"file": str((source / r["file"]).resolve())} if "/" in r["file"] else r
+                          for r in manifest["routes"]]
+    manifest |= {k: str((source / manifest[k]).resolve()) for k in ("hf_configs", "hf_api") if manifest.get(k)}
     (directory / "replay.json").write_text(json.dumps(manifest))
     return directory
 
