@@ -173,7 +173,9 @@ def derive_date(
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),
         # cost_per_mtok is a view of these joined to the stored grid: the rows of `cost` (tested equal)
-        "replica_prices": prices.with_columns(grid_sha256=pl.lit(key)),
+        # (the prices it joins: the wider replicas of cost_at_speed price no estimate)
+        "replica_prices": prices.join(grid.filter(pl.col("agg_tok_s") > 0).select("gpu", "tp").unique(),
+                                      on=["gpu", "tp"], how="semi").with_columns(grid_sha256=pl.lit(key)),
         "own_vs_rent": own,
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
         "own_rent_api": pl.concat([
