@@ -62,6 +62,12 @@ def test_the_view_reads_the_rows_the_derive_stored_before_it(recorded_day):
         # what is stored instead: a few hundred replica prices, naming the one grid they were priced with
         prices, grids = con.execute("select count(*), count(distinct grid_sha256) from replica_prices").fetchall()[0]
         assert prices < expected.height / 50 and grids == 1
+        # deriving the day again replaces its replica prices and leaves the grid as it was stored
+        stored = con.execute("select count(*), min(computed_at) from estimates").fetchall()
+        counts, _ = derive.derive_date(con, SNAPSHOT)
+        assert con.execute("select count(*), min(computed_at) from estimates").fetchall() == stored
+        assert con.execute("select count(*) from replica_prices").fetchall()[0][0] == counts["replica_prices"] == prices
+        assert differing(con, expected) == (0, 0)
 
 
 def test_an_old_day_reads_the_same_after_the_catalogue_or_the_estimator_changes(recorded_day, monkeypatch):
@@ -82,12 +88,3 @@ def test_an_old_day_reads_the_same_after_the_catalogue_or_the_estimator_changes(
         after = con.sql(f"select * from cost_per_mtok where snapshot_date = '{SNAPSHOT}'").pl()
         assert after.sort(after.columns).equals(before.sort(before.columns))
 
-
-def test_deriving_a_day_again_replaces_its_replica_prices_and_keeps_its_grid(recorded_day):
-    with db.connect() as con:
-        first = con.execute("select count(*), min(computed_at) from estimates").fetchall()
-        counts, _ = derive.derive_date(con, SNAPSHOT)
-        assert con.execute("select count(*), min(computed_at) from estimates").fetchall() == first
-        assert con.execute("select count(*) from cost_per_mtok where snapshot_date = ?",
-                           [SNAPSHOT]).fetchall()[0][0] == counts["cost_per_mtok"]
-        assert con.execute("select count(*) from replica_prices").fetchall()[0][0] == counts["replica_prices"]
