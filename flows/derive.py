@@ -2,7 +2,7 @@
 
 import logging
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 
 import duckdb
@@ -89,21 +89,34 @@ def catalogues(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
     return cats
 
 
+GRID_METHODS = ("measured", "calculator", "ceiling")
+GRID_CATALOGUES = ("models", "gpus", "gpu_overlays")
+
+
 def estimate_grid(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> pl.DataFrame:
     """Every method over every model and GPU: measured (the published $/M) and the calculator on the plan's grid,
     the ceiling at its own rule."""
     models, gpu_names = cats["models"]["model_id"].to_list(), cats["gpus"]["name"].to_list()
     frames = []
-    for name, grid in (
-        ("measured", estimator.make_grid(models, gpu_names, plan.precisions, plan.contexts, plan.streams)),
-        ("calculator", estimator.make_grid(models, gpu_names, plan.precisions, plan.contexts, plan.streams)),
-        ("ceiling", estimator.make_grid(models, gpu_names)),
-    ):
+    for name, grid in zip(GRID_METHODS, (
+        estimator.make_grid(models, gpu_names, plan.precisions, plan.contexts, plan.streams),
+        estimator.make_grid(models, gpu_names, plan.precisions, plan.contexts, plan.streams),
+        estimator.make_grid(models, gpu_names),
+    ), strict=True):
         gpus = estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], name)
         # A part whose memory the method's runtime overhead fills sizes no replica (tp NULL): nothing to store.
         frames.append(estimator.estimate(cats["models"], gpus, grid, method_params(name, plan.input_per_output)).filter(
             pl.col("tp").is_not_null()))
     return pl.concat(frames, how="vertical_relaxed")
+
+
+def grid_key(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> str:
+    """The key estimate_grid's grid is stored under: everything it reads (the estimator's version, each method's
+    parameters with the plan's request mix, the plan's grid, the catalogue rows)."""
+    settings = {"estimator_version": estimator.ESTIMATOR_VERSION,
+                "grid": [plan.precisions, plan.contexts, plan.streams],
+                "params": {name: asdict(method_params(name, plan.input_per_output)) for name in GRID_METHODS}}
+    return estimates.grid_sha256(settings, {name: cats[name] for name in GRID_CATALOGUES})
 
 
 def speed_grid(cats: dict[str, pl.DataFrame], offers: pl.DataFrame) -> pl.DataFrame:
@@ -156,9 +169,9 @@ def derive_date(
     plan = plan or DerivePlan()
     cats = catalogues(con)
     offers, quarantined, verdict = gate(con, day, queries.offers_for_date(con, day), plan.quality)
-    grid = estimate_grid(cats, plan)
-    if not estimates.stored_and_current(con, grid):  # estimates do not depend on the date
-        estimates.replace_estimates(con, grid)
+    grid, key = estimate_grid(cats, plan), grid_key(cats, plan)
+    if not estimates.is_stored(con, key):  # estimates do not depend on the date: one grid serves every day alike
+        estimates.store_grid(con, grid, key)
     # the estimates' replicas, and every power of two up to them or a node: cost_at_speed widens replicas for speed
     widest = max(grid["tp"].max() or 1, presets.MEASURED.node_gpus)
     tps = {*grid["tp"].drop_nulls().unique().to_list(), *(1 << k for k in range(widest.bit_length()))}
@@ -173,7 +186,10 @@ def derive_date(
     frames = {
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),
-        "cost_per_mtok": cost,
+        # cost_per_mtok is a view of these joined to the stored grid: the rows of `cost` (tested equal)
+        # (the prices it joins: the wider replicas of cost_at_speed price no estimate)
+        "replica_prices": prices.join(grid.filter(pl.col("agg_tok_s") > 0).select("gpu", "tp").unique(),
+                                      on=["gpu", "tp"], how="semi").with_columns(grid_sha256=pl.lit(key)),
         "own_vs_rent": own,
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
         "own_rent_api": pl.concat([
@@ -186,4 +202,5 @@ def derive_date(
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)
-    return {"estimates": grid.height, **counts, "quarantined": quarantined.height}, verdict
+    return {"estimates": grid.height, "cost_per_mtok": cost.height, **counts,
+            "quarantined": quarantined.height}, verdict

@@ -12,19 +12,25 @@ from warehouse.db import transaction
 if TYPE_CHECKING:  # polars loads with the first frame: `gpuledger status` reads BY_DATE without it
     import polars as pl
 
+# The published tables dated by day.
 BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api",
            "cost_at_speed")
+# A published table that is a view (migration 0025), computed when asked from the stored table a derive replaces,
+# and the table of the rows the days derived before it keep: deriving such a day again replaces those by the view's.
+VIEWS = {"cost_per_mtok": ("replica_prices", "cost_per_mtok_stored")}
+STORED = (*(t for t in BY_DATE if t not in VIEWS), *(stored for stored, _ in VIEWS.values()))
+SUPERSEDES = {stored: legacy for stored, legacy in VIEWS.values()}
 # Each derived table's key, checked before a replacement (the tables carry no index: see migration 0006).
 KEYS = {
     "daily_prices": ("snapshot_date", "provider", "gpu", "gpu_count", "price_kind", "tier"),
     "rental_ranges": ("snapshot_date", "gpu", "n_gpus", "provider", "price_kind"),
-    "cost_per_mtok": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "provider",
-                      "price_kind", "replica_pricing", "method"),
+    "replica_prices": ("snapshot_date", "gpu", "provider", "price_kind", "tp", "replica_pricing"),
     "own_vs_rent": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "method", "price_kind"),
     "price_index": ("snapshot_date", "gpu", "provider", "price_kind"),
     "own_rent_api": ("snapshot_date", "model", "precision", "context_tokens", "streams", "speed_tier", "method"),
     "cost_at_speed": ("snapshot_date", "model", "gpu", "provider", "price_kind", "precision", "speed_tier"),
-    "estimates": ("model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version"),
+    "estimates": ("model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version",
+                  "grid_sha256"),
 }
 
 
@@ -45,9 +51,9 @@ def replace_for_date(
     when given; all of it or none."""
     import polars as pl
 
-    unknown = set(frames) - set(BY_DATE)
+    unknown = set(frames) - set(STORED)
     if unknown:
-        raise ValueError(f"not a derived table: {', '.join(sorted(unknown))}")
+        raise ValueError(f"not a stored derived table: {', '.join(sorted(unknown))}")
     replaced = frames | ({"quarantine": quarantine} if quarantine is not None else {})
     for table, frame in replaced.items():
         other_days = frame.filter(pl.col("snapshot_date") != day).height
@@ -58,7 +64,8 @@ def replace_for_date(
     with transaction(con):
         for table, frame in replaced.items():
             only_derived = " and stage = 'quality'" if table == "quarantine" else ""  # parse rows are facts
-            con.execute(f"delete from {table} where snapshot_date = ?{only_derived}", [day])
+            for replaced_table in (table, *([SUPERSEDES[table]] if table in SUPERSEDES else [])):
+                con.execute(f"delete from {replaced_table} where snapshot_date = ?{only_derived}", [day])
             con.register("derived_frame", frame)
             con.execute(f"insert into {table} by name select * from derived_frame")
             con.unregister("derived_frame")

@@ -1,4 +1,11 @@
-"""The `estimates` table: a grid from transforms.estimator, stored per (method, estimator_version)."""
+"""The `estimates` table: grids from transforms.estimator, each stored once under the sha256 of what made it.
+
+A grid is never replaced: the days priced with it (replica_prices.grid_sha256, read through the cost_per_mtok view)
+must read the same forever, so a changed catalogue, estimator or plan stores a new grid beside the old ones.
+"""
+
+import hashlib
+import json
 
 import duckdb
 import polars as pl
@@ -11,49 +18,40 @@ COLUMNS = (
     "model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version", "tp", "multi_node",
     "memory_used_gb", "memory_used_pct", "max_streams", "single_stream_tok_s", "per_stream_tok_s", "agg_tok_s",
     "prefill_tok_s", "bound", "power_kw", "uncertain", "computed_at", "input_tokens", "output_tokens", "agg_tok_s_low",
-    "agg_tok_s_high", "engine",
+    "agg_tok_s_high", "engine", "grid_sha256",
 )
 
 
-def replace_estimates(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> int:
-    """Store a grid, replacing every row of the same (method, estimator_version), in one transaction; idempotent.
+def grid_sha256(settings: dict, frames: dict[str, pl.DataFrame]) -> str:
+    """The key of a grid: sha256 over the settings it was computed with (the estimator's version, the plan) and every
+    row of the catalogue frames it read, whatever their row order."""
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode())
+    for name in sorted(frames):
+        frame = frames[name]
+        digest.update(f"\n{name}:{sorted(frame.columns)}\n".encode())
+        rows = frame.select(sorted(frame.columns)).write_ndjson().splitlines()
+        digest.update("\n".join(sorted(rows)).encode())
+    return digest.hexdigest()
 
-    Returns the rows stored. `computed_at` is now (config.utc_now) unless the frame carries it.
-    """
+
+def is_stored(con: duckdb.DuckDBPyConnection, key: str) -> bool:
+    return con.execute("select count(*) from estimates where grid_sha256 = ?", [key]).fetchall()[0][0] > 0
+
+
+def store_grid(con: duckdb.DuckDBPyConnection, df: pl.DataFrame, key: str) -> int:
+    """Store a grid under its key, in one transaction, unless that key is stored already (then nothing changes: the
+    same key stands for the same rows). Returns the rows stored. `computed_at` is now (config.utc_now) unless the
+    frame carries it."""
     if "computed_at" not in df.columns:
         df = df.with_columns(computed_at=pl.lit(config.utc_now(), dtype=pl.Datetime("us")))
-    frame = df.select(COLUMNS)
+    frame = df.with_columns(grid_sha256=pl.lit(key)).select(COLUMNS)
     check_keys("estimates", frame)
-    keys = frame.select("method", "estimator_version").unique()
-    con.register("estimate_keys", keys)
     con.register("estimate_frame", frame)
     try:
         with transaction(con):
-            con.execute(
-                "delete from estimates e using estimate_keys k "
-                "where e.method = k.method and e.estimator_version = k.estimator_version"
-            )
+            if is_stored(con, key):
+                return 0
             con.execute("insert into estimates by name select * from estimate_frame")
     finally:
-        con.unregister("estimate_keys")
         con.unregister("estimate_frame")
     return frame.height
-
-
-def stored_and_current(con: duckdb.DuckDBPyConnection, grid: pl.DataFrame) -> bool:
-    """The grid's estimates are already stored, for the same requests, computed after the catalogues were last
-    loaded (a changed request mix, $GPULEDGER_INPUT_PER_OUTPUT, recomputes them)."""
-    methods = grid["method"].unique().to_list()
-    version = grid["estimator_version"][0]
-    where = f"estimator_version = ? and method in ({', '.join('?' * len(methods))})"
-    stored, computed = con.execute(
-        f"select count(*), min(computed_at) from estimates where {where}", [version, *methods]).fetchall()[0]
-    loaded = con.execute("select max(loaded_at) from catalog_versions").fetchall()[0][0]
-    if stored != grid.height or computed is None or (loaded is not None and computed < loaded):
-        return False
-    request = ["method", "context_tokens", "input_tokens", "output_tokens"]
-    stored_requests = con.sql(
-        f"select distinct {', '.join(request)} from estimates where {where}", params=[version, *methods]).pl()
-    return stored_requests.sort(request, nulls_last=True).equals(
-        grid.select(request).unique().cast({"context_tokens": pl.Int64, "input_tokens": pl.Int64,
-                                            "output_tokens": pl.Int64}).sort(request, nulls_last=True))

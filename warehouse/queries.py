@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from warehouse import config
+from warehouse import config, derived
 
 if TYPE_CHECKING:
     import polars as pl
@@ -140,8 +140,11 @@ def table(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame:
 
 
 def latest_date(con: duckdb.DuckDBPyConnection, table_name: str = "cost_per_mtok") -> date | None:
-    """The newest snapshot_date a table holds (none beyond config.last_plausible_day), or None when it is empty."""
-    return con.execute(f"select max(snapshot_date) from {table_name} where snapshot_date <= ?",
+    """The newest snapshot_date a table holds (none beyond config.last_plausible_day), or None when it is empty. A
+    view's dates are its stored tables' (each stored row makes rows of the view): its own max would compute every
+    row of every day."""
+    dated = " union all ".join(f"select snapshot_date from {t}" for t in derived.VIEWS.get(table_name, (table_name,)))
+    return con.execute(f"select max(snapshot_date) from ({dated}) where snapshot_date <= ?",
                        [config.last_plausible_day()]).fetchall()[0][0]
 
 

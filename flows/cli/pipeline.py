@@ -16,7 +16,7 @@ from warehouse.lock import WriterBusy
 
 STALE_HOURS = 36.0
 COUNTED = ("runs", "fetches", "offers", "unmapped_gpus", "catalog_files", "quarantine", "fx_rates", "daily_prices", "rental_ranges",
-           "estimates", "cost_per_mtok", "own_vs_rent", "price_index", "api_prices", "unmapped_api_models",
+           "estimates", "replica_prices", "own_vs_rent", "price_index", "api_prices", "unmapped_api_models",
            "own_rent_api", "cost_at_speed", "models", "model_configs", "unmapped_models")
 
 

@@ -24,7 +24,7 @@ from warehouse import db
 pytestmark = pytest.mark.usefixtures("slim_night")
 
 # Tables the rebuild clears before each load, so equal contents can only come from the parse under test.
-CLEARED = ("offers", "quarantine", "unmapped_gpus", "daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent",
+CLEARED = ("offers", "quarantine", "unmapped_gpus", "daily_prices", "rental_ranges", "replica_prices", "own_vs_rent",
            "price_index", "own_rent_api", "cost_at_speed")
 
 

@@ -131,3 +131,43 @@ def test_migration_0012_keeps_the_offers_and_drops_their_index(monkeypatch):
         first = [d[0] for d in con.execute("select * from offers limit 0").description][:len(row)]  # later migrations add more
         con.execute(f"insert into offers ({', '.join(first)}) values ({', '.join('?' * len(row))})", list(row))  # the key is load's job
     assert kept == [("42", "8", 2.0)] and constraints == []
+
+
+def test_migration_0025_keeps_the_days_stored_before_the_cost_view_and_a_derive_replaces_them(monkeypatch):
+    """cost_per_mtok became a view of replica prices and estimate grids; the days stored before read as they were."""
+    import polars as pl
+
+    from warehouse import derived
+
+    known = db.migrations()
+    monkeypatch.setattr(db, "migrations", lambda: tuple(m for m in known if m[0] < 25))
+    row = {"snapshot_date": "2026-11-26", "model": "llama-3.3-70b", "gpu": "H100 SXM5 80GB", "precision": "bf16",
+           "context_tokens": 4096, "streams": 32, "provider": "vastai", "price_kind": "on_demand",
+           "replica_pricing": "one_listing", "method": "measured", "estimator_version": "1.6.0", "tp": 2,
+           "agg_tok_s": 1234.5, "replica_usd_per_hr": 4.2, "usd_per_mtok": 0.945068, "offer_ids": "42",
+           "price_observed_at": "2026-11-26 22:00:00", "native_currency": "USD", "fx_rate": None, "fx_date": None,
+           "fx_source": None, "quality": "ok", "usd_per_mtok_low": 0.8, "usd_per_mtok_high": 1.1, "input_tokens": 3072,
+           "output_tokens": 1024, "deployable": True, "not_deployable_reason": None, "engine": "trtllm"}
+    insert = f"insert into cost_per_mtok ({', '.join(row)}) values ({', '.join('?' * len(row))})"
+    with db.connect() as con:
+        con.execute(insert, list(row.values()))
+        con.execute(insert, list((row | {"snapshot_date": "2026-11-27"}).values()))
+        con.execute("insert into estimates (model, gpu, precision, context_tokens, streams, method, estimator_version, "
+                    "tp, multi_node, uncertain, computed_at) values "
+                    "('m', 'g', 'bf16', 4096, 1, 'measured', '1.6.0', 1, false, false, now())")
+        columns = con.execute("select column_name, data_type from information_schema.columns "
+                              "where table_name = 'cost_per_mtok' order by ordinal_position").fetchall()
+        before = con.execute("select * from cost_per_mtok order by snapshot_date").fetchall()
+    monkeypatch.setattr(db, "migrations", lambda: known)
+    with db.connect() as con:
+        assert con.execute("select table_type from information_schema.tables where table_name = 'cost_per_mtok'"
+                           ).fetchall() == [("VIEW",)]
+        assert con.execute("select column_name, data_type from information_schema.columns "
+                           "where table_name = 'cost_per_mtok' order by ordinal_position").fetchall() == columns
+        assert con.execute("select * from cost_per_mtok order by snapshot_date").fetchall() == before
+        assert con.execute("select count(*) from estimates").fetchall() == [(0,)]  # a grid without a key backs no day
+        # deriving 2026-11-27 again replaces its stored rows by its replica prices (none here); 2026-11-26 stays
+        prices = pl.DataFrame(schema={"snapshot_date": pl.Date, "gpu": pl.String, "provider": pl.String,
+                                      "price_kind": pl.String, "tp": pl.Int64, "replica_pricing": pl.String})
+        derived.replace_for_date(con, before[1][0], {"replica_prices": prices})
+        assert con.execute("select * from cost_per_mtok").fetchall() == before[:1]

@@ -1,4 +1,3 @@
-import dataclasses
 from datetime import datetime
 
 import duckdb
@@ -7,7 +6,7 @@ import pytest
 
 from transforms import estimator, presets
 from warehouse import catalog, db
-from warehouse.estimates import replace_estimates, stored_and_current
+from warehouse.estimates import grid_sha256, is_stored, store_grid
 
 FP4_ONLY = "RTX PRO 4500 Blackwell Server Edition"  # no BF16 figure: nothing is known at bf16
 
@@ -35,44 +34,43 @@ def stored(con, method: str | None = None) -> int:
     return con.execute(f"select count(*) from estimates {where}").fetchall()[0][0]
 
 
-def test_a_grid_is_stored_once_however_often_it_is_replaced(con, grids):
-    assert replace_estimates(con, grids["calculator"]) == 48
-    assert replace_estimates(con, grids["calculator"]) == 48
-    assert stored(con) == 48
+def key(grid: pl.DataFrame, **settings) -> str:
+    return grid_sha256({"estimator_version": estimator.ESTIMATOR_VERSION} | settings, {"grid": grid})
 
 
-def test_replacing_drops_the_old_rows_of_the_same_method_and_version_only(con, grids):
-    replace_estimates(con, grids["calculator"])
-    replace_estimates(con, grids["ceiling"])
+def test_a_grid_is_stored_once_however_often_it_is_stored(con, grids):
+    assert store_grid(con, grids["calculator"], "k1") == 48
+    assert store_grid(con, grids["calculator"], "k1") == 0
+    assert stored(con) == 48 and is_stored(con, "k1") and not is_stored(con, "k2")
+
+
+def test_a_stored_grid_is_never_replaced_and_another_key_stores_beside_it(con, grids):
+    store_grid(con, grids["calculator"], "k1")
     smaller = grids["calculator"].filter(pl.col("streams") == 1)
-    replace_estimates(con, smaller)
-    assert (stored(con, "calculator"), stored(con, "ceiling")) == (smaller.height, grids["ceiling"].height)
+    store_grid(con, smaller, "k1")  # the same key: the grid already stored stands
+    store_grid(con, smaller, "k2")
+    rows = dict(con.execute("select grid_sha256, count(*) from estimates group by 1").fetchall())
+    assert rows == {"k1": 48, "k2": smaller.height}
 
 
 def test_stored_rows_keep_nulls_and_the_pinned_clock(con, grids, monkeypatch):
     monkeypatch.setenv("GPULEDGER_NOW", "2026-12-01T03:00:00+00:00")
-    replace_estimates(con, grids["calculator"])
+    store_grid(con, grids["calculator"], "k1")
     rows = con.execute("select distinct computed_at, agg_tok_s is null from estimates where gpu = ? and precision = 'bf16'",
                        [FP4_ONLY]).fetchall()
     assert rows == [(datetime(2026, 12, 1, 3, 0), True)]
 
 
-def test_a_failed_replacement_leaves_the_previous_grid(con, grids):
-    replace_estimates(con, grids["calculator"])
+def test_a_failed_store_stores_nothing(con, grids):
     broken = grids["calculator"].with_columns(tp=pl.lit(None, dtype=pl.Int64))  # tp is NOT NULL
     with pytest.raises(duckdb.ConstraintException):
-        replace_estimates(con, broken)
-    assert stored(con) == 48 and con.execute("select count(*) from estimates where tp is null").fetchall()[0][0] == 0
+        store_grid(con, broken, "k1")
+    assert stored(con) == 0 and not is_stored(con, "k1")
 
 
-def test_stored_estimates_are_current_only_for_the_same_requests(con):
-    """A changed request mix ($GPULEDGER_INPUT_PER_OUTPUT) makes the stored measured grid stale."""
-    frames = catalog.read_all()
-    gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], "measured")
-    grid = estimator.make_grid(["llama-3.1-8b"], ["H200 SXM"], ["fp8"], [4096, 32768], [1, 32])
-    three_to_one = estimator.estimate(frames["models"], gpus, grid, presets.MEASURED)
-    one_to_one = estimator.estimate(frames["models"], gpus, grid,
-                                    dataclasses.replace(presets.MEASURED, input_per_output=1.0))
-    replace_estimates(con, three_to_one)
-    assert stored_and_current(con, three_to_one)
-    assert not stored_and_current(con, one_to_one)
+def test_the_key_changes_with_every_input_and_not_with_row_order(grids):
+    grid = grids["calculator"]
+    assert key(grid) == key(grid.reverse()) == key(grid.select(reversed(grid.columns)))
+    assert key(grid) != key(grid.with_columns(agg_tok_s=pl.col("agg_tok_s") * 1.000001))
+    assert key(grid) != key(grid.head(47))
+    assert key(grid) != key(grid, input_per_output=1.0)

@@ -1,0 +1,90 @@
+"""Deriving a day: cost_per_mtok is a view of the day's replica prices and the estimate grid they name (migration
+0025), and it reads what storing the rows gave, on the recorded day and after the catalogue or estimator change."""
+
+from datetime import timedelta
+
+import duckdb
+import polars as pl
+import pytest
+
+from flows import derive
+from tests.cli_support import gpuledger
+from tests.pipeline_support import serve_fixtures
+from tests.sources_support import SNAPSHOT
+from transforms import costs, estimator
+from warehouse import db, queries
+
+pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+
+
+@pytest.fixture
+def recorded_day(monkeypatch):
+    """The recorded day, derived by the nightly (no Prefect) from the replayed sources."""
+    with serve_fixtures(monkeypatch):
+        gpuledger("nightly", "--no-prefect")
+
+
+def stored_way(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> pl.DataFrame:
+    """The day's cost_per_mtok rows as the derive stored them before the view: every estimate of the grid priced by
+    each replica price of its GPU and TP (transforms/costs.cost_per_mtok), labelled with the day's quality."""
+    cats = derive.catalogues(con)
+    offers, _, verdict = derive.gate(con, SNAPSHOT, queries.offers_for_date(con, SNAPSHOT), plan.quality)
+    grid = derive.estimate_grid(cats, plan)
+    prices = costs.replica_prices(offers, sorted(grid["tp"].unique().to_list()), cats["gpus"])
+    return costs.cost_per_mtok(grid, prices).with_columns(quality=pl.lit(verdict.quality))
+
+
+def differing(con: duckdb.DuckDBPyConnection, expected: pl.DataFrame) -> tuple[int, int]:
+    """Rows of `expected` the view lacks for the day, and rows the view has that `expected` lacks (as multisets,
+    $/M to 9 decimals)."""
+    columns = ", ".join(f'"{c}"' for c in expected.columns)
+    rounded = "* replace (round(usd_per_mtok, 9) as usd_per_mtok, round(usd_per_mtok_low, 9) as usd_per_mtok_low, " \
+              "round(usd_per_mtok_high, 9) as usd_per_mtok_high)"
+    con.register("expected", expected)
+    view = f"(select {columns} from cost_per_mtok where snapshot_date = '{SNAPSHOT}')"
+    missing = con.sql(f"select count(*) from (select {rounded} from expected except all select {rounded} from {view})")
+    extra = con.sql(f"select count(*) from (select {rounded} from {view} except all select {rounded} from expected)")
+    found = missing.fetchall()[0][0], extra.fetchall()[0][0]
+    con.unregister("expected")
+    return found
+
+
+def test_the_view_reads_the_rows_the_derive_stored_before_it(recorded_day):
+    with db.connect() as con:
+        expected = stored_way(con, derive.DerivePlan())
+        view_columns = [c for (c,) in con.execute(
+            "select column_name from information_schema.columns where table_name = 'cost_per_mtok' "
+            "order by ordinal_position").fetchall()]
+        rows = con.execute("select count(*) from cost_per_mtok where snapshot_date = ?", [SNAPSHOT]).fetchall()[0][0]
+        assert expected.height > 10_000 and rows == expected.height
+        assert sorted(view_columns) == sorted(expected.columns)
+        assert differing(con, expected) == (0, 0)
+        # what is stored instead: a few hundred replica prices, naming the one grid they were priced with
+        prices, grids = con.execute("select count(*), count(distinct grid_sha256) from replica_prices").fetchall()[0]
+        assert prices < expected.height / 50 and grids == 1
+        # deriving the day again replaces its replica prices and leaves the grid as it was stored
+        stored = con.execute("select count(*), min(computed_at) from estimates").fetchall()
+        counts, _ = derive.derive_date(con, SNAPSHOT)
+        assert con.execute("select count(*), min(computed_at) from estimates").fetchall() == stored
+        assert con.execute("select count(*) from replica_prices").fetchall()[0][0] == counts["replica_prices"] == prices
+        assert differing(con, expected) == (0, 0)
+
+
+def test_an_old_day_reads_the_same_after_the_catalogue_or_the_estimator_changes(recorded_day, monkeypatch):
+    with db.connect() as con:
+        before = con.sql(f"select * from cost_per_mtok where snapshot_date = '{SNAPSHOT}'").pl()
+        # a catalogue change (a part's bandwidth), then a new request mix and estimator version, each a day later
+        con.execute("update gpus set bandwidth_gbs = bandwidth_gbs * 2 where name = 'H100 SXM5 80GB'")
+        derive.derive_date(con, SNAPSHOT + timedelta(days=1))
+        monkeypatch.setenv("GPULEDGER_INPUT_PER_OUTPUT", "1")
+        monkeypatch.setattr(estimator, "ESTIMATOR_VERSION", "99.0.0")
+        derive.derive_date(con, SNAPSHOT + timedelta(days=2))
+        grids = con.execute("select grid_sha256, count(*) from estimates group by 1").fetchall()
+        assert len(grids) == 3  # each change stored a grid beside the others
+        changed = con.execute(
+            "select count(distinct agg_tok_s) from estimates where gpu = 'H100 SXM5 80GB' and model = 'llama-3.3-70b' "
+            "and method = 'calculator' and precision = 'bf16' and context_tokens = 4096 and streams = 1").fetchall()
+        assert changed == [(2,)]  # the doubled bandwidth moved the estimate the new grid holds
+        after = con.sql(f"select * from cost_per_mtok where snapshot_date = '{SNAPSHOT}'").pl()
+        assert after.sort(after.columns).equals(before.sort(before.columns))
+
