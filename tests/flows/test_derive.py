@@ -14,7 +14,7 @@ from tests.sources_support import SNAPSHOT
 from transforms import costs, estimator
 from warehouse import db, queries
 
-pytestmark = pytest.mark.usefixtures("one_report_page")  # their subject is not the report
+pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is not the report
 
 
 @pytest.fixture
