@@ -31,8 +31,9 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 # Every test but the full calibration's checks, which take minutes by nature: check-calibration runs those.
+# One worker per core, a test file to a worker (its module fixtures are built once): docs/development.md.
 test: $(STAMP) browser
-	$(BIN)/pytest -q -m "not calibration"
+	$(BIN)/pytest -q -m "not calibration" -n auto --dist loadfile
 
 # The full re-fit equals the committed fit, and held-out estimates meet the acceptance (tests marked calibration).
 check-calibration: $(STAMP)

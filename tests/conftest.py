@@ -27,6 +27,10 @@ os.environ.update({"AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_ACCESS_KEY_ID"
                    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
                    "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull,
                    "AWS_SHARED_CREDENTIALS_FILE": os.devnull})
+# pytest-xdist's workers are started with COLUMNS=80 and LINES=24, which a table reads as the terminal's width:
+# a test sees output as a plain `pytest` run draws it (a pipe), and one that asks for a width sets COLUMNS itself.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 for _name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
     os.environ.pop(_name, None)
 # One Prefect home for the session, outside the repository; a test that needs its own sets it explicitly.
