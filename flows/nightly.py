@@ -62,7 +62,9 @@ def nightly(
         logger.warning("%s is published as suspect: see runs.quality_reasons", summary.snapshot_date)
     for source, error in summary.errors.items():
         logger.error("%s failed: %s", source, error)
-    logger.info("run %s: %s; derived %s", summary.run_id, summary.status, summary.derived)
+    # one short line (a log line is never wrapped): the per-table counts are in the command's own summary
+    logger.info("run %s: %s; derived %s rows in %d tables", summary.run_id, summary.status,
+                f"{sum(summary.derived.values()):,}", len(summary.derived))
     return _final_state(summary)
 
 

@@ -5,6 +5,7 @@ and exports, so every command (and `duckdb` on the exports) can be tried on it a
 """
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -21,6 +22,9 @@ def main() -> int:
     import flows.nightly  # noqa: F401  (Prefect sets its log handlers up on the real stderr, not the runner's)
     from flows.replay.server import ReplayServer
 
+    if sys.stdout.isatty() and "COLUMNS" not in os.environ:
+        # the commands draw for this terminal: under the runner their stdout is a capture, which reads as a pipe
+        os.environ["COLUMNS"] = str(shutil.get_terminal_size().columns)
     with ReplayServer(RECORDINGS) as server:
         os.environ.update(server.env() | DEMO_ENV | FAST)
         from flows.cli.app import app
