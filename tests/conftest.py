@@ -84,11 +84,3 @@ def s3(s3_server, monkeypatch):
     point_at(monkeypatch, s3_server)
     return f"s3://{s3_server.bucket()}"
 
-
-# The SIGKILL sweep is one test of several minutes: collected first, under pytest-xdist (`make test`) one worker
-# starts it while the other runs the rest, instead of it running alone at the end (it came last by name).
-FIRST = ("tests/reliability/test_crash_safety.py",)
-
-
-def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in FIRST)  # stable: the rest keep their order
