@@ -123,12 +123,19 @@ def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str
 SPEED_COLUMNS = ["streams", "user_tok_s", "ttft_s", "stopped_by"]
 
 
+def speed_shown(target: speed.Target) -> list[str]:
+    """The speed columns a table at `target` shows: the means, and beside them the 99th percentiles when those are
+    what the target holds."""
+    return [*SPEED_COLUMNS[:3], *(target.columns if target.percentile == "p99" else ()), SPEED_COLUMNS[3]]
+
+
 def calculator_at_target(data: Day, model: str, names: list[str], precision: str, context: int, target: speed.Target,
                          price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD,
                          engine: str | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Page 001's table at a speed target, served by `engine` (None: the default): (the answers, the table of the
-    parts that reach it, priced like the calculator's and showing streams, user_tok_s, ttft_s and what stopped them;
-    the parts that cannot reach it, with their best: never priced)."""
+    parts that reach it, priced like the calculator's and showing streams, user_tok_s, ttft_s (and their 99th
+    percentiles for a p99 target) and what stopped them; the parts that cannot reach it, with their best: never
+    priced)."""
     names = names or data.gpus["name"].to_list()
     gpus = estimator.apply_overlay(data.gpus, data.overlays, method)
     try:
@@ -140,11 +147,12 @@ def calculator_at_target(data: Day, model: str, names: list[str], precision: str
     replicas = tables.cheapest_replicas(
         costs.replica_prices(data.offers, reached["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
     table = tables.calculator_view(reached, data.gpus, replicas, deployability.capacity(data.offers, data.gpus))
-    table = table.join(reached.select("gpu", *SPEED_COLUMNS), on="gpu", how="left", maintain_order="left")
-    table = table.select(*table.columns[:4], *SPEED_COLUMNS, *(c for c in table.columns[4:] if c not in SPEED_COLUMNS))
+    shown = speed_shown(target)
+    table = table.join(reached.select("gpu", *shown), on="gpu", how="left", maintain_order="left")
+    table = table.select(*table.columns[:4], *shown, *(c for c in table.columns[4:] if c not in shown))
     # a part the method cannot estimate (no speed figure) is neither reached nor missed: left out
-    unreached = answers.filter(~pl.col("reaches") & pl.col("user_tok_s").is_not_null()).sort("user_tok_s", descending=True).select(
-        "gpu", "tp", "precision", "user_tok_s", "ttft_s")
+    unreached = answers.filter(~pl.col("reaches") & pl.col("user_tok_s").is_not_null()).sort(
+        target.columns[0], descending=True).select("gpu", "tp", "precision", *shown[1:-1])
     return answers, table, unreached
 
 

@@ -1,6 +1,5 @@
 """`gpuledger estimate`: roofline estimates for one model on every (or the named) GPU, or one GPU's curve."""
 
-from enum import StrEnum
 from typing import Annotated
 
 import duckdb
@@ -11,8 +10,10 @@ from flows.cli.common import (
     GPUS,
     MAX_TTFT_S,
     MIN_USER_TOK_S,
+    PERCENTILE,
     STREAMS,
     TOKENS,
+    Percentile,
     fail,
     gpu_names,
     open_read_only,
@@ -36,12 +37,6 @@ SPEED_NOTE = ("user_tok_s: the mean decode tokens/s each user sees (other reques
               "speed 99 % of users reach or beat, the first-token time 99 % wait no longer (queued prefills and a "
               "wait for a free slot included).")
 
-
-class Percentile(StrEnum):
-    """What a speed target's limits are judged at (speed.PERCENTILES)."""
-
-    mean = "mean"
-    p99 = "p99"
 
 BAND_NOTE = ("agg_tok_s_low/high: the measured method's band, the p10-p90 of estimate/measured on benchmarks the "
              "fit did not see (docs/calibration.md).")
@@ -124,9 +119,7 @@ def estimate(
     assignments: Annotated[list[str] | None, typer.Option("--set", help="Override a parameter: NAME=VALUE (repeat).")] = None,
     min_user_tok_s: Annotated[float | None, MIN_USER_TOK_S] = None,
     max_ttft_s: Annotated[float | None, MAX_TTFT_S] = None,
-    percentile: Annotated[Percentile, typer.Option(
-        help="What --min-user-tok-s and --max-ttft-s hold: the means (user_tok_s, ttft_s) or the 99th percentiles "
-             "(user_tok_s_p99, ttft_p99_s), as MLPerf and most service promises judge a limit.")] = Percentile.mean,
+    percentile: Annotated[Percentile, PERCENTILE] = Percentile.mean,
     show_curve: Annotated[bool, typer.Option("--curve", help="Throughput against streams for the one --gpu, at every "
                                                              "other option given.")] = False,
     show_params: Annotated[bool, typer.Option("--params", help="List the method's parameters (with --set) and exit.")] = False,

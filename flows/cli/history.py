@@ -1,6 +1,5 @@
 """`gpuledger history` and `gpuledger changes`: how prices moved, read from price_index and cost_per_mtok."""
 
-import json
 import sys
 from datetime import date, timedelta
 from typing import Annotated
@@ -20,7 +19,7 @@ from flows.cli.common import (
     resolve_name,
     within,
 )
-from flows.cli.output import Format, render
+from flows.cli.output import Format, json_text, render
 from transforms import presets, trends
 from warehouse import queries
 
@@ -163,8 +162,7 @@ def changes(
         "listing_moves": trends.listing_moves(today, previous, listing_threshold),
     }
     if fmt is Format.json:
-        sys.stdout.write(json.dumps({"date": when, "previous": before} | {k: v.to_dicts() for k, v in sections.items()},
-                                    default=str, indent=1) + "\n")
+        sys.stdout.write(json_text({"date": when, "previous": before} | {k: v.to_dicts() for k, v in sections.items()}))
         return
     if fmt is Format.csv:
         stacked = [frame.select(pl.lit(name).alias("section"), pl.all()) for name, frame in sections.items()]

@@ -14,7 +14,7 @@ import duckdb
 import typer
 
 from flows.cli.common import FormatOption, fail, open_read_only, resolve_name
-from flows.cli.output import Format, Rows, render
+from flows.cli.output import Format, Rows, json_text, render
 from warehouse import config, db, queries
 from warehouse.lock import WriterBusy, writer_lock
 
@@ -175,8 +175,8 @@ def show(
     if fmt is Format.json:
         import sys
 
-        sys.stdout.write(json.dumps({"model": model_id, "origin": origin, "config": where, "fields": fields,
-                                     "config_fields_read": keys}, default=str, indent=1) + "\n")
+        sys.stdout.write(json_text({"model": model_id, "origin": origin, "config": where, "fields": fields,
+                                    "config_fields_read": keys}))
         return
     render(_rows(fields), fmt, title=f"{model_id} ({origin})", caption=where)
     if keys and fmt is not Format.csv:

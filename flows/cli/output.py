@@ -116,6 +116,24 @@ def _csv(df: pl.DataFrame) -> str:
     return csv_safe.frame(shown).rename(terminal_text).write_csv()
 
 
+def _finite(value: Any) -> Any:
+    """The value with every infinite or NaN float (an unbounded p99 wait at the slot limit) as None: JSON has no
+    Infinity or NaN, and a reader's parser refuses them."""
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_text(data: Any) -> str:
+    """`data` as the JSON every command writes: indented, values it cannot encode as text, and a float without a
+    finite value (inf, NaN) as null, so the output is valid JSON (docs/commands.md)."""
+    return json.dumps(_finite(data), default=str, indent=1, allow_nan=False) + "\n"
+
+
 def render(df: pl.DataFrame | Rows, fmt: Format = Format.table, *, title: str | None = None,
            caption: str | None = None) -> None:
     """Write df to stdout; machine formats carry the data only, tables also the title and caption."""
@@ -124,7 +142,7 @@ def render(df: pl.DataFrame | Rows, fmt: Format = Format.table, *, title: str | 
     if fmt is Format.csv:
         out.write(_csv(df.frame() if isinstance(df, Rows) else df))
     elif fmt is Format.json:
-        out.write(json.dumps(df.dicts() if isinstance(df, Rows) else df.to_dicts(), default=str, indent=1) + "\n")
+        out.write(json_text(df.dicts() if isinstance(df, Rows) else df.to_dicts()))
     elif fmt is Format.markdown:
         columns, _, rows = _shape(df)
         if title:

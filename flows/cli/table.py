@@ -11,9 +11,11 @@ from flows import views
 from flows.cli.common import (
     MAX_TTFT_S,
     MIN_USER_TOK_S,
+    PERCENTILE,
     STREAMS,
     TOKENS,
     FormatOption,
+    Percentile,
     fail,
     gpu_names,
     open_read_only,
@@ -21,7 +23,7 @@ from flows.cli.common import (
     resolve_name,
     within,
 )
-from flows.cli.output import Format, render
+from flows.cli.output import Format, json_text, render
 from transforms import api_prices, display, engines, estimator, fx, presets, speed, tables
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
@@ -211,6 +213,7 @@ def table(
     currency: Annotated[str, typer.Option(help="Show money in this currency, at the date's rate.")] = "USD",
     min_user_tok_s: Annotated[float | None, MIN_USER_TOK_S] = None,
     max_ttft_s: Annotated[float | None, MAX_TTFT_S] = None,
+    percentile: Annotated[Percentile, PERCENTILE] = Percentile.mean,
     fmt: FormatOption = Format.table,
 ) -> None:
     """A dated cost table for one model: a card per GPU (estimate) or every part ranked by $/M (calculator), with
@@ -231,7 +234,7 @@ def table(
         engine = engines.for_engine(presets.preset(method), engine).engine if engine else None
     except engines.EngineError as exc:
         raise fail(str(exc)) from None
-    target = speed.Target(min_user_tok_s, max_ttft_s)
+    target = speed.Target(min_user_tok_s, max_ttft_s, percentile.value)
     if not target.none:
         if style is not Style.calculator or method != presets.MEASURED.name or fleet or target_tok_s:
             raise fail("a speed target (--min-user-tok-s, --max-ttft-s) is the measured method's, in the calculator "
@@ -273,8 +276,11 @@ def _at_target(data: views.Day, model: str, wanted: list[str], precision: str, c
     promise = target.text
     asked = views.request(answers)
     requests = f" (requests of {asked['input_tokens']:,} in + {asked['output_tokens']:,} out)" if asked else ""
-    notes = [*notes, "user_tok_s and ttft_s are means; streams: the most that keep the promise (stopped_by: target, "
-             "memory or the engine's batch limit)"]
+    held = ("user_tok_s and ttft_s are means" if target.percentile == "mean" else
+            "user_tok_s_p99 and ttft_p99_s, the 99th percentiles under random arrivals, keep the promise (user_tok_s "
+            "and ttft_s: the means)")
+    notes = [*notes, f"{held}; streams: the most that keep the promise (stopped_by: target, memory or the engine's "
+             "batch limit)"]
     _emit(frames, _labelled_calculator(frames, code), fmt,
           f"{header}; {precision.upper()}, {context:,} tokens{requests} at {promise}, {price_kind} prices", notes)
 
@@ -301,11 +307,9 @@ def _emit(raw: dict[str, pl.DataFrame], labelled: dict[str, pl.DataFrame], fmt: 
         render(raw["table"], fmt)
         return
     if fmt is Format.json:
-        import json
         import sys
 
-        sys.stdout.write(json.dumps({"title": header, "notes": notes} | {k: v.to_dicts() for k, v in raw.items()},
-                                    default=str, indent=1) + "\n")
+        sys.stdout.write(json_text({"title": header, "notes": notes} | {k: v.to_dicts() for k, v in raw.items()}))
         return
     for name, frame in labelled.items():
         render(frame, fmt, title=header if name == "table" else name,

@@ -294,6 +294,16 @@ def test_a_p99_target_holds_the_tail_and_runs_fewer_streams():
                                           "--percentile", "p99").output.splitlines()[0]
 
 
+def test_the_unbounded_p99_wait_at_max_load_is_null_in_valid_json():
+    """At the memory or batch limit arrivals queue without bound: the table and csv show inf, json (which has no
+    Infinity) null, and the text parses under a strict reader."""
+    text = invoke("estimate", *LLAMA_B200, "--tp", "2", "--max-load", "-f", "json").output
+    (row,) = json.loads(text, parse_constant=lambda name: pytest.fail(f"json wrote {name}"))
+    assert row["ttft_p99_s"] is None and row["ttft_s"] > 0 and row["user_tok_s_p99"] > 0
+    assert rows(invoke("estimate", *LLAMA_B200, "--tp", "2", "--max-load", "-f", "csv").output)["B200 SXM"][
+        "ttft_p99_s"] == "inf"
+
+
 def test_a_speed_target_searches_with_the_engine_asked_and_names_it():
     """vLLM batches at most 1,024 requests, TensorRT-LLM 2,048: at a loose target memory stops one, the batch limit
     the other, and the engine's fitted efficiency moves the answer."""

@@ -124,3 +124,18 @@ def test_a_table_that_fits_is_drawn_whole_and_csv_and_json_keep_every_column(cap
     assert json.loads(capsys.readouterr().out)[0]["not deployable because"] == REASON
     render(rows, Format.csv)
     assert capsys.readouterr().out.splitlines()[0] == "gpu,method,not deployable because"
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(f"json wrote {name}, which strict parsers refuse")
+
+
+def test_json_has_no_infinity_or_nan_a_parser_would_refuse(capsys):
+    """An unbounded p99 wait (inf) or a NaN is null in json, nested or not; finite numbers and text pass as they are."""
+    render(Rows(["gpu", "ttft_p99_s", "ratio"], [False, True, True], [("B200", float("inf"), float("nan")),
+                                                                       ("H200", 1.5, -0.0)]), Format.json)
+    text = capsys.readouterr().out
+    parsed = json.loads(text, parse_constant=_refuse)
+    assert parsed == [{"gpu": "B200", "ttft_p99_s": None, "ratio": None}, {"gpu": "H200", "ttft_p99_s": 1.5, "ratio": 0.0}]
+    assert json.loads(output.json_text({"rows": [[float("-inf"), 2.0]], "note": "inf"})) == {"rows": [[None, 2.0]],
+                                                                                              "note": "inf"}
