@@ -19,7 +19,7 @@ from flows.cli.common import (
     resolve_name,
     within,
 )
-from flows.cli.output import Format, json_text, render
+from flows.cli.output import Format, printed_json, render
 from transforms import presets, trends
 from warehouse import queries
 
@@ -162,7 +162,7 @@ def changes(
         "listing_moves": trends.listing_moves(today, previous, listing_threshold),
     }
     if fmt is Format.json:
-        sys.stdout.write(json_text({"date": when, "previous": before} | {k: v.to_dicts() for k, v in sections.items()}))
+        sys.stdout.write(printed_json({"date": when, "previous": before} | {k: v.to_dicts() for k, v in sections.items()}))
         return
     if fmt is Format.csv:
         stacked = [frame.select(pl.lit(name).alias("section"), pl.all()) for name, frame in sections.items()]

@@ -14,7 +14,7 @@ import duckdb
 import typer
 
 from flows.cli.common import FormatOption, fail, open_read_only, resolve_name
-from flows.cli.output import Format, Rows, json_text, render
+from flows.cli.output import Format, Rows, printed_json, render
 from warehouse import config, db, queries
 from warehouse.lock import WriterBusy, writer_lock
 
@@ -175,7 +175,7 @@ def show(
     if fmt is Format.json:
         import sys
 
-        sys.stdout.write(json_text({"model": model_id, "origin": origin, "config": where, "fields": fields,
+        sys.stdout.write(printed_json({"model": model_id, "origin": origin, "config": where, "fields": fields,
                                     "config_fields_read": keys}))
         return
     render(_rows(fields), fmt, title=f"{model_id} ({origin})", caption=where)

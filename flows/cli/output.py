@@ -128,7 +128,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def json_text(data: Any) -> str:
+def printed_json(data: Any) -> str:
     """`data` as the JSON every command writes: indented, values it cannot encode as text, and a float without a
     finite value (inf, NaN) as null, so the output is valid JSON (docs/commands.md)."""
     return json.dumps(_finite(data), default=str, indent=1, allow_nan=False) + "\n"
@@ -142,7 +142,7 @@ def render(df: pl.DataFrame | Rows, fmt: Format = Format.table, *, title: str | 
     if fmt is Format.csv:
         out.write(_csv(df.frame() if isinstance(df, Rows) else df))
     elif fmt is Format.json:
-        out.write(json_text(df.dicts() if isinstance(df, Rows) else df.to_dicts()))
+        out.write(printed_json(df.dicts() if isinstance(df, Rows) else df.to_dicts()))
     elif fmt is Format.markdown:
         columns, _, rows = _shape(df)
         if title:

@@ -23,7 +23,7 @@ from flows.cli.common import (
     resolve_name,
     within,
 )
-from flows.cli.output import Format, json_text, render
+from flows.cli.output import Format, printed_json, render
 from transforms import api_prices, display, engines, estimator, fx, presets, speed, tables
 
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
@@ -309,7 +309,7 @@ def _emit(raw: dict[str, pl.DataFrame], labelled: dict[str, pl.DataFrame], fmt: 
     if fmt is Format.json:
         import sys
 
-        sys.stdout.write(json_text({"title": header, "notes": notes} | {k: v.to_dicts() for k, v in raw.items()}))
+        sys.stdout.write(printed_json({"title": header, "notes": notes} | {k: v.to_dicts() for k, v in raw.items()}))
         return
     for name, frame in labelled.items():
         render(frame, fmt, title=header if name == "table" else name,

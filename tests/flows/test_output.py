@@ -137,5 +137,5 @@ def test_json_has_no_infinity_or_nan_a_parser_would_refuse(capsys):
     text = capsys.readouterr().out
     parsed = json.loads(text, parse_constant=_refuse)
     assert parsed == [{"gpu": "B200", "ttft_p99_s": None, "ratio": None}, {"gpu": "H200", "ttft_p99_s": 1.5, "ratio": 0.0}]
-    assert json.loads(output.json_text({"rows": [[float("-inf"), 2.0]], "note": "inf"})) == {"rows": [[None, 2.0]],
+    assert json.loads(output.printed_json({"rows": [[float("-inf"), 2.0]], "note": "inf"})) == {"rows": [[None, 2.0]],
                                                                                               "note": "inf"}
