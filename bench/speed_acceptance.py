@@ -165,8 +165,10 @@ def main(source_dir: str | None = None) -> None:
         published = compared.filter(~pl.col("input_assumed").cast(pl.Boolean))
         print(summary(published, ["judged", "split", "scenario"]))
         print(summary(published, ["judged", "split"]))
+        print(summary(published, ["judged", "scenario"]))
         print(summary(published.with_columns(all=pl.lit("all")), ["judged", "all"]))
         print("the latency model alone: (estimate at target / at max load) over (measured / measured Offline):")
+        print(summary(alone, ["judged", "scenario"]))
         print(summary(alone, ["judged", "split", "scenario"]))
         print(summary(alone.filter(pl.col("judged") == "p99"), ["family", "scenario"]).join(
             alone.filter(pl.col("judged") == "p99").group_by("family", "scenario").agg(
