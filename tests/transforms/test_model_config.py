@@ -260,6 +260,9 @@ def test_the_native_precision_comes_from_the_quantization_config(repo, precision
     ({"quant_method": "awq", "bits": 4, "group_size": 128}, "int4"),
     ({"quant_method": "gptq", "bits": 8}, "int8"),
     ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}, "int4"),
+    ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "int8"),
+    ({"quant_method": "fbgemm_fp8"}, "fp8"),
 ])
 def test_other_quantization_methods(quantization, precision):
     """No AWQ, GPTQ or ModelOpt-FP8 config.json was found: a real config with their quantization_config."""
@@ -268,8 +271,8 @@ def test_other_quantization_methods(quantization, precision):
 
 
 def test_an_unknown_quantization_is_named():
-    raw = config("Qwen/Qwen3-8B") | {"quantization_config": {"quant_method": "bitsandbytes"}}
-    with pytest.raises(ModelConfigError, match=r"field 'quantization_config.quant_method' .*'bitsandbytes'"):
+    raw = config("Qwen/Qwen3-8B") | {"quantization_config": {"quant_method": "hqq"}}
+    with pytest.raises(ModelConfigError, match=r"field 'quantization_config.quant_method' .*'hqq'"):
         derive_model(raw, "Qwen/Qwen3-8B")
 
 
@@ -407,8 +410,6 @@ SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc
 # Every other held-out config reads.
 REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "layer_types",
            # the fifth set (in-sample since its scoring, README): refused naming a field
-           "mistralai/Mamba-Codestral-7B-v0.1": "state_size",  # Mamba-2 layers
-           "tiiuae/falcon-mamba-7b": "state_size",  # Mamba layers
            "Zyphra/Zamba2-7B": "layers_block_type",  # Mamba-2 and shared attention blocks
            "mlx-community/OpenELM-1_1B-Instruct-4bit": "hidden_size",  # model_dim, per-layer heads and widths
            "google/recurrentgemma-2b": "lru_width",  # RG-LRU recurrent layers
@@ -637,3 +638,83 @@ def test_opt_counts_its_embedding_projections_and_falcon_its_parallel_block_as_a
     assert parallel == derive_model(_unseen(falcon) | {"parallel_attn": False}, falcon["repo"])
     assert (parallel["kv_heads"], parallel["context_max"]) == (1, 2048)  # multi_query; FalconConfig's 2048
     assert "hidden_act gelu" in parallel["notes"] and "intermediate_size 4 x hidden_size (18176)" in parallel["notes"]
+
+
+# --- read by field since the fifth set (issue 34): class defaults, state-space layers, per-layer blocks -------------
+
+
+def test_a_field_left_to_its_transformers_class_reads_the_class_default():
+    """LlamaConfig unties the head and uses SiLU: a Llama config without those fields is the same model, its notes say
+    so; a model_type transformers has no class for is still refused (test above)."""
+    stated = derive("meta-llama/Llama-3.1-8B-Instruct")
+    raw = config("meta-llama/Llama-3.1-8B-Instruct")
+    del raw["tie_word_embeddings"], raw["hidden_act"]
+    row = derive_model(raw, "meta-llama/Llama-3.1-8B-Instruct")
+    assert (row["total_params_b"], row["active_params_b"]) == (stated["total_params_b"], stated["active_params_b"])
+    assert "read at the llama family's defaults: hidden_act silu, tie_word_embeddings False" in row["notes"]
+    gemma = config("meta-llama/Llama-3.1-8B-Instruct") | {"model_type": "gemma"}  # GemmaConfig ties
+    del gemma["tie_word_embeddings"]
+    assert derive_model(gemma, "acme/gemma-shaped")["total_params_b"] == pytest.approx(
+        stated["total_params_b"] - 128_256 * 4096 / 1e9, abs=0.01)
+
+
+@pytest.mark.parametrize(("repo", "mixer", "state_per_layer"), [
+    # Mamba-2: heads x head_dim x state + (inner + 2 x groups x state) x (kernel - 1) values, 2 bytes each
+    ("mistralai/Mamba-Codestral-7B-v0.1", "Mamba-2", 128 * 64 * 128 + (8192 + 2 * 8 * 128) * 3),
+    # Mamba: inner x state + inner x (kernel - 1); its inner is intermediate_size (8,192), not expand (16) x hidden
+    ("tiiuae/falcon-mamba-7b", "Mamba", 8192 * 16 + 8192 * 3),
+])
+def test_a_state_space_model_holds_a_fixed_state_and_no_kv(repo, mixer, state_per_layer):
+    row = _unseen_row(repo)
+    assert (row["attention"], row["kv_heads"], row["kv_bytes_per_token"], row["attn_flops_per_ctx_token"]) == (
+        "none", None, 0.0, 0.0)
+    assert row["state_bytes_per_stream"] == 64 * state_per_layer * 2
+    assert f"64 x {mixer} layers" in row["notes"]
+    assert row["context_max"] == 2048 and "vLLM's default 2048" in row["notes"]  # no length field at all
+
+
+def test_mamba2_layers_beside_attention_by_layer_types_or_attn_layer_indices():
+    """Granite 4.0-H's layer_types ("mamba", "attention") and Bamba's attn_layer_indices place Mamba-2 mixers (mamba_*
+    fields, mamba_d_head "auto": mamba_expand x hidden / heads) beside attention; only the attention layers' KV grows."""
+    base = config("Qwen/Qwen3-8B")  # 36 layers, hidden 4096, 8 KV heads of 128
+    mamba = {"mamba_n_heads": 128, "mamba_d_head": "auto", "mamba_expand": 2, "mamba_n_groups": 1,
+             "mamba_d_state": 128, "mamba_d_conv": 4}
+    by_types = derive_model(base | mamba | {"layer_types": ["attention" if i % 9 == 8 else "mamba" for i in range(36)]},
+                            "acme/hybrid")
+    by_indices = derive_model(base | mamba | {"attn_layer_indices": [8, 17, 26, 35]}, "acme/hybrid")
+    assert by_types == by_indices
+    assert by_types["kv_bytes_per_token"] == 4 * 2 * 8 * 128 * 2  # four attention layers
+    assert by_types["state_bytes_per_stream"] == 32 * (128 * 64 * 128 + (8192 + 2 * 128) * 3) * 2
+    assert by_types["total_params_b"] < derive("Qwen/Qwen3-8B")["total_params_b"] + 32 * 4096 * 8192 * 3 / 1e9
+    with pytest.raises(ModelConfigError, match=r"field 'mamba_n_heads' describes Mamba layers, but no"):
+        derive_model(base | mamba, "acme/falcon-h1-like")  # Mamba-2 in every layer beside attention: not read
+
+
+def test_per_layer_blocks_read_each_layer():
+    """block_configs (DeciLM, Llama-Nemotron NAS): Llama 3.1 8B's own shape as blocks (ffn_mult 5.25: 2/3 x 5.25 x
+    4,096 = 14,336) reads as Llama 3.1 8B; a layer without attention or MLP (no_op) drops them."""
+    llama = config("meta-llama/Llama-3.1-8B-Instruct")
+    block = {"attention": {"n_heads_in_group": 4, "no_op": False, "replace_with_linear": False},
+             "ffn": {"ffn_mult": 5.25, "no_op": False, "replace_with_linear": False}}
+    row = derive_model(llama | {"block_configs": [block] * 32}, "acme/nas")
+    assert row["total_params_b"] == derive("meta-llama/Llama-3.1-8B-Instruct")["total_params_b"]
+    assert (row["kv_heads"], row["kv_bytes_per_token"]) == (8, 32 * 2 * 8 * 128 * 2)
+    skipped = {"attention": {"no_op": True}, "ffn": {"no_op": True}}
+    row = derive_model(llama | {"block_configs": [block] * 31 + [skipped]}, "acme/nas")
+    assert row["kv_bytes_per_token"] == 31 * 2 * 8 * 128 * 2
+    windowed = {"attention": {"n_heads_in_group": 4, "window_length": 4096}, "ffn": {"ffn_mult": 5.25}}
+    with pytest.raises(ModelConfigError, match=r"field 'block_configs' layer 0's attention states window_length"):
+        derive_model(llama | {"block_configs": [windowed] + [block] * 31}, "acme/nas")
+
+
+def test_short_convolution_layers_and_an_adjusted_mlp_width():
+    """LFM2: full_attn_idxs place attention among short-convolution layers (in_proj 3 x hidden, a conv_L_cache-wide
+    depthwise convolution, out_proj); block_auto_adjust_ff_dim takes two thirds of block_ff_dim, times its multiplier,
+    rounded up to block_multiple_of (Lfm2MLP)."""
+    base = {k: v for k, v in config("Qwen/Qwen3-8B").items() if k not in ("intermediate_size", "hidden_act")}
+    lfm = base | {"model_type": "lfm2", "full_attn_idxs": [2, 5], "num_hidden_layers": 6, "conv_L_cache": 3,
+                  "conv_bias": False, "block_ff_dim": 12_288, "block_auto_adjust_ff_dim": True,
+                  "block_ffn_dim_multiplier": 1.0, "block_multiple_of": 256}
+    row = derive_model(lfm, "acme/lfm")
+    assert "4 x short convolution" in row["notes"] and "MLP width adjusted by block_auto_adjust_ff_dim (8192)" in row["notes"]
+    assert row["state_bytes_per_stream"] == 4 * 4096 * 3 * 2 and row["kv_bytes_per_token"] == 2 * 2 * 8 * 128 * 2
