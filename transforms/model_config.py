@@ -357,8 +357,10 @@ def _read_state_space(c: _Config) -> _Shape:
 
 # The spellings of the expert counts, tried in order (the first stated is read; the others may repeat it, as
 # gpt-oss's experts_per_token beside num_experts_per_tok).
-_EXPERT_COUNTS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
-_EXPERTS_PER_TOKEN = ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts", "moe_top_k")
+_EXPERT_COUNTS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts", "n_experts",
+                  "num_moe_experts")
+_EXPERTS_PER_TOKEN = ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts", "moe_top_k", "moe_topk",
+                      "num_experts_per_token", "num_selected_experts")
 _SHARED_EXPERTS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
 
 
@@ -481,8 +483,10 @@ _QUIRKS = {
     "llama4_text": {"one_shared_expert"},  # every token also goes to one shared expert of the experts' width
     # Up and down projections around a GELU, no gate: GPT2MLP (c_fc, c_proj), GPTJMLP (fc_in, fc_out), GPTBigCodeMLP
     # (c_fc, c_proj), Microsoft's phi-msft MLP (fc1, fc2); and n_inner null is 4 x hidden wide (GPT2Block, GPTJBlock,
-    # GPTBigCodeBlock, phi-msft's MLP: `n_inner if n_inner is not None else 4 * n_embd`)
-    **dict.fromkeys(("gpt2", "gptj", "gpt_bigcode", "phi-msft"), {"ungated_mlp", "mlp_width_4x_hidden"}),
+    # GPTBigCodeBlock, phi-msft's MLP, CodeGenBlock (CodeGenMLP fc_in, fc_out):
+    # `n_inner if n_inner is not None else 4 * n_embd`)
+    **dict.fromkeys(("gpt2", "gptj", "gpt_bigcode", "phi-msft", "codegen"), {"ungated_mlp", "mlp_width_4x_hidden"}),
+    "phi": {"ungated_mlp"},  # transformers' PhiMLP (Phi-1.5, Phi-2 converted): fc1, fc2 around gelu_new
     "gpt_neox": {"ungated_mlp"},  # GPTNeoXMLP: dense_h_to_4h, dense_4h_to_h
     # OPTDecoderLayer and XGLMDecoderLayer: fc1, fc2 around the activation (ReLU, GELU); MptMLP: up_proj, down_proj
     **dict.fromkeys(("opt", "xglm", "mpt"), {"ungated_mlp"}),
@@ -503,6 +507,12 @@ _QUIRKS = {
 def _layer_types(c: _Config, layers: int) -> list[str]:
     """Per layer: full, sliding, chunked or linear attention, from `layer_types` or the family's rule."""
     types = c.get("layer_types")
+    if types is None and c.get("attn_type_list") is not None:  # MiniMax: 1 softmax attention, 0 lightning attention
+        kinds = c.get("attn_type_list")
+        if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {1}:
+            raise c.error("attn_type_list", "names lightning-attention layers (0), which the reader does not read, or "
+                                            f"is not one kind per layer ({repr(kinds)[:60]})")
+        return ["full_attention"] * layers
     if types is None:
         if c.get("attn_layer_period") is not None:  # Jamba: one attention layer in a period, Mamba the others
             period, offset = c.number("attn_layer_period"), c.number("attn_layer_offset")
@@ -613,6 +623,10 @@ def _kv_heads(c: _Config, heads: int) -> int:
         if not isinstance(kind, str) or kind not in kinds:
             raise c.error("attn_type", f"names an attention the reader does not know ({kind!r})")
         return kinds[kind]()
+    if c.get("new_decoder_architecture") is not None:  # FalconAttention: num_kv_heads groups in the new decoder,
+        if c.get("new_decoder_architecture"):  # else one KV head under multi_query, else one per head (a
+            return c.number("num_key_value_heads")  # transformers-saved Falcon config states num_kv_heads anyway)
+        return 1 if c.get("multi_query") else heads
     if c.get("num_key_value_heads") is not None:
         return c.number("num_key_value_heads")
     if c.get("multi_query_attention") is not None:
@@ -622,11 +636,22 @@ def _kv_heads(c: _Config, heads: int) -> int:
     return heads
 
 
+# The fields _moe_layers reads (a config may state several that agree: GLM 5.2's mlp_layer_types beside them)
+_ROUTING = {"moe_layers", "mlp_layer_types", "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
+            "interleave_moe_layer_step", "mlp_only_layers", "moe_layer_start_index", "moe_layer_end_index",
+            "moe_layer_interval", "expert_layer_period", "expert_layer_offset"}
+
+
 def _moe_layers(c: _Config, layers: int) -> list[bool]:
     """Which layers route to experts, under each family's rule."""
     if c.get("moe_layers") is not None:  # Llama 4 may list them
         listed = set(c.get("moe_layers"))
         return [i in listed for i in range(layers)]
+    if c.get("mlp_layer_types") is not None:  # GLM 5.2: "dense" or "sparse" per layer
+        kinds = c.get("mlp_layer_types")
+        if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {"dense", "sparse"}:
+            raise c.error("mlp_layer_types", f"is not dense or sparse per layer ({repr(kinds)[:60]})")
+        return [kind == "sparse" for kind in kinds]
     first_dense = c.number("first_k_dense_replace", 0)  # DeepSeek, GLM: the first k layers are dense
     every = c.number("moe_layer_freq", 1)  # DeepSeek: one MoE layer in `every`
     step = c.number("decoder_sparse_step", 1)  # Qwen MoE
@@ -913,7 +938,7 @@ _UNREAD = {
     "hidden_size_per_layer_input": "per-layer embeddings (Gemma 4)",
     "use_cla": "cross-layer attention (HunYuan)",
     "use_mla": "HunYuan's latent attention",
-    "new_decoder_architecture": "Falcon's decoder variants",
+    "is_encoder_decoder": "an encoder-decoder model (T5, BART ...): the reader counts decoder-only language models",
     "moe_latent_size": "experts in a latent space outside model_type nemotron_h",
     "moe_shared_expert_intermediate_size": "a shared expert of its own width",
     "cross_attention_layers": "cross-attention layers (Mllama)",
@@ -1050,9 +1075,9 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     where = repo or path
     c = _Config(config, where)
     shape = _reader(c)(c)
-    _unread_experts(c)
     layers = shape.layers
     moe = any(layer.experts for layer in layers)
+    _unread_structure(c, moe)
     per_layer_total = sum(ly.attention_params + ly.dense_params + ly.experts * ly.expert_params for ly in layers)
     per_layer_active = sum(ly.attention_params + ly.dense_params + ly.experts_per_token * ly.expert_params
                            for ly in layers)
@@ -1159,15 +1184,32 @@ def _tower_note(config: dict, where: str) -> str:
         return ""
 
 
-def _unread_experts(c: _Config) -> None:
-    """Refuse a count of experts stated under a name the reader did not read: a spelling it does not know reads as no
-    experts at all (Ling-lite-1.5's num_shared_experts, before it was known, gave 2.27B active for 2.75B)."""
+# Words of a field's name that say it shapes the layers (which route to experts, how many, per-layer kinds and sizes):
+# such a field, stated and not read, is refused naming it, never read as absent. Experts: any non-zero count; the
+# layers that route (only where there are experts); per-layer lists and kinds (non-empty).
+_EXPERT_WORDS = (("expert",),)
+_ROUTING_WORDS = (("dense", "layer"), ("moe", "layer"), ("moe", "freq"), ("moe", "interval"), ("moe", "step"),
+                  ("sparse", "step"), ("sparse", "layer"))
+_PER_LAYER_WORDS = (("per_layer",), ("layer", "types"), ("block", "type"), ("type_list",))
+_NOT_STRUCTURE = {"attention_types"}  # GPT-Neo's attention_layers spelled again (GPTNeoConfig expands one to the other)
+
+
+def _unread_structure(c: _Config, moe: bool) -> None:
+    """Refuse a field that shapes the layers stated under a name the reader did not read: a spelling it does not know
+    would read as absent (Ling-lite-1.5's num_shared_experts, before it was known, gave 2.27B active for 2.75B)."""
     read = {name.rsplit(".", 1)[-1] for name in c.read.get("shape", {})}
-    known = read | set(_EXPERT_COUNTS) | set(_EXPERTS_PER_TOKEN) | set(_SHARED_EXPERTS)
+    known = read | set(_EXPERT_COUNTS) | set(_EXPERTS_PER_TOKEN) | set(_SHARED_EXPERTS) | _NOT_STRUCTURE | _ROUTING
     for key, value in c.text.items():
-        if ("expert" in key.lower() and key not in known and isinstance(value, int | float)
-                and not isinstance(value, bool) and value):
+        name = key.lower()
+        if key in known or isinstance(value, bool) or name.startswith("mtp_") or "nextn" in name:
+            continue  # multi-token-prediction layers are not served and not counted
+        count = isinstance(value, int | float) and value
+        if count and any(all(w in name for w in words) for words in _EXPERT_WORDS):
             raise c.error(key, f"counts experts under a name the reader does not read ({value!r})")
+        if count and moe and any(all(w in name for w in words) for words in _ROUTING_WORDS):
+            raise c.error(key, f"says which layers route to experts under a name the reader does not read ({value!r})")
+        if isinstance(value, list) and value and any(all(w in name for w in words) for words in _PER_LAYER_WORDS):
+            raise c.error(key, f"gives per-layer kinds or sizes the reader does not read ({repr(value)[:60]})")
 
 
 def _window(c: _Config, layers: list[_Layer]) -> int | None:

@@ -324,6 +324,10 @@ def test_no_num_key_value_heads_is_multi_head_attention():
     ({"state_size": 128, "num_heads": 128}, "state_size"),  # Mamba-2's heads are not attention heads
     ({"lru_width": 8192}, "lru_width"),  # RecurrentGemma's RG-LRU layers
     ({"num_shared_expertz": 2}, "num_shared_expertz"),  # experts under a name not read: never read as none
+    ({"num_key_value_heads_per_layer": [8] * 80}, "num_key_value_heads_per_layer"),  # per-layer sizes not read
+    ({"attn_type_list": [0, 1] * 40}, "attn_type_list"),  # MiniMax's lightning-attention layers (0)
+    ({"is_encoder_decoder": True}, "is_encoder_decoder"),  # T5, BART: not a decoder-only model
+    ({"num_local_experts": 8, "num_experts_per_tok": 2, "num_dense_layers": 3}, "num_dense_layers"),  # routing unread
 ])
 def test_an_unknown_model_missing_or_carrying_a_field_the_count_turns_on_is_refused_naming_it(edit, field):
     raw = config("meta-llama/Llama-3.3-70B-Instruct") | {"model_type": "acme_dense"}
@@ -718,3 +722,21 @@ def test_short_convolution_layers_and_an_adjusted_mlp_width():
     row = derive_model(lfm, "acme/lfm")
     assert "4 x short convolution" in row["notes"] and "MLP width adjusted by block_auto_adjust_ff_dim (8192)" in row["notes"]
     assert row["state_bytes_per_stream"] == 4 * 4096 * 3 * 2 and row["kv_bytes_per_token"] == 2 * 2 * 8 * 128 * 2
+
+
+def test_falcon_attention_by_its_decoder_kind():
+    """FalconAttention: the new decoder architecture groups K and V in num_kv_heads (Falcon 40B, 180B); the old one has
+    one KV head under multi_query, whatever num_kv_heads a transformers-saved config states beside it."""
+    (entry,) = [e for e in PUBLISHED if e["repo"] == "tiiuae/falcon-7b-instruct"]
+    falcon = _unseen(entry) | {"model_type": "falcon", "num_kv_heads": 71}
+    assert derive_model(falcon | {"new_decoder_architecture": False}, "acme/falcon")["kv_heads"] == 1
+    assert derive_model(falcon | {"new_decoder_architecture": True, "num_kv_heads": 8}, "acme/falcon")["kv_heads"] == 8
+
+
+def test_expert_counts_under_their_other_spellings():
+    moe = derive("Qwen/Qwen3-30B-A3B")
+    raw = config("Qwen/Qwen3-30B-A3B")
+    raw["moe_topk"] = raw.pop("num_experts_per_tok")  # Aria's spelling
+    raw["n_experts"] = raw.pop("num_experts")
+    row = derive_model(raw, "Qwen/Qwen3-30B-A3B")
+    assert (row["total_params_b"], row["active_params_b"]) == (moe["total_params_b"], moe["active_params_b"])
