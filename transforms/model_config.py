@@ -499,8 +499,10 @@ _QUIRKS = {
     # A sliding_window with no layer_types slides on every layer: MistralAttention and MixtralAttention (transformers'
     # modeling_mistral.py, modeling_mixtral.py) and Phi3Attention (modeling_phi3.py) pass config.sliding_window to the
     # attention of every layer, as Microsoft's remote-code Phi3V (Phi-3.5-vision's modeling_phi3_v.py, its Phi 3
-    # attention) does
-    **dict.fromkeys(("mistral", "mixtral", "phi3", "phi3_v"), {"every_layer_slides"}),
+    # attention) does; as do JambaAttention, MiniMaxAttention, PhimoeAttention and Phi4MultimodalAttention (transformers
+    # 4.57: `sliding_window=getattr(self.config, "sliding_window", None)` on every attention layer)
+    **dict.fromkeys(("mistral", "mixtral", "phi3", "phi3_v", "jamba", "minimax", "phimoe", "phi4_multimodal"),
+                    {"every_layer_slides"}),
 }
 
 
@@ -556,6 +558,10 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
             first = c.number("max_window_layers")
             return ["sliding_attention" if i >= first else "full_attention" for i in range(layers)]
         if c.get("sliding_window") is not None and c.get("use_sliding_window") is not False:
+            if c.number("sliding_window") >= _context(c):  # whichever layers slide, they see the whole context
+                c.notes.append(f"sliding_window {c.get('sliding_window')} is no shorter than the served context: read "
+                               "as full attention")
+                return ["full_attention"] * layers
             raise c.error("sliding_window", "is set but no layer_types say which layers slide")
         return ["full_attention"] * layers
     if len(types) != layers:

@@ -740,3 +740,13 @@ def test_expert_counts_under_their_other_spellings():
     raw["n_experts"] = raw.pop("num_experts")
     row = derive_model(raw, "Qwen/Qwen3-30B-A3B")
     assert (row["total_params_b"], row["active_params_b"]) == (moe["total_params_b"], moe["active_params_b"])
+
+
+def test_a_window_no_shorter_than_the_context_needs_no_rule_for_its_layers():
+    """A family with no rule for which layers slide is refused, unless the window covers the whole context anyway."""
+    raw = config("Qwen/Qwen3-8B") | {"model_type": "acme_dense", "use_sliding_window": True}
+    del raw["max_window_layers"]
+    with pytest.raises(ModelConfigError, match=r"field 'sliding_window' is set but no layer_types"):
+        derive_model(raw | {"sliding_window": 4096}, "acme/windowed")
+    row = derive_model(raw | {"sliding_window": raw["max_position_embeddings"]}, "acme/windowed")
+    assert row["window_tokens"] is None and "no shorter than the served context" in row["notes"]
