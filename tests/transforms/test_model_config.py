@@ -408,7 +408,16 @@ def test_every_unseen_config_says_where_it_came_from():
 # Helium preview 2B (the fifth set) reads 2.17B (48,000 x 2,560 embeddings untied, 24 MHA layers of 7,040-wide
 # SwiGLU) against its card's "2B".
 SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc/Baichuan2-7B-Chat",
-              "tiiuae/Falcon3-7B-Instruct", "mlx-community/helium-1-preview-2b-4bit"}
+              "tiiuae/Falcon3-7B-Instruct", "mlx-community/helium-1-preview-2b-4bit",
+              # the sixth set, scored once: AMD-OLMo-1B reads 1.18B (50,304 x 2,048 tied embeddings, 16 MHA layers of
+              # 8,192-wide SwiGLU: OLMo 1B's shape) against its card's "1B"
+              "amd/AMD-OLMo-1B-SFT"}
+# Published active counts the reader does not meet, the totals within their figure (the sixth set, scored once; the
+# active figures were taken before scoring to include the input embedding, as the totals do): Granite 3.0 1B-A400M reads
+# 1.33B total, 0.429B active (24 layers x 8 of 32 experts x 3 x 1,024 x 512, attention, the tied 49,152 x 1,024
+# embedding) against 1.3B / 400M; Granite 3.0 3B-A800M 3.30B / 0.883B against 3.3B / 800M (0.807B without the
+# embedding). Strict xfails, as size classes are: no tolerance is widened for them.
+ACTIVE_OUTSIDE = {"ibm-granite/granite-3.0-1b-a400m-base", "ibm-granite/granite-3.0-3b-a800m-instruct"}
 
 
 # The held-out configs refused, and the field each refusal names. The fourth set (in-sample since the reader read
@@ -424,7 +433,9 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
-                                   if e["repo"] in SIZE_CLASS else e for e in PUBLISHED],
+                                   if e["repo"] in SIZE_CLASS else
+                                   pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a published active count"))
+                                   if e["repo"] in ACTIVE_OUTSIDE else e for e in PUBLISHED],
                          ids=[f"{e['set']}:{e['repo']}" for e in PUBLISHED])
 def test_an_unseen_architecture_reads_within_its_published_count_or_is_refused_naming_a_field(entry):
     """Never a number outside the published figure's precision: the developed-on configs all read, a held-out one
