@@ -420,13 +420,11 @@ _NESTED = {"attn_config": ("kv_n_heads", "attn_type"),
 _FAMILIES = {
     # transformers' Gemma3TextConfig: google/gemma-3-27b-it's config.json states neither its vocabulary, its context,
     # its activation nor which layers slide, and transformers (as vLLM, which loads the config through it) fills them
-    "gemma3_text": {"tie_word_embeddings": True, "vocab_size": 262_208, "max_position_embeddings": 131_072,
+    "gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072,
                     "hidden_activation": "gelu_pytorch_tanh", "sliding_window_pattern": 6},
-    "gemma4_text": {"tie_word_embeddings": True},
-    # Gemma2Config: tied, a gated GELU MLP, every other layer slides (layer_types' default: the even layers)
-    "gemma2": {"tie_word_embeddings": True, "sliding_window_pattern": 2},
-    "llama4_text": {"tie_word_embeddings": False},  # Llama4TextConfig unties
-    "deepseek_v2": {"tie_word_embeddings": False},  # DeepseekV2Config unties
+    "gemma4_text": {"tie_word_embeddings": True},  # Gemma4TextConfig (after transformers 4.57.1, hf_class_defaults)
+    # Gemma2Config: every other layer slides (layer_types' default: the even layers)
+    "gemma2": {"sliding_window_pattern": 2},
     # Qwen (v1, remote code QWenLMHeadModel): a SwiGLU MLP whose w1 and w2 are intermediate_size / 2 wide each, and
     # a biased c_attn (q, k and v); no activation field
     "qwen": {"hidden_act": "silu", "attention_bias": True},
@@ -435,32 +433,20 @@ _FAMILIES = {
     "chatglm": {"hidden_act": "swiglu"},
     # LFM2 (Lfm2Config): no activation field; Lfm2MLP is w1, w3, w2 around F.silu (gated)
     "lfm2": {"hidden_act": "silu"},
-    # GPT2Config and GPTBigCodeConfig pass no tie_word_embeddings: PretrainedConfig's True, and GPT2LMHeadModel and
-    # GPTBigCodeForCausalLM tie lm_head to wte (their _tied_weights_keys)
-    **dict.fromkeys(("gpt2", "gpt_bigcode"), {"tie_word_embeddings": True}),
-    "starcoder2": {"tie_word_embeddings": True},  # Starcoder2Config: tie_word_embeddings True
-    "gemma": {"tie_word_embeddings": True},  # GemmaConfig: tie_word_embeddings True
-    "cohere": {"tie_word_embeddings": True},  # CohereConfig: tie_word_embeddings True
     # Baichuan (remote code BaichuanConfig, vendored in vLLM's transformers_utils/configs/baichuan*.py): hidden_act
     # "silu" (its MLP gate_proj, up_proj, down_proj), tie_word_embeddings False
     "baichuan": {"hidden_act": "silu", "tie_word_embeddings": False},
-    # OPTConfig, XGLMConfig and GPTNeoConfig pass no tie_word_embeddings: PretrainedConfig's True, and their
-    # ...ForCausalLM tie lm_head to the input embedding (_tied_weights_keys)
-    **dict.fromkeys(("opt", "xglm", "gpt_neo"), {"tie_word_embeddings": True}),
-    # BloomConfig: no activation field (BloomGelu), no tie_word_embeddings (PretrainedConfig's True, BloomForCausalLM
-    # ties lm_head), and no length at all (ALiBi, no position table): 2048, the sequence length of BLOOM's model card
-    # and the length vLLM gives a config that states none
-    "bloom": {"hidden_act": "gelu", "tie_word_embeddings": True, "max_position_embeddings": 2048},
-    # FalconConfig: activation "gelu", max_position_embeddings 2048, no tie_word_embeddings (PretrainedConfig's
-    # True, FalconForCausalLM ties lm_head); the first Falcon repos' remote-code RWConfig ("RefinedWebModel",
-    # "RefinedWeb", which vLLM reads as Falcon) states none of the three
-    **dict.fromkeys(("falcon", "RefinedWebModel", "RefinedWeb"),
-                    {"hidden_act": "gelu", "tie_word_embeddings": True, "max_position_embeddings": 2048}),
-    # MPTConfig (remote code, and transformers' MptConfig): expansion_ratio 4, tie_word_embeddings True; its MLP's
-    # activation is GELU unless ffn_config says otherwise (llm-foundry's MPTMLP, transformers' MptMLP, vLLM's mpt.py);
-    # attn_config's attn_type defaults to multihead_attention (llm-foundry's attn_config_defaults), whatever
-    # kv_n_heads (only grouped-query attention reads it) says
-    "mpt": {"hidden_act": "gelu", "tie_word_embeddings": True, "expansion_ratio": 4, "attn_type": "multihead_attention"},
+    # BloomConfig: no activation field (BloomGelu); no length at all (ALiBi, no position table), read at vLLM's 2048
+    "bloom": {"hidden_act": "gelu"},
+    # FalconConfig: activation "gelu"; the first Falcon repos' remote-code RWConfig ("RefinedWebModel", "RefinedWeb",
+    # which vLLM reads as Falcon) states neither it nor tie_word_embeddings (RWConfig's True: RWForCausalLM ties)
+    "falcon": {"hidden_act": "gelu"},
+    **dict.fromkeys(("RefinedWebModel", "RefinedWeb"), {"hidden_act": "gelu", "tie_word_embeddings": True}),
+    # MPTConfig (remote code, and transformers' MptConfig): expansion_ratio 4; its MLP's activation is GELU unless
+    # ffn_config says otherwise (llm-foundry's MPTMLP, transformers' MptMLP, vLLM's mpt.py); attn_config's attn_type
+    # defaults to multihead_attention (llm-foundry's attn_config_defaults), whatever kv_n_heads (only grouped-query
+    # attention reads it) says
+    "mpt": {"hidden_act": "gelu", "expansion_ratio": 4, "attn_type": "multihead_attention"},
 }
 # A multimodal config's text_config may leave sizes out: its class builds the text model's config as
 # CONFIG_MAPPING[text_config["model_type"]](**text_config) (LlavaConfig.__init__, which also defaults the model_type to
