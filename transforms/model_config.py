@@ -4,8 +4,9 @@ Pure: `derive_model(config, repo)` takes the parsed config.json and returns a ro
 warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
 (its text model's, for a multimodal one) states, under their common spellings (_ALIASES) and inside the nested
 blocks some families keep them in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type
-or none: attention (multi-head, grouped, multi-query, latent), windowed, chunked and linear-attention layers, dense,
-gated and expert MLPs, shared experts and which layers route. A model_type matters only for a true quirk: a family's
+or none: attention (multi-head, grouped, multi-query, latent), windowed, chunked and linear-attention layers, Mamba
+and Mamba-2 mixers, short convolutions, per-layer blocks, dense, gated and expert MLPs, shared experts and which layers
+route. A field the config leaves to its transformers class is read at that class's default (hf_class_defaults). A model_type matters only for a true quirk: a family's
 defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
 says (_QUIRKS), or a layout of its own (_READERS). A config it cannot read, or one carrying a field that changes the
 count and is not read (_UNREAD), raises ModelConfigError naming the repository and the field, never a guessed number.
@@ -30,7 +31,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
   basis: linear-attention (Gated DeltaNet) and Mamba layers hold a fixed recurrent state plus a short convolution
   state.
 - The attention kind (`attention`): `mla` when every attention layer caches one multi-head latent, `gqa` when they
-  cache K and V per KV head (multi-head and multi-query attention included); `kv_heads`, the KV heads of the layers
+  cache K and V per KV head (multi-head and multi-query attention included), `none` for a state-space model (no
+  attention layer, `kv_heads` empty); `kv_heads`, the KV heads of the layers
   whose cache grows with the context (1 for MLA: one latent serves every head), which a tensor-parallel group wider
   than it must replicate.
 - Attention FLOPs per token of context, on the layers whose attention grows with the context: GQA 4 x query heads
