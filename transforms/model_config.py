@@ -705,6 +705,8 @@ def _dense_width(c: _Config) -> int:
     if c.get("shared_intermediate_size"):  # GraniteMoeHybridDecoderLayer: its shared_mlp is the MLP of every layer,
         return c.number("shared_intermediate_size")  # the experts (none in a dense Granite 4.0-H) beside it
     width = c.number("intermediate_size_mlp" if c.has("intermediate_size_mlp") else "intermediate_size")
+    if c.get("block_ff_dim") is not None:  # Lfm2Config: `kwargs.get("block_ff_dim", intermediate_size)`, it wins
+        width = c.number("block_ff_dim")
     if c.get("block_auto_adjust_ff_dim"):  # LFM2 (Lfm2MLP): two thirds of the width, then its multiplier, rounded up
         width = int(2 * width / 3)  # to block_multiple_of (only where a multiplier is given, as Lfm2MLP does)
         if c.get("block_ffn_dim_multiplier") is not None:

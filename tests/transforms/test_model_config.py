@@ -736,6 +736,8 @@ def test_short_convolution_layers_and_an_adjusted_mlp_width():
     row = derive_model(lfm, "acme/lfm")
     assert "4 x short convolution" in row["notes"] and "MLP width adjusted by block_auto_adjust_ff_dim (8192)" in row["notes"]
     assert row["state_bytes_per_stream"] == 4 * 4096 * 3 * 2 and row["kv_bytes_per_token"] == 2 * 2 * 8 * 128 * 2
+    stale = derive_model(lfm | {"intermediate_size": 8192}, "acme/lfm")  # Lfm2Config reads block_ff_dim over it
+    assert stale["total_params_b"] == row["total_params_b"]
 
 
 def test_falcon_attention_by_its_decoder_kind():
