@@ -4,8 +4,9 @@ Pure: `derive_model(config, repo)` takes the parsed config.json and returns a ro
 warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
 (its text model's, for a multimodal one) states, under their common spellings (_ALIASES) and inside the nested
 blocks some families keep them in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type
-or none: attention (multi-head, grouped, multi-query, latent), windowed, chunked and linear-attention layers, dense,
-gated and expert MLPs, shared experts and which layers route. A model_type matters only for a true quirk: a family's
+or none: attention (multi-head, grouped, multi-query, latent), windowed, chunked and linear-attention layers, Mamba
+and Mamba-2 mixers, short convolutions, per-layer blocks, dense, gated and expert MLPs, shared experts and which layers
+route. A field the config leaves to its transformers class is read at that class's default (hf_class_defaults). A model_type matters only for a true quirk: a family's
 defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
 says (_QUIRKS), or a layout of its own (_READERS). A config it cannot read, or one carrying a field that changes the
 count and is not read (_UNREAD), raises ModelConfigError naming the repository and the field, never a guessed number.
@@ -30,7 +31,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
   basis: linear-attention (Gated DeltaNet) and Mamba layers hold a fixed recurrent state plus a short convolution
   state.
 - The attention kind (`attention`): `mla` when every attention layer caches one multi-head latent, `gqa` when they
-  cache K and V per KV head (multi-head and multi-query attention included); `kv_heads`, the KV heads of the layers
+  cache K and V per KV head (multi-head and multi-query attention included), `none` for a state-space model (no
+  attention layer, `kv_heads` empty); `kv_heads`, the KV heads of the layers
   whose cache grows with the context (1 for MLA: one latent serves every head), which a tensor-parallel group wider
   than it must replicate.
 - Attention FLOPs per token of context, on the layers whose attention grows with the context: GQA 4 x query heads
@@ -46,6 +48,7 @@ What the row counts, as the curated rows do (the tests compare every curated row
 import re
 from dataclasses import dataclass, field
 
+from transforms.hf_class_defaults import CLASS_DEFAULTS
 from transforms.model_bounds import config_range
 
 KV_BYTES = 2  # bytes per cached value as the catalogue stores it (16 bits)
@@ -53,8 +56,12 @@ KV_CACHE_DTYPE = "bf16"
 GATED_ACTS = ("silu", "swiglu")  # gate, up and down projections
 # gated or not by family (_QUIRKS' gated_gelu_mlp, ungated_mlp): ReLU is ungated in OPT and gated in ReLU-Llamas
 EITHER_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new", "relu")
-UNGATED_ACTS = ("relu2",)  # up and down projections only (Nemotron-H)
-KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+# up and down projections only: squared ReLU (NemotronMLP, Nemotron-H, ArceeMLP), xIELU (ApertusMLP); no family gates
+# either
+UNGATED_ACTS = ("relu2", "xielu")
+# per-layer kinds of `layer_types`; "attention" and "mamba" are Granite 4.0-H's (GraniteMoeHybridConfig)
+KNOWN_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention", "attention",
+                     "mamba", "conv")  # "conv": LFM2's short-convolution layers
 
 
 COUNT_MAX = 2**40  # above every size or count a config holds (vocabularies, contexts: millions)
@@ -124,6 +131,16 @@ class _Config:
             return family[key]
         return default
 
+    def class_default(self, key: str):
+        """A field the config leaves out, at the default of its model_type's transformers class (hf_class_defaults:
+        what transformers and vLLM build the model with), named in the row's notes; None for a model_type transformers
+        does not have (remote code) or a class without it."""
+        tied, act = CLASS_DEFAULTS.get(self.model_type, (None, None))
+        value = {"tie_word_embeddings": tied, "hidden_act": act}[key]
+        if value is not None:
+            self.defaulted[key] = value
+        return value
+
     def _nested(self, name: str) -> dict:
         """The nested block (MPT's and DBRX's attn_config, ffn_config) that may hold `name`, else nothing. Only the
         fields _NESTED lists are read there: the blocks also carry PretrainedConfig's defaults (DBRX's attn_config
@@ -183,7 +200,8 @@ def _mlp_params(c: _Config, hidden: int, width: int, act_key: str = "hidden_act"
     kind = c.get("ffn_type")  # MPT's ffn_config names its block: mptmlp (up, down) or mptglu (gate, up, down)
     if kind is not None and (not isinstance(kind, str) or kind not in _FFN_TYPES):
         raise c.error("ffn_type", f"names an MLP the reader does not know ({kind!r})")
-    act = c.get(act_key) or c.get("hidden_activation")
+    act = c.get(act_key) or c.get("hidden_activation") or (c.class_default("hidden_act") if act_key == "hidden_act"
+                                                           else None)
     if isinstance(act, dict):  # DBRX's ffn_act_fn: {"name": "silu"}
         act = act.get("name")
     if act is None:
@@ -261,10 +279,26 @@ def _gated_deltanet(c: _Config, hidden: int) -> _Layer:
     return _Layer(mixer="Gated DeltaNet linear attention", attention_params=params, state_bytes=state * KV_BYTES)
 
 
+# A Mamba-2 mixer's sizes under each spelling, by the field that tells them apart: (heads, head size, groups, state
+# size, convolution kernel). Nemotron-H's; Bamba's and Granite 4.0-H's (BambaConfig, GraniteMoeHybridConfig:
+# mamba_d_head "auto" is mamba_expand x hidden / heads); Mamba2Config's (Mamba-Codestral).
+_MAMBA2_SPELLINGS = {
+    "mamba_num_heads": ("mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel"),
+    "mamba_n_heads": ("mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv"),
+    "n_groups": ("num_heads", "head_dim", "n_groups", "state_size", "conv_kernel"),
+}
+
+
 def _mamba2(c: _Config, hidden: int) -> _Layer:
-    """A Mamba-2 mixer (Nemotron-H): in and out projections, a short convolution and a fixed SSM state."""
-    heads, head_dim = c.number("mamba_num_heads"), c.number("mamba_head_dim")
-    groups, state_size, kernel = c.number("n_groups"), c.number("ssm_state_size"), c.number("conv_kernel")
+    """A Mamba-2 mixer: in and out projections, a short convolution and a fixed SSM state."""
+    spelling = next((key for key in _MAMBA2_SPELLINGS if c.get(key) is not None), "mamba_num_heads")
+    heads_key, head_dim_key, groups_key, state_key, kernel_key = _MAMBA2_SPELLINGS[spelling]
+    heads = c.number(heads_key)
+    if c.get(head_dim_key) == "auto":
+        head_dim = c.number("mamba_expand") * hidden // max(heads, 1)
+    else:
+        head_dim = c.number(head_dim_key)
+    groups, state_size, kernel = c.number(groups_key), c.number(state_key), c.number(kernel_key)
     inner = heads * head_dim
     conv_width = inner + 2 * groups * state_size  # x, B and C pass the convolution
     params = hidden * (inner + conv_width + heads) + conv_width * (kernel + 1) + inner * hidden
@@ -273,15 +307,24 @@ def _mamba2(c: _Config, hidden: int) -> _Layer:
 
 
 def _mamba1(c: _Config, hidden: int) -> _Layer:
-    """A Mamba (selective state-space) mixer as Jamba's: in and out projections, a short depthwise convolution, the
-    x, dt projections and A, D; a fixed state of inner x d_state plus the convolution's last d_conv - 1 inputs."""
-    inner = c.number("mamba_expand") * hidden
-    state_size, kernel = c.number("mamba_d_state"), c.number("mamba_d_conv")
-    dt_rank = c.get("mamba_dt_rank")
-    dt_rank = -(-hidden // 16) if dt_rank == "auto" else c.number("mamba_dt_rank")  # transformers' "auto"
-    biased = 1 if c.get("mamba_proj_bias", False) else 0
+    """A Mamba (selective state-space) mixer: in and out projections, a short depthwise convolution, the x, dt
+    projections and A, D; a fixed state of inner x d_state plus the convolution's last d_conv - 1 inputs. Jamba's
+    fields (mamba_*: inner mamba_expand x hidden), else MambaConfig's and FalconMambaConfig's (inner
+    intermediate_size, which the class sets to expand x hidden and a stated one overrides; state_size, conv_kernel,
+    time_step_rank, use_conv_bias, use_bias)."""
+    jamba = c.get("mamba_d_state") is not None
+    if jamba:
+        inner = c.number("mamba_expand") * hidden
+    else:
+        inner = c.number("intermediate_size") if c.has("intermediate_size") else c.number("expand") * hidden
+    state_size = c.number("mamba_d_state" if jamba else "state_size")
+    kernel = c.number("mamba_d_conv" if jamba else "conv_kernel")
+    rank_key = "mamba_dt_rank" if jamba else "time_step_rank"
+    dt_rank = -(-hidden // 16) if c.get(rank_key, "auto") == "auto" else c.number(rank_key)  # transformers' "auto"
+    biased = 1 if c.get("mamba_proj_bias" if jamba else "use_bias", False) else 0
+    conv_bias = c.get("mamba_conv_bias" if jamba else "use_conv_bias", True)
     params = (hidden * 2 * inner + biased * 2 * inner  # in_proj: x and the gate z
-              + inner * kernel + (inner if c.get("mamba_conv_bias", True) else 0)  # depthwise conv1d
+              + inner * kernel + (inner if conv_bias else 0)  # depthwise conv1d
               + inner * (dt_rank + 2 * state_size)  # x_proj: dt, B, C
               + dt_rank * inner + inner  # dt_proj and its bias
               + inner * state_size + inner  # A_log, D
@@ -290,10 +333,36 @@ def _mamba1(c: _Config, hidden: int) -> _Layer:
     return _Layer(mixer="Mamba", attention_params=params, state_bytes=state * KV_BYTES)
 
 
+def _short_conv(c: _Config, hidden: int) -> _Layer:
+    """LFM2's gated short-convolution mixer (Lfm2ShortConv): in_proj to B, C and x (3 x hidden), a depthwise
+    convolution over conv_L_cache tokens, out_proj; biases by conv_bias. Its state: the convolution's window."""
+    kernel = c.number("conv_L_cache")
+    params = 3 * hidden * hidden + hidden * kernel + hidden * hidden
+    if c.get("conv_bias", False):
+        params += 3 * hidden + hidden + hidden
+    return _Layer(mixer="short convolution", attention_params=params, state_bytes=hidden * kernel * KV_BYTES)
+
+
+def _read_state_space(c: _Config) -> _Shape:
+    """A state-space model without attention (MambaConfig, FalconMambaConfig, Mamba2Config): every layer one mixer
+    and a norm, no MLP; Mamba-2 where the config groups its B and C (`n_groups`), Mamba otherwise."""
+    beside = [key for key in ("num_attention_heads", "layer_types") if key in c.text]
+    if beside:  # attention beside the mixers: a hybrid not read
+        raise c.error("state_size", f"is set beside {beside[0]}: a hybrid of attention and state-space layers the "
+                                    "reader does not read")
+    hidden, layers = c.number("hidden_size"), c.number("num_hidden_layers")
+    mixer = _mamba2 if c.get("n_groups") is not None else _mamba1
+    out = [mixer(c, hidden) for _ in range(layers)]
+    embedding, head = _embeddings(c, hidden)
+    return _Shape(out, embedding, head)
+
+
 # The spellings of the expert counts, tried in order (the first stated is read; the others may repeat it, as
 # gpt-oss's experts_per_token beside num_experts_per_tok).
-_EXPERT_COUNTS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
-_EXPERTS_PER_TOKEN = ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts", "moe_top_k")
+_EXPERT_COUNTS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts", "n_experts",
+                  "num_moe_experts")
+_EXPERTS_PER_TOKEN = ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts", "moe_top_k", "moe_topk",
+                      "num_experts_per_token", "num_selected_experts")
 _SHARED_EXPERTS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
 
 
@@ -312,9 +381,12 @@ def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
     """(input embedding, output head) parameters; the head is free when tied to the embedding."""
     vocab = c.number("vocab_size")
     tied = c.get("tie_word_embeddings")
-    if tied is None:  # transformers' PretrainedConfig ties by default, yet most families' classes untie
+    if tied is None:  # left to the class: PretrainedConfig ties by default, yet most families' classes untie
+        tied = c.class_default("tie_word_embeddings")
+    if tied is None:
         raise c.error("tie_word_embeddings", "is missing: whether the output head shares the embedding is the "
-                                             "family's class default, which the reader does not know")
+                                             "family's class default, and transformers has no class for this "
+                                             "model_type")
     width = c.number("word_embed_proj_dim", hidden)  # OPT: embeddings this wide, projected in and out (OPTDecoder)
     projections = 2 * width * hidden if width != hidden else 0
     return vocab * width + projections, 0 if tied else vocab * width
@@ -329,9 +401,11 @@ _ALIASES = {
     "num_hidden_layers": ("num_layers", "n_layer", "n_layers"),
     "num_attention_heads": ("n_head", "n_heads", "num_heads", "attention_heads"),
     "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "n_head_kv", "kv_n_heads"),
-    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim"),
+    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim", "block_ff_dim"),
     "vocab_size": ("padded_vocab_size",),
-    "max_position_embeddings": ("seq_length", "n_positions", "max_seq_len"),
+    # vLLM's keys for the model's length (_get_and_verify_max_len's possible_keys)
+    "max_position_embeddings": ("seq_length", "n_positions", "max_seq_len", "model_max_length", "max_sequence_length",
+                                "max_seq_length", "seq_len"),
     "head_dim": ("kv_channels",),
     "hidden_act": ("activation_function", "activation", "ffn_act_fn"),
     "sliding_window": ("window_size",),  # GPT-Neo's local attention window
@@ -348,45 +422,33 @@ _NESTED = {"attn_config": ("kv_n_heads", "attn_type"),
 _FAMILIES = {
     # transformers' Gemma3TextConfig: google/gemma-3-27b-it's config.json states neither its vocabulary, its context,
     # its activation nor which layers slide, and transformers (as vLLM, which loads the config through it) fills them
-    "gemma3_text": {"tie_word_embeddings": True, "vocab_size": 262_208, "max_position_embeddings": 131_072,
+    "gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072,
                     "hidden_activation": "gelu_pytorch_tanh", "sliding_window_pattern": 6},
-    "gemma4_text": {"tie_word_embeddings": True},
-    # Gemma2Config: tied, a gated GELU MLP, every other layer slides (layer_types' default: the even layers)
-    "gemma2": {"tie_word_embeddings": True, "sliding_window_pattern": 2},
-    "llama4_text": {"tie_word_embeddings": False},  # Llama4TextConfig unties
-    "deepseek_v2": {"tie_word_embeddings": False},  # DeepseekV2Config unties
+    "gemma4_text": {"tie_word_embeddings": True},  # Gemma4TextConfig (after transformers 4.57.1, hf_class_defaults)
+    # Gemma2Config: every other layer slides (layer_types' default: the even layers)
+    "gemma2": {"sliding_window_pattern": 2},
     # Qwen (v1, remote code QWenLMHeadModel): a SwiGLU MLP whose w1 and w2 are intermediate_size / 2 wide each, and
     # a biased c_attn (q, k and v); no activation field
     "qwen": {"hidden_act": "silu", "attention_bias": True},
     # ChatGLM2/3 (remote code ChatGLMModel): SwiGLU (dense_h_to_4h is 2 x ffn_hidden_size wide); no activation
     # field; multi_query_group_num KV heads when multi_query_attention
     "chatglm": {"hidden_act": "swiglu"},
-    # GPT2Config and GPTBigCodeConfig pass no tie_word_embeddings: PretrainedConfig's True, and GPT2LMHeadModel and
-    # GPTBigCodeForCausalLM tie lm_head to wte (their _tied_weights_keys)
-    **dict.fromkeys(("gpt2", "gpt_bigcode"), {"tie_word_embeddings": True}),
-    "starcoder2": {"tie_word_embeddings": True},  # Starcoder2Config: tie_word_embeddings True
-    "gemma": {"tie_word_embeddings": True},  # GemmaConfig: tie_word_embeddings True
-    "cohere": {"tie_word_embeddings": True},  # CohereConfig: tie_word_embeddings True
+    # LFM2 (Lfm2Config): no activation field; Lfm2MLP is w1, w3, w2 around F.silu (gated)
+    "lfm2": {"hidden_act": "silu"},
     # Baichuan (remote code BaichuanConfig, vendored in vLLM's transformers_utils/configs/baichuan*.py): hidden_act
     # "silu" (its MLP gate_proj, up_proj, down_proj), tie_word_embeddings False
     "baichuan": {"hidden_act": "silu", "tie_word_embeddings": False},
-    # OPTConfig, XGLMConfig and GPTNeoConfig pass no tie_word_embeddings: PretrainedConfig's True, and their
-    # ...ForCausalLM tie lm_head to the input embedding (_tied_weights_keys)
-    **dict.fromkeys(("opt", "xglm", "gpt_neo"), {"tie_word_embeddings": True}),
-    # BloomConfig: no activation field (BloomGelu), no tie_word_embeddings (PretrainedConfig's True, BloomForCausalLM
-    # ties lm_head), and no length at all (ALiBi, no position table): 2048, the sequence length of BLOOM's model card
-    # and the length vLLM gives a config that states none
-    "bloom": {"hidden_act": "gelu", "tie_word_embeddings": True, "max_position_embeddings": 2048},
-    # FalconConfig: activation "gelu", max_position_embeddings 2048, no tie_word_embeddings (PretrainedConfig's
-    # True, FalconForCausalLM ties lm_head); the first Falcon repos' remote-code RWConfig ("RefinedWebModel",
-    # "RefinedWeb", which vLLM reads as Falcon) states none of the three
-    **dict.fromkeys(("falcon", "RefinedWebModel", "RefinedWeb"),
-                    {"hidden_act": "gelu", "tie_word_embeddings": True, "max_position_embeddings": 2048}),
-    # MPTConfig (remote code, and transformers' MptConfig): expansion_ratio 4, tie_word_embeddings True; its MLP's
-    # activation is GELU unless ffn_config says otherwise (llm-foundry's MPTMLP, transformers' MptMLP, vLLM's mpt.py);
-    # attn_config's attn_type defaults to multihead_attention (llm-foundry's attn_config_defaults), whatever
-    # kv_n_heads (only grouped-query attention reads it) says
-    "mpt": {"hidden_act": "gelu", "tie_word_embeddings": True, "expansion_ratio": 4, "attn_type": "multihead_attention"},
+    # BloomConfig: no activation field (BloomGelu); no length at all (ALiBi, no position table), read at vLLM's 2048
+    "bloom": {"hidden_act": "gelu"},
+    # FalconConfig: activation "gelu"; the first Falcon repos' remote-code RWConfig ("RefinedWebModel", "RefinedWeb",
+    # which vLLM reads as Falcon) states neither it nor tie_word_embeddings (RWConfig's True: RWForCausalLM ties)
+    "falcon": {"hidden_act": "gelu"},
+    **dict.fromkeys(("RefinedWebModel", "RefinedWeb"), {"hidden_act": "gelu", "tie_word_embeddings": True}),
+    # MPTConfig (remote code, and transformers' MptConfig): expansion_ratio 4; its MLP's activation is GELU unless
+    # ffn_config says otherwise (llm-foundry's MPTMLP, transformers' MptMLP, vLLM's mpt.py); attn_config's attn_type
+    # defaults to multihead_attention (llm-foundry's attn_config_defaults), whatever kv_n_heads (only grouped-query
+    # attention reads it) says
+    "mpt": {"hidden_act": "gelu", "expansion_ratio": 4, "attn_type": "multihead_attention"},
 }
 # A multimodal config's text_config may leave sizes out: its class builds the text model's config as
 # CONFIG_MAPPING[text_config["model_type"]](**text_config) (LlavaConfig.__init__, which also defaults the model_type to
@@ -409,8 +471,10 @@ _QUIRKS = {
     "llama4_text": {"one_shared_expert"},  # every token also goes to one shared expert of the experts' width
     # Up and down projections around a GELU, no gate: GPT2MLP (c_fc, c_proj), GPTJMLP (fc_in, fc_out), GPTBigCodeMLP
     # (c_fc, c_proj), Microsoft's phi-msft MLP (fc1, fc2); and n_inner null is 4 x hidden wide (GPT2Block, GPTJBlock,
-    # GPTBigCodeBlock, phi-msft's MLP: `n_inner if n_inner is not None else 4 * n_embd`)
-    **dict.fromkeys(("gpt2", "gptj", "gpt_bigcode", "phi-msft"), {"ungated_mlp", "mlp_width_4x_hidden"}),
+    # GPTBigCodeBlock, phi-msft's MLP, CodeGenBlock (CodeGenMLP fc_in, fc_out):
+    # `n_inner if n_inner is not None else 4 * n_embd`)
+    **dict.fromkeys(("gpt2", "gptj", "gpt_bigcode", "phi-msft", "codegen"), {"ungated_mlp", "mlp_width_4x_hidden"}),
+    "phi": {"ungated_mlp"},  # transformers' PhiMLP (Phi-1.5, Phi-2 converted): fc1, fc2 around gelu_new
     "gpt_neox": {"ungated_mlp"},  # GPTNeoXMLP: dense_h_to_4h, dense_4h_to_h
     # OPTDecoderLayer and XGLMDecoderLayer: fc1, fc2 around the activation (ReLU, GELU); MptMLP: up_proj, down_proj
     **dict.fromkeys(("opt", "xglm", "mpt"), {"ungated_mlp"}),
@@ -423,20 +487,41 @@ _QUIRKS = {
     # A sliding_window with no layer_types slides on every layer: MistralAttention and MixtralAttention (transformers'
     # modeling_mistral.py, modeling_mixtral.py) and Phi3Attention (modeling_phi3.py) pass config.sliding_window to the
     # attention of every layer, as Microsoft's remote-code Phi3V (Phi-3.5-vision's modeling_phi3_v.py, its Phi 3
-    # attention) does
-    **dict.fromkeys(("mistral", "mixtral", "phi3", "phi3_v"), {"every_layer_slides"}),
+    # attention) does; as do JambaAttention, MiniMaxAttention, PhimoeAttention and Phi4MultimodalAttention (transformers
+    # 4.57: `sliding_window=getattr(self.config, "sliding_window", None)` on every attention layer)
+    **dict.fromkeys(("mistral", "mixtral", "phi3", "phi3_v", "jamba", "minimax", "phimoe", "phi4_multimodal"),
+                    {"every_layer_slides"}),
 }
 
 
 def _layer_types(c: _Config, layers: int) -> list[str]:
     """Per layer: full, sliding, chunked or linear attention, from `layer_types` or the family's rule."""
     types = c.get("layer_types")
+    if types is None and c.get("attn_type_list") is not None:  # MiniMax: 1 softmax attention, 0 lightning attention
+        kinds = c.get("attn_type_list")
+        if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {1}:
+            raise c.error("attn_type_list", "names lightning-attention layers (0), which the reader does not read, or "
+                                            f"is not one kind per layer ({repr(kinds)[:60]})")
+        return ["full_attention"] * layers
     if types is None:
         if c.get("attn_layer_period") is not None:  # Jamba: one attention layer in a period, Mamba the others
             period, offset = c.number("attn_layer_period"), c.number("attn_layer_offset")
             if not period:
                 raise c.error("attn_layer_period", "is 0")
             return ["full_attention" if i % period == offset else "mamba" for i in range(layers)]
+        if c.get("full_attn_idxs") is not None:  # LFM2: attention on the layers listed, short convolutions on the others
+            listed = c.get("full_attn_idxs")
+            if not isinstance(listed, list) or not all(isinstance(i, int) and 0 <= i < layers for i in listed):
+                raise c.error("full_attn_idxs", f"is not a list of layer indices ({repr(listed)[:80]})")
+            return ["full_attention" if i in listed else "conv" for i in range(layers)]
+        if c.get("attn_layer_indices") is not None:  # Bamba: attention on the layers listed, Mamba-2 on the others
+            listed = c.get("attn_layer_indices")
+            if not c.has("mamba_n_heads", "mamba_d_state"):
+                raise c.error("attn_layer_indices", "lists attention layers among Mamba layers, but no mamba_* field "
+                                                    "sizes them")
+            if not isinstance(listed, list) or not all(isinstance(i, int) and 0 <= i < layers for i in listed):
+                raise c.error("attn_layer_indices", f"is not a list of layer indices ({repr(listed)[:80]})")
+            return ["full_attention" if i in listed else "mamba" for i in range(layers)]
         if c.get("full_attention_interval"):  # Qwen3-Next: every n-th layer attends fully, the rest are linear
             step = c.number("full_attention_interval")
             return ["full_attention" if (i + 1) % step == 0 else "linear_attention" for i in range(layers)]
@@ -461,6 +546,10 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
             first = c.number("max_window_layers")
             return ["sliding_attention" if i >= first else "full_attention" for i in range(layers)]
         if c.get("sliding_window") is not None and c.get("use_sliding_window") is not False:
+            if c.number("sliding_window") >= _context(c):  # whichever layers slide, they see the whole context
+                c.notes.append(f"sliding_window {c.get('sliding_window')} is no shorter than the served context: read "
+                               "as full attention")
+                return ["full_attention"] * layers
             raise c.error("sliding_window", "is set but no layer_types say which layers slide")
         return ["full_attention"] * layers
     if len(types) != layers:
@@ -468,7 +557,7 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
     unknown = sorted(set(types) - set(KNOWN_LAYER_TYPES))
     if unknown:
         raise c.error("layer_types", f"names a layer type the reader does not know ({', '.join(unknown)})")
-    return list(types)
+    return ["full_attention" if kind == "attention" else kind for kind in types]
 
 
 def _global_local(c: _Config, layers: int) -> list[str]:
@@ -498,8 +587,10 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
     head_dim = c.number("head_dim", hidden // heads)
     if kind == "linear_attention":
         return _gated_deltanet(c, hidden)
-    if kind == "mamba":
-        return _mamba1(c, hidden)
+    if kind == "conv":
+        return _short_conv(c, hidden)
+    if kind == "mamba":  # Mamba-2 where a Mamba-2 spelling says so (Bamba, Granite 4.0-H), else Mamba (Jamba)
+        return _mamba2(c, hidden) if c.has(*_MAMBA2_SPELLINGS) else _mamba1(c, hidden)
     layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate)
     if kind == "sliding_attention" and c.number("sliding_window") >= _context(c):
         note = (f"sliding_window {c.get('sliding_window')} is no shorter than the served context: its layers attend "
@@ -526,6 +617,10 @@ def _kv_heads(c: _Config, heads: int) -> int:
         if not isinstance(kind, str) or kind not in kinds:
             raise c.error("attn_type", f"names an attention the reader does not know ({kind!r})")
         return kinds[kind]()
+    if c.get("new_decoder_architecture") is not None:  # FalconAttention: num_kv_heads groups in the new decoder,
+        if c.get("new_decoder_architecture"):  # else one KV head under multi_query, else one per head (a
+            return c.number("num_key_value_heads")  # transformers-saved Falcon config states num_kv_heads anyway)
+        return 1 if c.get("multi_query") else heads
     if c.get("num_key_value_heads") is not None:
         return c.number("num_key_value_heads")
     if c.get("multi_query_attention") is not None:
@@ -535,11 +630,22 @@ def _kv_heads(c: _Config, heads: int) -> int:
     return heads
 
 
+# The fields _moe_layers reads (a config may state several that agree: GLM 5.2's mlp_layer_types beside them)
+_ROUTING = {"moe_layers", "mlp_layer_types", "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
+            "interleave_moe_layer_step", "mlp_only_layers", "moe_layer_start_index", "moe_layer_end_index",
+            "moe_layer_interval", "expert_layer_period", "expert_layer_offset"}
+
+
 def _moe_layers(c: _Config, layers: int) -> list[bool]:
     """Which layers route to experts, under each family's rule."""
     if c.get("moe_layers") is not None:  # Llama 4 may list them
         listed = set(c.get("moe_layers"))
         return [i in listed for i in range(layers)]
+    if c.get("mlp_layer_types") is not None:  # GLM 5.2: "dense" or "sparse" per layer
+        kinds = c.get("mlp_layer_types")
+        if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {"dense", "sparse"}:
+            raise c.error("mlp_layer_types", f"is not dense or sparse per layer ({repr(kinds)[:60]})")
+        return [kind == "sparse" for kind in kinds]
     first_dense = c.number("first_k_dense_replace", 0)  # DeepSeek, GLM: the first k layers are dense
     every = c.number("moe_layer_freq", 1)  # DeepSeek: one MoE layer in `every`
     step = c.number("decoder_sparse_step", 1)  # Qwen MoE
@@ -596,7 +702,20 @@ def _dense_width(c: _Config) -> int:
         width = 4 * c.number("hidden_size")
         c.defaulted["intermediate_size"] = f"4 x hidden_size ({width})"
         return width
+    if c.get("shared_intermediate_size"):  # GraniteMoeHybridDecoderLayer: its shared_mlp is the MLP of every layer,
+        return c.number("shared_intermediate_size")  # the experts (none in a dense Granite 4.0-H) beside it
     width = c.number("intermediate_size_mlp" if c.has("intermediate_size_mlp") else "intermediate_size")
+    if c.get("block_ff_dim") is not None:  # Lfm2Config: `kwargs.get("block_ff_dim", intermediate_size)`, it wins
+        width = c.number("block_ff_dim")
+    if c.get("block_auto_adjust_ff_dim"):  # LFM2 (Lfm2MLP): two thirds of the width, then its multiplier, rounded up
+        width = int(2 * width / 3)  # to block_multiple_of (only where a multiplier is given, as Lfm2MLP does)
+        if c.get("block_ffn_dim_multiplier") is not None:
+            multiple, factor = c.number("block_multiple_of"), c.get("block_ffn_dim_multiplier")
+            if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor <= 64:
+                raise c.error("block_ffn_dim_multiplier", f"is not a multiplier ({factor!r})")
+            width = int(factor * width)
+            width = multiple * -(-width // multiple) if multiple else width
+        c.notes.append(f"MLP width adjusted by block_auto_adjust_ff_dim ({width})")
     return width // 2 if c.quirk("mlp_width_is_both_halves") else width
 
 
@@ -609,9 +728,64 @@ def _shared_experts(c: _Config, expert_width: int) -> tuple[int, int]:
             return c.number(key) * expert_width, c.number(key)
     if c.get("shared_expert_intermediate_size"):
         return c.number("shared_expert_intermediate_size"), 1
+    if c.get("shared_intermediate_size"):  # Granite MoE shared, Granite 4.0: a gated shared MLP of its own width
+        return c.number("shared_intermediate_size"), 1
     if c.quirk("one_shared_expert"):
         return expert_width, 1
     return 0, 0
+
+
+def _block(c: _Config, i: int, part: str) -> dict:
+    """Layer i's attention or ffn block of `block_configs`, its fields checked."""
+    blocks = c.get("block_configs")
+    block = blocks[i].get(part) if isinstance(blocks[i], dict) else None
+    if not isinstance(block, dict):
+        raise c.error("block_configs", f"has no {part} block for layer {i}")
+    unread = sorted(k for k, v in block.items() if v not in (None, False) and k not in _BLOCK_FIELDS[part])
+    if unread:  # a window, a sparsification, a mixture of experts ... changes what the layer is
+        raise c.error("block_configs", f"layer {i}'s {part} states {', '.join(unread)}, which the reader does not read")
+    return block
+
+
+_BLOCK_FIELDS = {"attention": ("n_heads_in_group", "no_op", "replace_with_linear"),
+                 "ffn": ("ffn_mult", "no_op", "replace_with_linear")}
+
+
+def _read_blocks(c: _Config) -> _Shape:
+    """Per-layer blocks (DeciLM, Llama-Nemotron's NAS models: `block_configs`): each layer's attention is grouped-query
+    with num_attention_heads / n_heads_in_group KV heads, a single hidden x hidden linear (replace_with_linear) or
+    nothing (no_op); its gated MLP is ffn_mult wide (DeciLM's _ffn_mult_to_intermediate_size: 2/3 x ffn_mult x
+    hidden, rounded up to a multiple of 256), a linear or nothing."""
+    hidden, heads = c.number("hidden_size"), c.number("num_attention_heads")
+    blocks = c.get("block_configs")
+    layers = c.number("num_hidden_layers", len(blocks) if isinstance(blocks, list) else None)
+    if not isinstance(blocks, list) or len(blocks) != layers:
+        raise c.error("block_configs", f"is not one block per layer ({layers} layers)")
+    head_dim = c.number("head_dim", hidden // heads)
+    out = []
+    for i in range(layers):
+        attention, ffn = _block(c, i, "attention"), _block(c, i, "ffn")
+        if attention.get("no_op"):
+            layer = _Layer(mixer="no attention")
+        elif attention.get("replace_with_linear"):
+            layer = _Layer(mixer="a linear layer for attention", attention_params=hidden * hidden)
+        else:
+            group = attention.get("n_heads_in_group")
+            if isinstance(group, bool) or not isinstance(group, int) or not group or heads % group:
+                raise c.error("block_configs", f"layer {i}'s n_heads_in_group ({group!r}) does not divide "
+                                               f"{heads} heads")
+            layer = _gqa(c, hidden, heads, heads // group, head_dim)
+        if ffn.get("replace_with_linear"):
+            layer.dense_params = hidden * hidden
+        elif not ffn.get("no_op"):
+            mult = ffn.get("ffn_mult")
+            if isinstance(mult, bool) or not isinstance(mult, int | float) or not 0 < mult <= 64:
+                raise c.error("block_configs", f"layer {i}'s ffn_mult is not a multiplier ({mult!r})")
+            width = int(2 * mult * hidden / 3)
+            layer.dense_params = _mlp_params(c, hidden, -(-width // 256) * 256)
+        out.append(layer)
+    embedding, head = _embeddings(c, hidden)
+    return _Shape(out, embedding, head)
 
 
 def _read_nemotron_h(c: _Config) -> _Shape:
@@ -755,22 +929,18 @@ _UNREAD = {
     "linear_attn_config": "Kimi linear attention",
     "hybrid_override_pattern": "a Nemotron-H layer pattern outside model_type nemotron_h",
     "layers_block_type": "a hybrid layer pattern",
-    "attn_layer_indices": "attention layers listed among Mamba-2 ones (Bamba)",
-    "mamba_n_heads": "Mamba-2 layers outside model_type nemotron_h",
     "ssm_state_size": "state-space layers outside model_type nemotron_h",
     "num_kv_shared_layers": "layers sharing KV (Gemma 4)",
     "hidden_size_per_layer_input": "per-layer embeddings (Gemma 4)",
     "use_cla": "cross-layer attention (HunYuan)",
     "use_mla": "HunYuan's latent attention",
-    "new_decoder_architecture": "Falcon's decoder variants",
+    "is_encoder_decoder": "an encoder-decoder model (T5, BART ...): the reader counts decoder-only language models",
     "moe_latent_size": "experts in a latent space outside model_type nemotron_h",
-    "shared_intermediate_size": "a shared expert of its own width (Granite MoE shared)",
     "moe_shared_expert_intermediate_size": "a shared expert of its own width",
     "cross_attention_layers": "cross-attention layers (Mllama)",
     "rescale_every": "RWKV's recurrent time-mixing and channel-mixing layers (no attention)",
-    # state-space and recurrent mixers whose other fields read like a transformer's (Mamba-2's num_heads, Mamba's
-    # intermediate_size): refused by the field that says what they are, before those are misread
-    "state_size": "state-space (Mamba, Mamba-2) layers outside the ones read (Jamba's, Nemotron-H's)",
+    # a recurrent mixer whose other fields read like a transformer's: refused by the field that says what it is,
+    # before those are misread
     "lru_width": "RG-LRU recurrent layers (RecurrentGemma)",
 }
 
@@ -781,8 +951,15 @@ def _reader(c: _Config):
     for key, what in _UNREAD.items():
         if c.get(key):  # stated and on (MiniMax states shared_intermediate_size 0: no shared expert)
             raise c.error(key, f"describes {what}, which the reader does not read")
-    if c.get("mamba_d_state") and c.get("attn_layer_period") is None and c.get("layer_types") is None:
-        raise c.error("mamba_d_state", "describes Mamba layers, but no attn_layer_period or layer_types says which")
+    if c.get("block_configs") is not None:  # per-layer blocks (DeciLM, Llama-Nemotron NAS)
+        return _read_blocks
+    if c.get("state_size") is not None:  # Mamba-2's num_heads and Mamba's intermediate_size are not a transformer's
+        return _read_state_space
+    placed = ("attn_layer_period", "attn_layer_indices", "layer_types")
+    for key in ("mamba_n_heads", "mamba_d_state"):
+        if c.get(key) and not c.has(*placed):  # Falcon-H1: Mamba-2 beside attention in every layer
+            raise c.error(key, "describes Mamba layers, but no attn_layer_period, attn_layer_indices or layer_types "
+                               "says which")
     return _read_transformer
 
 
@@ -808,6 +985,14 @@ def _precision(c: _Config) -> str:
             if "FP8" in algo:
                 return "fp8"
             raise c.error("quantization_config.quant_algo", f"is not one the reader knows ({algo!r})")
+        if method == "fbgemm_fp8":  # FP8 weights, one scale per row
+            return "fp8"
+        if method == "bitsandbytes":  # 4-bit NF4/FP4 blocks (load_in_4bit), or LLM.int8 (load_in_8bit)
+            if quant.get("load_in_4bit"):
+                return "int4"
+            if quant.get("load_in_8bit"):
+                return "int8"
+            raise c.error("quantization_config.load_in_4bit", "nor load_in_8bit is set for bitsandbytes")
         if method in ("awq", "gptq"):
             return _integer_bits(c, quant.get("bits"), "quantization_config.bits")
         if method == "compressed-tensors":
@@ -856,6 +1041,9 @@ def _context(c: _Config) -> int:
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= most or value < least:
                 raise c.error(f"rope_scaling.{key}", f"is not a length or factor YaRN scales by ({value!r})")
         return int(sizes[0][1] * sizes[1][1])
+    if not c.has("max_position_embeddings"):  # vLLM serves a config that states no length at 2048, and says so
+        c.notes.append("no length field (max_position_embeddings or another of vLLM's keys): vLLM's default 2048")
+        return 2048
     return c.number("max_position_embeddings")
 
 
@@ -883,9 +1071,9 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     where = repo or path
     c = _Config(config, where)
     shape = _reader(c)(c)
-    _unread_experts(c)
     layers = shape.layers
     moe = any(layer.experts for layer in layers)
+    _unread_structure(c, moe)
     per_layer_total = sum(ly.attention_params + ly.dense_params + ly.experts * ly.expert_params for ly in layers)
     per_layer_active = sum(ly.attention_params + ly.dense_params + ly.experts_per_token * ly.expert_params
                            for ly in layers)
@@ -992,15 +1180,32 @@ def _tower_note(config: dict, where: str) -> str:
         return ""
 
 
-def _unread_experts(c: _Config) -> None:
-    """Refuse a count of experts stated under a name the reader did not read: a spelling it does not know reads as no
-    experts at all (Ling-lite-1.5's num_shared_experts, before it was known, gave 2.27B active for 2.75B)."""
+# Words of a field's name that say it shapes the layers (which route to experts, how many, per-layer kinds and sizes):
+# such a field, stated and not read, is refused naming it, never read as absent. Experts: any non-zero count; the
+# layers that route (only where there are experts); per-layer lists and kinds (non-empty).
+_EXPERT_WORDS = (("expert",),)
+_ROUTING_WORDS = (("dense", "layer"), ("moe", "layer"), ("moe", "freq"), ("moe", "interval"), ("moe", "step"),
+                  ("sparse", "step"), ("sparse", "layer"))
+_PER_LAYER_WORDS = (("per_layer",), ("layer", "types"), ("block", "type"), ("type_list",))
+_NOT_STRUCTURE = {"attention_types"}  # GPT-Neo's attention_layers spelled again (GPTNeoConfig expands one to the other)
+
+
+def _unread_structure(c: _Config, moe: bool) -> None:
+    """Refuse a field that shapes the layers stated under a name the reader did not read: a spelling it does not know
+    would read as absent (Ling-lite-1.5's num_shared_experts, before it was known, gave 2.27B active for 2.75B)."""
     read = {name.rsplit(".", 1)[-1] for name in c.read.get("shape", {})}
-    known = read | set(_EXPERT_COUNTS) | set(_EXPERTS_PER_TOKEN) | set(_SHARED_EXPERTS)
+    known = read | set(_EXPERT_COUNTS) | set(_EXPERTS_PER_TOKEN) | set(_SHARED_EXPERTS) | _NOT_STRUCTURE | _ROUTING
     for key, value in c.text.items():
-        if ("expert" in key.lower() and key not in known and isinstance(value, int | float)
-                and not isinstance(value, bool) and value):
+        name = key.lower()
+        if key in known or isinstance(value, bool) or name.startswith("mtp_") or "nextn" in name:
+            continue  # multi-token-prediction layers are not served and not counted
+        count = isinstance(value, int | float) and value
+        if count and any(all(w in name for w in words) for words in _EXPERT_WORDS):
             raise c.error(key, f"counts experts under a name the reader does not read ({value!r})")
+        if count and moe and any(all(w in name for w in words) for words in _ROUTING_WORDS):
+            raise c.error(key, f"says which layers route to experts under a name the reader does not read ({value!r})")
+        if isinstance(value, list) and value and any(all(w in name for w in words) for words in _PER_LAYER_WORDS):
+            raise c.error(key, f"gives per-layer kinds or sizes the reader does not read ({repr(value)[:60]})")
 
 
 def _window(c: _Config, layers: list[_Layer]) -> int | None:
@@ -1013,9 +1218,11 @@ def _window(c: _Config, layers: list[_Layer]) -> int | None:
     return next(iter(windows), None)
 
 
-def _attention_kind(c: _Config, layers: list[_Layer]) -> tuple[str, int]:
-    """(gqa | mla, the KV heads of the layers whose cache grows with the context, else of the windowed layers)."""
+def _attention_kind(c: _Config, layers: list[_Layer]) -> tuple[str, int | None]:
+    """(gqa | mla | none, the KV heads of the layers whose cache grows with the context, else of the windowed layers)."""
     kinds = {ly.attention for ly in layers if ly.attention}
+    if not kinds:  # state-space layers only: nothing cached per token, no KV head to split
+        return "none", None
     # where every attention layer is windowed (StarCoder 2), the windowed layers' heads are the ones held
     heads = ({ly.kv_heads for ly in layers if ly.kv_bytes_per_token}
              or {ly.kv_heads for ly in layers if ly.window_kv_bytes_per_token})

@@ -194,8 +194,9 @@ def _check_references(frames: dict[str, pl.DataFrame]) -> None:
                            f"{', '.join(ATTENTION_KINDS)}")
 
 
-# grouped-query attention (K and V per KV head; multi-head and multi-query too) or multi-head latent attention
-ATTENTION_KINDS = ("gqa", "mla")
+# grouped-query attention (K and V per KV head; multi-head and multi-query too), multi-head latent attention, or none
+# (a state-space model: nothing cached per token, kv_heads empty)
+ATTENTION_KINDS = ("gqa", "mla", "none")
 _REPO = re.compile(r"[\w.-]+/[\w.:-]+")
 
 

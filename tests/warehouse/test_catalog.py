@@ -256,7 +256,7 @@ def test_the_curated_catalogue_has_fifty_models_with_their_state_windows_and_att
 
 def test_an_attention_kind_must_be_known(reference):
     edit(reference / "models.csv", ",gqa,8,meta-llama/Llama-3.1-8B-Instruct,", ",mha,8,meta-llama/Llama-3.1-8B-Instruct,")
-    with pytest.raises(catalog.CatalogError, match=r"^models.csv:\d+: column 'attention': 'mha' is not one of gqa, mla$"):
+    with pytest.raises(catalog.CatalogError, match=r"^models.csv:\d+: column 'attention': 'mha' is not one of gqa, mla, none$"):
         catalog.read_all(reference)
 
 
