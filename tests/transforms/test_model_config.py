@@ -418,6 +418,10 @@ SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc
 # embedding) against 1.3B / 400M; Granite 3.0 3B-A800M 3.30B / 0.883B against 3.3B / 800M (0.807B without the
 # embedding). Strict xfails, as size classes are: no tolerance is widened for them.
 ACTIVE_OUTSIDE = {"ibm-granite/granite-3.0-1b-a400m-base", "ibm-granite/granite-3.0-3b-a800m-instruct"}
+# Read outside the published figure when the seventh set was scored once: MobileLLM-125M shares its embedding with the
+# output head by `share_embedding` true (MobileLLM's remote code) while stating tie_word_embeddings false, a spelling
+# the reader did not know: 0.143B against its card's 124.6M (+15%, the untied 32,000 x 576 head). A wrong number.
+WRONG = {"facebook/MobileLLM-125M"}
 
 
 # The held-out configs refused, and the field each refusal names. The fourth set (in-sample since the reader read
@@ -429,13 +433,19 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            "Zyphra/Zamba2-7B": "layers_block_type",  # Mamba-2 and shared attention blocks
            "mlx-community/OpenELM-1_1B-Instruct-4bit": "hidden_size",  # model_dim, per-layer heads and widths
            "google/recurrentgemma-2b": "lru_width",  # RG-LRU recurrent layers
-           "Qwen/Qwen2.5-VL-7B-Instruct": "vision_config.model_type"}  # a whole-model figure, a tower not read
+           "Qwen/Qwen2.5-VL-7B-Instruct": "vision_config.model_type",  # a whole-model figure, a tower not read
+           # the seventh set, scored once: Phi-3-small's MLP width is ff_intermediate_size (and its GeGELU MLP,
+           # block-sparse attention layers and muP multipliers are remote code the reader has no entry for)
+           "microsoft/Phi-3-small-8k-instruct": "intermediate_size"}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
                                    if e["repo"] in SIZE_CLASS else
                                    pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a published active count"))
-                                   if e["repo"] in ACTIVE_OUTSIDE else e for e in PUBLISHED],
+                                   if e["repo"] in ACTIVE_OUTSIDE else
+                                   pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="read wrong when held "
+                                                                           "out: a field the reader did not know"))
+                                   if e["repo"] in WRONG else e for e in PUBLISHED],
                          ids=[f"{e['set']}:{e['repo']}" for e in PUBLISHED])
 def test_an_unseen_architecture_reads_within_its_published_count_or_is_refused_naming_a_field(entry):
     """Never a number outside the published figure's precision: the developed-on configs all read, a held-out one
