@@ -381,6 +381,10 @@ def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
     """(input embedding, output head) parameters; the head is free when tied to the embedding."""
     vocab = c.number("vocab_size")
     tied = c.get("tie_word_embeddings")
+    if c.get("share_embedding") is True:  # MobileLLM's remote code assigns the head the embedding's weight by this
+        if tied is False:  # tie_word_embeddings false only stops transformers' own tying, not that assignment
+            c.notes.append("output head shares the embedding by share_embedding, whatever tie_word_embeddings says")
+        tied = True
     if tied is None:  # left to the class: PretrainedConfig ties by default, yet most families' classes untie
         tied = c.class_default("tie_word_embeddings")
     if tied is None:
@@ -1187,16 +1191,23 @@ _EXPERT_WORDS = (("expert",),)
 _ROUTING_WORDS = (("dense", "layer"), ("moe", "layer"), ("moe", "freq"), ("moe", "interval"), ("moe", "step"),
                   ("sparse", "step"), ("sparse", "layer"))
 _PER_LAYER_WORDS = (("per_layer",), ("layer", "types"), ("block", "type"), ("type_list",))
+# a switch saying the output head shares the input embedding, under a name other than the ones read
+# (tie_word_embeddings, share_embedding): stated true and not read, the head would be counted twice
+_TIED_WORDS = (("emb", "shar"), ("emb", "tie"))
 _NOT_STRUCTURE = {"attention_types"}  # GPT-Neo's attention_layers spelled again (GPTNeoConfig expands one to the other)
 
 
 def _unread_structure(c: _Config, moe: bool) -> None:
     """Refuse a field that shapes the layers stated under a name the reader did not read: a spelling it does not know
-    would read as absent (Ling-lite-1.5's num_shared_experts, before it was known, gave 2.27B active for 2.75B)."""
+    would read as absent (Ling-lite-1.5's num_shared_experts, before it was known, gave 2.27B active for 2.75B;
+    MobileLLM's share_embedding, an untied head for a tied one: 0.143B for 124.6M)."""
     read = {name.rsplit(".", 1)[-1] for name in c.read.get("shape", {})}
     known = read | set(_EXPERT_COUNTS) | set(_EXPERTS_PER_TOKEN) | set(_SHARED_EXPERTS) | _NOT_STRUCTURE | _ROUTING
     for key, value in c.text.items():
         name = key.lower()
+        if key not in known and value is True and any(all(w in name for w in words) for words in _TIED_WORDS):
+            raise c.error(key, "says whether the output head shares the embedding under a name the reader does not "
+                               "read (true)")
         if key in known or isinstance(value, bool) or name.startswith("mtp_") or "nextn" in name:
             continue  # multi-token-prediction layers are not served and not counted
         count = isinstance(value, int | float) and value

@@ -388,7 +388,7 @@ def _tolerance(figure: str) -> float:
 
 def test_every_unseen_config_says_where_it_came_from():
     assert {e["set"] for e in PUBLISHED} == {"dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5",
-                                             "holdout6"}
+                                             "holdout6", "holdout7"}
     assert len(PUBLISHED) >= 53 and {e["figure_counts"] for e in PUBLISHED} <= {"", "whole model"}
     for entry in PUBLISHED:
         provenance = (UNSEEN / entry["set"] / entry["repo"] / "PROVENANCE").read_text()
@@ -429,7 +429,10 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            "Zyphra/Zamba2-7B": "layers_block_type",  # Mamba-2 and shared attention blocks
            "mlx-community/OpenELM-1_1B-Instruct-4bit": "hidden_size",  # model_dim, per-layer heads and widths
            "google/recurrentgemma-2b": "lru_width",  # RG-LRU recurrent layers
-           "Qwen/Qwen2.5-VL-7B-Instruct": "vision_config.model_type"}  # a whole-model figure, a tower not read
+           "Qwen/Qwen2.5-VL-7B-Instruct": "vision_config.model_type",  # a whole-model figure, a tower not read
+           # the seventh set, scored once: Phi-3-small's MLP width is ff_intermediate_size (and its GeGELU MLP,
+           # block-sparse attention layers and muP multipliers are remote code the reader has no entry for)
+           "microsoft/Phi-3-small-8k-instruct": "intermediate_size"}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
@@ -473,6 +476,22 @@ def test_deepseek_v2_lite_reads_its_latent_attention_and_shared_experts():
     assert (row["attention"], row["kv_heads"], row["experts"], row["experts_per_token"], row["shared_experts"]) == (
         "mla", 1, 64, 6, 2)
     assert row["context_max"] == 4096 * 40  # YaRN's original length x factor
+
+
+def test_mobilellm_ties_its_head_by_share_embedding_and_an_unread_tie_switch_is_refused():
+    """MobileLLM-125M (the seventh held-out set, read wrong when scored: 0.143B) states tie_word_embeddings false and
+    share_embedding true, by which its remote code gives the head the embedding's weight: its card's 124.6M is the
+    tied count (32,000 x 576 embedding, 30 layers of 9 query / 3 KV heads of 64 and 1,536-wide SwiGLU)."""
+    (entry,) = [e for e in PUBLISHED if e["repo"] == "facebook/MobileLLM-125M"]
+    raw = _unseen(entry)
+    row = derive_model(raw, entry["repo"])
+    layer = 2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536
+    assert row["total_params_b"] == round((32_000 * 576 + 30 * layer) / 1e9, 3) == 0.125
+    assert "by share_embedding" in row["notes"]
+    untied = {k: v for k, v in raw.items() if k != "share_embedding"}
+    assert derive_model(untied, entry["repo"])["total_params_b"] == 0.143  # the head counted apart
+    with pytest.raises(ModelConfigError, match="field 'tie_embeddings' says whether the output head shares"):
+        derive_model(untied | {"tie_embeddings": True}, entry["repo"])  # a spelling not read is refused, not ignored
 
 
 @pytest.mark.parametrize(("repo", "kv_heads", "window"), [
