@@ -24,7 +24,7 @@ MEASUREMENTS = REFERENCE_DIR / "calibration" / "measurements.csv"
 IDEAL = dataclasses.replace(
     MEASURED_BASE, bandwidth_efficiency=1.0, compute_efficiency=1.0, compute_efficiency_fp8=1.0,
     compute_efficiency_int4=1.0, moe_compute_efficiency=1.0, prefill_mfu=1.0, tp_derate=0.0, step_overhead_s=0.0,
-    request_overhead_s=0.0, tp_comm_s=0.0, step_time="sum",
+    request_overhead_s=0.0, tp_comm_s=0.0, step_time="sum", overlap_loss=0.0,
 )
 QUICK = 40  # Nelder-Mead iterations of a fit whose values a test does not look at
 
@@ -186,6 +186,10 @@ def test_a_step_adds_or_overlaps_reads_and_flops():
     added = estimator.step_seconds(0.003, 0.002, 0.0, 1.0, 1.0, IDEAL)
     overlapped = estimator.step_seconds(0.003, 0.002, 0.0, 1.0, 1.0, dataclasses.replace(IDEAL, step_time="max"))
     assert (added, overlapped) == (pytest.approx(0.005), pytest.approx(0.003))
+    # overlap_loss: that share of the shorter term (2 ms of FLOPs) does not hide under the longer (3 ms of reads)
+    partly = dataclasses.replace(IDEAL, step_time="max", overlap_loss=0.3)
+    assert estimator.step_seconds(0.003, 0.002, 0.0, 1.0, 1.0, partly) == pytest.approx(0.003 + 0.3 * 0.002)
+    assert estimator.step_seconds(0.002, 0.003, 0.0, 1.0, 1.0, partly) == pytest.approx(0.003 + 0.3 * 0.002)
 
 
 def test_prefill_is_amortised_over_the_answer():

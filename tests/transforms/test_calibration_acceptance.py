@@ -51,19 +51,8 @@ def _failing(checks: pl.DataFrame, group: str, representable: bool) -> str:
                      for r in failing.iter_rows(named=True))
 
 
-# Figures known short on held-out rows (docs/calibration.md's acceptance says which and by how much). Strict: the
-# day one passes, its mark must go.
-KNOWN_SHORT = {
-    ("leave-one-source-out", "fixed_concurrency"): "the SGLang cookbook's rows, fitted on the max-load sources alone: "
-                                                   "within ±25% 0.54 (needs 0.60), inside the band 0.62 (needs 0.70)",
-    ("leave-one-vendor-out", "fixed_concurrency"): "within ±25% 0.59 (needs 0.60)",
-}
-
-
-@pytest.mark.parametrize(("split", "group"), [
-    pytest.param(split, group, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_SHORT[(split, group)])]
-                 if (split, group) in KNOWN_SHORT else [])
-    for split in calibrate.SPLITS.values() for group in calibration.ACCEPTED_GROUPS])
+@pytest.mark.parametrize(("split", "group"), [(split, group) for split in calibrate.SPLITS.values()
+                                              for group in calibration.ACCEPTED_GROUPS])
 def test_held_out_estimates_meet_the_acceptance_on_every_split(checks, split, group):
     failing = _failing(checks.filter(pl.col("split") == split), group, representable=False)
     assert not failing, "\n" + failing

@@ -94,8 +94,13 @@ def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params,
 
 
 def _overlap(reads, flops, params: Params):
-    """A pass's reads and FLOPs added (step_time 'sum') or overlapped ('max'; numbers, Series or Exprs alike)."""
-    return reads + flops if params.step_time == "sum" else _larger(reads, flops)
+    """A pass's reads and FLOPs added (step_time 'sum') or overlapped ('max'; numbers, Series or Exprs alike): the
+    longer of the two, plus the share overlap_loss of the shorter that does not hide under it (kernels between the
+    memory-bound and the compute-bound regime reach neither roofline)."""
+    if params.step_time == "sum":
+        return reads + flops
+    longer = _larger(reads, flops)
+    return longer + params.overlap_loss * (reads + flops - longer)
 
 
 def pass_seconds(log2_tp, log2_dp, params: Params):
