@@ -42,16 +42,19 @@ YEAR = 365
 MAX_YEAR_GB = {1: 3.0, 10: 20.0}
 MAX_NIGHT_S = {1: 60.0, 10: 300.0}
 MAX_DRIFT, MAX_QUERY_S = 0.10, 1.0
+# The latest day as `gpuledger sql` gives it, latest_day(): a constant DuckDB pushes below cost_per_mtok's join. A date
+# from a subquery (`= (select max(snapshot_date) from cost_per_mtok)`) is joined above the view's computed columns,
+# so every day's rows are computed first: 11-45 s over a year at 10x (docs/performance.md).
 QUERIES = {
     "sql: the cheapest deployable $/M per model on the last night":
-        "select model, min(usd_per_mtok) from cost_per_mtok where snapshot_date = (select max(snapshot_date) from "
-        "cost_per_mtok) and deployable and method = 'measured' group by model order by 2 limit 20",
+        "select model, min(usd_per_mtok) from cost_per_mtok where snapshot_date = latest_day() and deployable "
+        "and method = 'measured' group by model order by 2 limit 20",
     "sql: one model's cheapest $/M per night":
         "select snapshot_date, min(usd_per_mtok) from cost_per_mtok where model = 'llama-3.3-70b' and deployable "
         "group by 1 order by 1",
     "sql: own against rent on the last night":
-        "select model, gpu, own_usd_per_mtok, rent_usd_per_mtok from own_vs_rent where snapshot_date = "
-        "(select max(snapshot_date) from own_vs_rent) and deployable order by own_usd_per_mtok limit 20",
+        "select model, gpu, own_usd_per_mtok, rent_usd_per_mtok from own_vs_rent where snapshot_date = latest_day() "
+        "and deployable order by own_usd_per_mtok limit 20",
 }
 
 
@@ -203,6 +206,7 @@ def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
             "table --model llama-3.3-70b": ["table", "--model", "llama-3.3-70b"],
             "history --gpu 'H100 SXM5 80GB' --days 30": ["history", "--gpu", "H100 SXM5 80GB", "--days", "30"],
             "changes": ["changes"],
+            "frontier --model llama-3.3-70b": ["frontier", "--model", "llama-3.3-70b"],
             **{name: ["sql", query] for name, query in QUERIES.items()},
         }
         slowest_query = 0.0
