@@ -95,17 +95,59 @@ def date_column(con: duckdb.DuckDBPyConnection, table: str) -> str:
     return tables[table]
 
 
-def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[duckdb.DuckDBPyRelation, str]:
-    """The table's rows of the date, and its date column; refuses tables, dates and formats it cannot export."""
+def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str,
+              span: tuple[tuple, tuple] | None = None) -> tuple[duckdb.DuckDBPyRelation, str]:
+    """The table's rows of the date (those whose LAKE_ORDER columns lie in `span`, both ends included, when given),
+    in the lake's order, and its date column; refuses tables, dates and formats it cannot export."""
     column = date_column(con, table)
     if not isinstance(day, date):
         raise ExportError(f"an export date must be a date, not {day!r}")
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}: use {' or '.join(FORMATS)}")
+    first = _lead(con, table)
+    key = "(" + ", ".join("?" for _ in first) + ")"
+    within = f" and ({', '.join(first)}) between {key} and {key}" if span else ""
     relation = (queries.published_offers(con, day) if table == "offers"  # the listings the day was derived from
-                else con.sql(f"select * from {table} where {column} = ?", params=[day]))
-    first = [c for c in LAKE_ORDER.get(table, ()) if c in relation.columns]
+                else con.sql(f"select * from {table} where {column} = ?{within}",
+                             params=[day, *(value for end in span or () for value in end)]))
     return relation.order(", ".join([*first, *(f'"{c}"' for c in relation.columns if c not in first)])), column
+
+
+def _lead(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """The columns of LAKE_ORDER the table has, the lake's rows are ordered by first."""
+    return [c for c in LAKE_ORDER.get(table, ()) if c in con.table(table).columns]
+
+
+def _spans(con: duckdb.DuckDBPyConnection, table: str, column: str, day: date) -> list[tuple[tuple, tuple]]:
+    """The date's keys of the table's lead columns, in order, cut into consecutive spans of about BATCH_ROWS rows."""
+    lead = ", ".join(_lead(con, table))
+    counted = con.execute(f"select {lead}, count(*) from {table} where {column} = ? group by all order by all",
+                          [day]).fetchall()
+    spans, start, rows = [], None, 0
+    for *key, n in counted:
+        start, rows = start or tuple(key), rows + n
+        if rows >= BATCH_ROWS:
+            spans.append((start, tuple(key)))
+            start, rows = None, 0
+    return spans + ([(start, tuple(counted[-1][:-1]))] if start else [])
+
+
+def _batches(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[delta.Batches, str]:
+    """The date's rows as Arrow batches in the lake's order. A table with a LAKE_ORDER is read span by span of its
+    leading columns, each sorted alone: the spans follow each other in that order, so the rows come in the order of
+    one sort of the whole day, while DuckDB sorts ~BATCH_ROWS rows at a time (a day of cost_per_mtok sorted whole
+    took ~150 MB more, the nightly's peak: docs/performance.md)."""
+    relation, column = _day_rows(con, table, day, fmt)
+    rows = relation.count("*").fetchall()[0][0]
+    if table not in LAKE_ORDER:
+        return delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), rows), column
+    spans = _spans(con, table, column, day)
+
+    def read() -> pa.RecordBatchReader:
+        schema = relation.limit(0).to_arrow_table().schema
+        return pa.RecordBatchReader.from_batches(schema, (
+            batch for span in spans for batch in _day_rows(con, table, day, fmt, span)[0].to_arrow_reader(BATCH_ROWS)))
+    return delta.Batches(read, rows), column
 
 
 def _render(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[bytes, int]:
@@ -143,8 +185,7 @@ def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: l
                                           date=day.isoformat())
         return Written(table, day, rows, f"{store.url}/{prefix}", None,
                        tuple(f"{store.url}/{prefix}/{entry['file']}" for entry in manifest["files"]))
-    relation, column = _day_rows(con, table, day, fmt)
-    rows = delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), relation.count("*").fetchall()[0][0])
+    rows, column = _batches(con, table, day, fmt)
     commit = delta.publish_day(delta.table_uri(store.url, table), table, column, day, rows,
                                provenance(con, day, run_id, made_by), config.lake_retention_days())
     return Written(table, day, commit.rows, delta.table_uri(store.url, table), commit.version)
