@@ -12,6 +12,7 @@ succeeded), never an interrupted or superseded run's; CSV text is spreadsheet-sa
 """
 
 import io
+import itertools
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -96,20 +97,18 @@ def date_column(con: duckdb.DuckDBPyConnection, table: str) -> str:
 
 
 def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str,
-              span: tuple[tuple, tuple] | None = None) -> tuple[duckdb.DuckDBPyRelation, str]:
-    """The table's rows of the date (those whose LAKE_ORDER columns lie in `span`, both ends included, when given),
-    in the lake's order, and its date column; refuses tables, dates and formats it cannot export."""
+              span: tuple[Any, Any] | None = None) -> tuple[duckdb.DuckDBPyRelation, str]:
+    """The table's rows of the date (those whose first LAKE_ORDER column lies in `span`, both ends included, when
+    given), in the lake's order, and its date column; refuses tables, dates and formats it cannot export."""
     column = date_column(con, table)
     if not isinstance(day, date):
         raise ExportError(f"an export date must be a date, not {day!r}")
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}: use {' or '.join(FORMATS)}")
     first = _lead(con, table)
-    key = "(" + ", ".join("?" for _ in first) + ")"
-    within = f" and ({', '.join(first)}) between {key} and {key}" if span else ""
+    within = f" and {first[0]} between ? and ?" if span else ""
     relation = (queries.published_offers(con, day) if table == "offers"  # the listings the day was derived from
-                else con.sql(f"select * from {table} where {column} = ?{within}",
-                             params=[day, *(value for end in span or () for value in end)]))
+                else con.sql(f"select * from {table} where {column} = ?{within}", params=[day, *(span or ())]))
     return relation.order(", ".join([*first, *(f'"{c}"' for c in relation.columns if c not in first)])), column
 
 
@@ -118,35 +117,41 @@ def _lead(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
     return [c for c in LAKE_ORDER.get(table, ()) if c in con.table(table).columns]
 
 
-def _spans(con: duckdb.DuckDBPyConnection, table: str, column: str, day: date) -> list[tuple[tuple, tuple]]:
-    """The date's keys of the table's lead columns, in order, cut into consecutive spans of about BATCH_ROWS rows."""
-    lead = ", ".join(_lead(con, table))
+def _spans(con: duckdb.DuckDBPyConnection, table: str, column: str, day: date) -> tuple[list[tuple[Any, Any]], int]:
+    """The date's values of the table's first lead column, in order, cut into consecutive spans of about BATCH_ROWS
+    rows (a value with more rows is a span alone), and the date's rows. One column's range is pushed below
+    cost_per_mtok's join to both sides; a range of the lead columns together was applied above it, computing the
+    whole day for each span."""
+    lead = _lead(con, table)[0]
     counted = con.execute(f"select {lead}, count(*) from {table} where {column} = ? group by all order by all",
                           [day]).fetchall()
     spans, start, rows = [], None, 0
-    for *key, n in counted:
-        start, rows = start or tuple(key), rows + n
+    for value, n in counted:
+        start, rows = start if rows else value, rows + n
         if rows >= BATCH_ROWS:
-            spans.append((start, tuple(key)))
-            start, rows = None, 0
-    return spans + ([(start, tuple(counted[-1][:-1]))] if start else [])
+            spans.append((start, value))
+            rows = 0
+    return spans + ([(start, counted[-1][0])] if rows else []), sum(n for _, n in counted)
 
 
 def _batches(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[delta.Batches, str]:
     """The date's rows as Arrow batches in the lake's order. A table with a LAKE_ORDER is read span by span of its
-    leading columns, each sorted alone: the spans follow each other in that order, so the rows come in the order of
-    one sort of the whole day, while DuckDB sorts ~BATCH_ROWS rows at a time (a day of cost_per_mtok sorted whole
-    took ~150 MB more, the nightly's peak: docs/performance.md)."""
+    first column, each sorted alone: the spans follow each other in that order, so the rows come in the order of
+    one sort of the whole day, while DuckDB sorts ~BATCH_ROWS rows at a time (the whole day of cost_per_mtok sorted
+    at once was the nightly's peak: docs/performance.md). Nothing here asks the ordered day for anything but its
+    rows (a count or a schema of it sorted the whole day too)."""
     relation, column = _day_rows(con, table, day, fmt)
-    rows = relation.count("*").fetchall()[0][0]
     if table not in LAKE_ORDER:
-        return delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), rows), column
-    spans = _spans(con, table, column, day)
+        return delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), relation.count("*").fetchall()[0][0]), column
+    spans, rows = _spans(con, table, column, day)
+    if not spans:
+        return delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), 0), column
 
     def read() -> pa.RecordBatchReader:
-        schema = relation.limit(0).to_arrow_table().schema
-        return pa.RecordBatchReader.from_batches(schema, (
-            batch for span in spans for batch in _day_rows(con, table, day, fmt, span)[0].to_arrow_reader(BATCH_ROWS)))
+        readers = (_day_rows(con, table, day, fmt, span)[0].to_arrow_reader(BATCH_ROWS) for span in spans)
+        first = next(readers)  # each later span is asked for once the one before is read
+        return pa.RecordBatchReader.from_batches(
+            first.schema, (batch for reader in itertools.chain([first], readers) for batch in reader))
     return delta.Batches(read, rows), column
 
 

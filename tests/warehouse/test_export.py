@@ -158,8 +158,8 @@ def test_migrate_turns_a_manifest_lake_into_delta_tables_keeping_every_date(con,
 
 
 def test_a_day_read_span_by_span_comes_in_the_order_of_one_sort_of_the_whole_day(con, monkeypatch):
-    """own_vs_rent is read in spans of its leading columns (gpu, price_kind, tp), each sorted alone: the same rows in
-    the same order as the whole day sorted at once, whatever the spans' size."""
+    """own_vs_rent is read in spans of GPUs (its first lake-order column), each sorted alone: the same rows in the same
+    order as the whole day sorted at once, whatever the spans' size."""
     con.execute("""insert into own_vs_rent by name select ?::date as snapshot_date, 'model-' || (i % 7) as model,
         ['H100 SXM5 80GB', 'A100 SXM4 80GB', 'L40S 48GB', 'B200 SXM 180GB'][i % 4 + 1] as gpu, 'int4' as precision,
         4096 as context_tokens, 1 + i % 3 as streams, 'measured' as method, ['on_demand', 'interruptible'][i // 4 % 2 + 1]
@@ -168,11 +168,9 @@ def test_a_day_read_span_by_span_comes_in_the_order_of_one_sort_of_the_whole_day
         0.7 as utilisation, 2.0 + i / 7 as own_usd_per_hr, false as power_unknown, '1.0' as estimator_version
         from range(200) t(i)""", [DAY, DAY])
     whole = export._day_rows(con, "own_vs_rent", DAY, "parquet")[0].pl()
-    for rows in (16, 50, 1000):
+    for rows, spans in ((16, 4), (100, 2), (1000, 1)):  # 50 rows a GPU: a GPU with more rows is a span alone
         monkeypatch.setattr(export, "BATCH_ROWS", rows)
+        assert len(export._spans(con, "own_vs_rent", "snapshot_date", DAY)[0]) == spans
         batches, column = export._batches(con, "own_vs_rent", DAY, "parquet")
         assert column == "snapshot_date" and batches.num_rows == 200
         assert pl.from_arrow(batches.read().read_all()).equals(whole)
-    assert len(export._spans(con, "own_vs_rent", "snapshot_date", DAY)) == 1
-    monkeypatch.setattr(export, "BATCH_ROWS", 16)
-    assert len(export._spans(con, "own_vs_rent", "snapshot_date", DAY)) > 5
