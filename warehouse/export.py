@@ -119,9 +119,9 @@ def _lead(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
 
 def _spans(con: duckdb.DuckDBPyConnection, table: str, column: str, day: date) -> tuple[list[tuple[Any, Any]], int]:
     """The date's values of the table's first lead column, in order, cut into consecutive spans of about BATCH_ROWS
-    rows (a value with more rows is a span alone), and the date's rows. One column's range is pushed below
-    cost_per_mtok's join to both sides; a range of the lead columns together was applied above it, computing the
-    whole day for each span."""
+    rows (a value with more rows is a span alone), and the date's rows; no spans when the column holds a NULL, which
+    no range takes in. One column's range is pushed below cost_per_mtok's join to both sides; a range of the lead
+    columns together was applied above it, computing the whole day for each span."""
     lead = _lead(con, table)[0]
     counted = con.execute(f"select {lead}, count(*) from {table} where {column} = ? group by all order by all",
                           [day]).fetchall()
@@ -131,7 +131,10 @@ def _spans(con: duckdb.DuckDBPyConnection, table: str, column: str, day: date) -
         if rows >= BATCH_ROWS:
             spans.append((start, value))
             rows = 0
-    return spans + ([(start, counted[-1][0])] if rows else []), sum(n for _, n in counted)
+    total = sum(n for _, n in counted)
+    if any(value is None for value, _ in counted):
+        return [], total
+    return spans + ([(start, counted[-1][0])] if rows else []), total
 
 
 def _batches(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[delta.Batches, str]:
@@ -144,8 +147,8 @@ def _batches(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) ->
     if table not in LAKE_ORDER:
         return delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), relation.count("*").fetchall()[0][0]), column
     spans, rows = _spans(con, table, column, day)
-    if not spans:
-        return delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), 0), column
+    if not spans:  # an empty day, or one with a NULL to order: sorted whole
+        return delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), rows), column
 
     def read() -> pa.RecordBatchReader:
         readers = (_day_rows(con, table, day, fmt, span)[0].to_arrow_reader(BATCH_ROWS) for span in spans)
