@@ -23,6 +23,7 @@ class Run:
     wall_s: float
     peak_rss_mb: float
     stdout: str
+    cpu_s: float = 0.0  # user + system time: on a shared machine, what the command itself cost
 
 
 # The measured command runs under this small launcher, which reports the command's wall time and peak memory.
@@ -35,7 +36,7 @@ child = subprocess.Popen(sys.argv[2:])
 _, status, usage = os.wait4(child.pid, 0)
 with open(sys.argv[1], "w") as out:
     json.dump({"wall_s": time.perf_counter() - start, "peak_rss_mb": usage.ru_maxrss / 1024,
-               "code": os.waitstatus_to_exitcode(status)}, out)
+               "cpu_s": usage.ru_utime + usage.ru_stime, "code": os.waitstatus_to_exitcode(status)}, out)
 """
 
 
@@ -51,7 +52,7 @@ def run(args: list[str], env: dict[str, str] | None = None, check: bool = True) 
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if check and result["code"]:
         raise SystemExit(f"{' '.join(args)} exited {result['code']}: {stderr[-2000:] or stdout[-2000:]}")
-    return Run(result["wall_s"], result["peak_rss_mb"], stdout)
+    return Run(result["wall_s"], result["peak_rss_mb"], stdout, result["cpu_s"])
 
 
 def best(args: list[str], times: int, env: dict[str, str] | None = None) -> Run:

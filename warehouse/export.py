@@ -12,6 +12,7 @@ succeeded), never an interrupted or superseded run's; CSV text is spreadsheet-sa
 """
 
 import io
+import itertools
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -95,17 +96,66 @@ def date_column(con: duckdb.DuckDBPyConnection, table: str) -> str:
     return tables[table]
 
 
-def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[duckdb.DuckDBPyRelation, str]:
-    """The table's rows of the date, and its date column; refuses tables, dates and formats it cannot export."""
+def _day_rows(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str,
+              span: tuple[Any, Any] | None = None) -> tuple[duckdb.DuckDBPyRelation, str]:
+    """The table's rows of the date (those whose first LAKE_ORDER column lies in `span`, both ends included, when
+    given), in the lake's order, and its date column; refuses tables, dates and formats it cannot export."""
     column = date_column(con, table)
     if not isinstance(day, date):
         raise ExportError(f"an export date must be a date, not {day!r}")
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}: use {' or '.join(FORMATS)}")
+    first = _lead(con, table)
+    within = f" and {first[0]} between ? and ?" if span else ""
     relation = (queries.published_offers(con, day) if table == "offers"  # the listings the day was derived from
-                else con.sql(f"select * from {table} where {column} = ?", params=[day]))
-    first = [c for c in LAKE_ORDER.get(table, ()) if c in relation.columns]
+                else con.sql(f"select * from {table} where {column} = ?{within}", params=[day, *(span or ())]))
     return relation.order(", ".join([*first, *(f'"{c}"' for c in relation.columns if c not in first)])), column
+
+
+def _lead(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """The columns of LAKE_ORDER the table has, the lake's rows are ordered by first."""
+    return [c for c in LAKE_ORDER.get(table, ()) if c in con.table(table).columns]
+
+
+def _spans(con: duckdb.DuckDBPyConnection, table: str, column: str, day: date) -> tuple[list[tuple[Any, Any]], int]:
+    """The date's values of the table's first lead column, in order, cut into consecutive spans of about BATCH_ROWS
+    rows (a value with more rows is a span alone), and the date's rows; no spans when the column holds a NULL, which
+    no range takes in. One column's range is pushed below cost_per_mtok's join to both sides; a range of the lead
+    columns together was applied above it, computing the whole day for each span."""
+    lead = _lead(con, table)[0]
+    counted = con.execute(f"select {lead}, count(*) from {table} where {column} = ? group by all order by all",
+                          [day]).fetchall()
+    spans, start, rows = [], None, 0
+    for value, n in counted:
+        start, rows = start if rows else value, rows + n
+        if rows >= BATCH_ROWS:
+            spans.append((start, value))
+            rows = 0
+    total = sum(n for _, n in counted)
+    if any(value is None for value, _ in counted):
+        return [], total
+    return spans + ([(start, counted[-1][0])] if rows else []), total
+
+
+def _batches(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[delta.Batches, str]:
+    """The date's rows as Arrow batches in the lake's order. A table with a LAKE_ORDER is read span by span of its
+    first column, each sorted alone: the spans follow each other in that order, so the rows come in the order of
+    one sort of the whole day, while DuckDB sorts ~BATCH_ROWS rows at a time (the whole day of cost_per_mtok sorted
+    at once was the nightly's peak: docs/performance.md). Nothing here asks the ordered day for anything but its
+    rows (a count or a schema of it sorted the whole day too)."""
+    relation, column = _day_rows(con, table, day, fmt)
+    if table not in LAKE_ORDER:
+        return delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), relation.count("*").fetchall()[0][0]), column
+    spans, rows = _spans(con, table, column, day)
+    if not spans:  # an empty day, or one with a NULL to order: sorted whole
+        return delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), rows), column
+
+    def read() -> pa.RecordBatchReader:
+        readers = (_day_rows(con, table, day, fmt, span)[0].to_arrow_reader(BATCH_ROWS) for span in spans)
+        first = next(readers)  # each later span is asked for once the one before is read
+        return pa.RecordBatchReader.from_batches(
+            first.schema, (batch for reader in itertools.chain([first], readers) for batch in reader))
+    return delta.Batches(read, rows), column
 
 
 def _render(con: duckdb.DuckDBPyConnection, table: str, day: date, fmt: str) -> tuple[bytes, int]:
@@ -143,8 +193,7 @@ def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: l
                                           date=day.isoformat())
         return Written(table, day, rows, f"{store.url}/{prefix}", None,
                        tuple(f"{store.url}/{prefix}/{entry['file']}" for entry in manifest["files"]))
-    relation, column = _day_rows(con, table, day, fmt)
-    rows = delta.Batches(lambda: relation.to_arrow_reader(BATCH_ROWS), relation.count("*").fetchall()[0][0])
+    rows, column = _batches(con, table, day, fmt)
     commit = delta.publish_day(delta.table_uri(store.url, table), table, column, day, rows,
                                provenance(con, day, run_id, made_by), config.lake_retention_days())
     return Written(table, day, commit.rows, delta.table_uri(store.url, table), commit.version)

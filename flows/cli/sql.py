@@ -12,7 +12,7 @@ import typer
 
 from flows.cli.common import FormatOption, fail, open_read_only
 from flows.cli.output import Format, Rows, render
-from warehouse import config
+from warehouse import config, queries
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "CALL"}
 
@@ -48,6 +48,15 @@ def lake_views(con: duckdb.DuckDBPyConnection, tables: list[str], as_of: str | N
         raise fail(str(exc)) from None
 
 
+def latest_day(con: duckdb.DuckDBPyConnection) -> None:
+    """Define latest_day(): the newest day the published tables hold (NULL before the first), read from the stored
+    tables as the query starts. It is a constant to the planner, so `where snapshot_date = latest_day()` is pushed
+    below cost_per_mtok's join and reads one day's prices; a date from a subquery (`= (select max(snapshot_date)
+    from ...)`) is joined above the view's computed columns, so every day's rows are computed first (docs/warehouse.md)."""
+    day = queries.latest_date(con)
+    con.execute(f"create temp macro latest_day() as {'NULL::DATE' if day is None else repr(day.isoformat()) + '::DATE'}")
+
+
 def confine(con: duckdb.DuckDBPyConnection) -> None:
     """Let the connection read the exports folder and nothing else outside the warehouse, install and load no
     extension, then lock its configuration (DuckDB's enable_external_access, allowed_directories,
@@ -78,6 +87,7 @@ def sql(
     try:
         if lake_tables:
             lake_views(con, lake_tables, as_of)
+        latest_day(con)
         confine(con)
         df = Rows.of(con.sql(query))
     except duckdb.Error as exc:

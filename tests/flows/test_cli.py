@@ -76,6 +76,11 @@ def test_read_only_sql_reads_the_warehouse_and_the_exports_folder(tmp_path, monk
     assert invoke("sql", "select count(*) from gpus", "-f", "csv").output.splitlines()[1] == str(PARTS)
 
 
+@pytest.mark.usefixtures("initialised")
+def test_sql_latest_day_is_null_before_the_first_published_day():
+    assert invoke("sql", "select latest_day() is null as none_yet", "-f", "csv").output.splitlines()[1] == "true"
+
+
 def test_sql_before_init_says_what_to_do():
     assert "run `gpuledger init` first" in invoke("sql", "select 1", code=1).output
 

@@ -161,3 +161,13 @@ def test_history_before_anything_is_published_says_what_to_do():
     gpuledger("init")
     assert "nothing published yet" in gpuledger("history", code=1)
     assert "nothing published yet" in gpuledger("changes", code=1)
+
+
+@pytest.mark.usefixtures("generated")
+def test_sql_latest_day_is_the_newest_published_day_and_reads_as_the_subquery_would():
+    assert gpuledger("sql", "select latest_day() as day", "-f", "csv").splitlines() == ["day", "2026-11-04"]
+    cheapest = ("select model, min(usd_per_mtok) as usd from cost_per_mtok where snapshot_date = {} and deployable "
+                "group by model order by model")
+    by_macro = gpuledger("sql", cheapest.format("latest_day()"), "-f", "csv")
+    assert by_macro == gpuledger("sql", cheapest.format("(select max(snapshot_date) from cost_per_mtok)"), "-f", "csv")
+    assert len(by_macro.splitlines()) > 2

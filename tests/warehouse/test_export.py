@@ -155,3 +155,22 @@ def test_migrate_turns_a_manifest_lake_into_delta_tables_keeping_every_date(con,
     [csv] = [k for k in store.list("csv/fx_rates/date=2026-11-25") if k.endswith(".csv")]
     assert store.get(csv) == old_csv
     assert export.migrate(store, retention_days=30) == []  # once: nothing is left to convert
+
+
+def test_a_day_read_span_by_span_comes_in_the_order_of_one_sort_of_the_whole_day(con, monkeypatch):
+    """own_vs_rent is read in spans of GPUs (its first lake-order column), each sorted alone: the same rows in the same
+    order as the whole day sorted at once, whatever the spans' size."""
+    con.execute("""insert into own_vs_rent by name select ?::date as snapshot_date, 'model-' || (i % 7) as model,
+        ['H100 SXM5 80GB', 'A100 SXM4 80GB', 'L40S 48GB', 'B200 SXM 180GB'][i % 4 + 1] as gpu, 'int4' as precision,
+        4096 as context_tokens, 1 + i % 3 as streams, 'measured' as method, ['on_demand', 'interruptible'][i // 4 % 2 + 1]
+        as price_kind, 8 as gpu_count, 1 << (i // 8 % 4) as tp, 1 as replicas, 1e5 + i as hardware_usd,
+        ?::date as quoted_on, 5.0 as years, 0.1 as usd_per_kwh, 100.0 as maintenance_usd_per_month,
+        0.7 as utilisation, 2.0 + i / 7 as own_usd_per_hr, false as power_unknown, '1.0' as estimator_version
+        from range(200) t(i)""", [DAY, DAY])
+    whole = export._day_rows(con, "own_vs_rent", DAY, "parquet")[0].pl()
+    for rows, spans in ((16, 4), (100, 2), (1000, 1)):  # 50 rows a GPU: a GPU with more rows is a span alone
+        monkeypatch.setattr(export, "BATCH_ROWS", rows)
+        assert len(export._spans(con, "own_vs_rent", "snapshot_date", DAY)[0]) == spans
+        batches, column = export._batches(con, "own_vs_rent", DAY, "parquet")
+        assert column == "snapshot_date" and batches.num_rows == 200
+        assert pl.from_arrow(batches.read().read_all()).equals(whole)
