@@ -251,12 +251,12 @@ def answers(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params
     it, `reaches` True; a replica that misses it at one stream gives its one-stream estimate (its best speed) with
     `reaches` False, to be listed and never priced. `stopped_by` says what bounds the streams: the target, memory
     or the engine's batch limit. No target: max load. `_grid_row` is the grid row's index (`answers_each`)."""
-    return answers_each(models, gpus, grid, params, (target,))[0]
+    return answers_each(models, gpus, grid, params, (target,))[target]
 
 
 def answers_each(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
-                 targets: tuple[Target, ...]) -> list[pl.DataFrame]:
-    """`answers` at each target, in their order: the replicas, their estimates at their top and at one stream, and
+                 targets: tuple[Target, ...]) -> dict[Target, pl.DataFrame]:
+    """`answers` at each target, by target, in their order: the replicas, their estimates at their top and at one stream, and
     each round of the searches are estimated once for every target together.
 
     The search splits the interval between a stream count that meets a target and one that does not into
@@ -264,6 +264,7 @@ def answers_each(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, p
     per-user speed falls and first tokens slow as streams grow, so the count found is the most that meet it. (A
     split of 16 needs about a third of the estimates halving would, each hardly dearer.) Each target's search takes
     the same steps as it would alone: the targets share the estimates, not their outcomes."""
+    targets = tuple(dict.fromkeys(targets))
     reps = replicas(models, gpus, grid, params)
     ends = _at(models, gpus, pl.concat([reps.with_columns(_n=pl.col("top").cast(pl.Int64)),
                                         reps.with_columns(_n=pl.lit(1, dtype=pl.Int64))]), pl.col("_n"), params)
@@ -306,7 +307,7 @@ def answers_each(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, p
         k = searched.index(i)
         out.append(final[k * reps.height:(k + 1) * reps.height].with_columns(
             reaches=ok_one[i], stopped_by=pl.when(ok_top[i]).then(pl.col("limit")).otherwise(pl.lit("target"))))
-    return [frame.drop("_row", "top", "limit") for frame in out]
+    return {target: frame.drop("_row", "top", "limit") for target, frame in zip(targets, out, strict=True)}
 
 
 def at_target(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
@@ -316,10 +317,14 @@ def at_target(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, para
     least $/M at any per-GPU price), at the most streams (1 to its top) that meet it, `reaches` True. A part none of
     whose replicas meets it at one stream gives the one-stream estimate of its fastest (its best speed) with
     `reaches` False (see `answers`). No target: max load, the replica with the most tokens/s per GPU."""
-    out = answers(models, gpus, grid, params, target)
+    return best_replicas(answers(models, gpus, grid, params, target))
+
+
+def best_replicas(found: pl.DataFrame) -> pl.DataFrame:
+    """Of `answers`' rows at a target, per grid row the one `at_target` answers with."""
     # per grid row: the reaching replica with the most tokens/s per GPU, else the fastest one stream
     best = (pl.when(pl.col("reaches")).then(pl.col("agg_tok_s") / pl.col("tp")).otherwise(pl.col("user_tok_s") - 1e12))
-    return (out.sort("_grid_row", best, pl.col("tp"), descending=[False, True, False], nulls_last=True)
+    return (found.sort("_grid_row", best, pl.col("tp"), descending=[False, True, False], nulls_last=True)
             .group_by("_grid_row", maintain_order=True).first()
             .drop("_grid_row"))
 
@@ -359,16 +364,16 @@ TABLE_COLUMNS = (
 )
 
 
-def cost_at_speed(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
-                  prices: pl.DataFrame, tiers: tuple[Target, ...] = TIERS) -> pl.DataFrame:
+def cost_at_speed(found: dict[Target, pl.DataFrame], prices: pl.DataFrame) -> pl.DataFrame:
     """Per grid row (model, GPU, precision, request), provider, price kind and tier: the answer at the tier on the
     replica (up to a node) that makes it cheapest, priced at that replica's cheapest deployable listing (a replica
     the listings could only fake is no answer: its price would undercut a real one at some tier). A part that
-    cannot reach a tier has no row there: no price for a speed it cannot give."""
+    cannot reach a tier has no row there: no price for a speed it cannot give. `found`: the answers at each tier
+    (`answers_each` of the measured method on the grid)."""
     prices = prices.filter(pl.col("deployable"))
     frames = []
-    for target, found in zip(tiers, answers_each(models, gpus, grid, params, tiers), strict=True):
-        rows = priced(found, prices)
+    for target, answered in found.items():
+        rows = priced(answered, prices)
         frames.append(rows.with_columns(
             speed_tier=pl.lit(target.label), min_user_tok_s=pl.lit(target.min_user_tok_s, dtype=pl.Float64),
             max_ttft_s=pl.lit(target.max_ttft_s, dtype=pl.Float64)))
@@ -387,18 +392,18 @@ def envelope(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         *by, "user_tok_s")
 
 
-def own_rent_api_at(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params, target: Target,
-                    prices: pl.DataFrame, hardware_usd: pl.DataFrame, ownership: costs.OwnershipParams,
-                    catalogue: pl.DataFrame, api: pl.DataFrame, input_per_output: float) -> pl.DataFrame:
+def own_rent_api_at(found: pl.DataFrame, params: Params, target: Target, prices: pl.DataFrame,
+                    hardware_usd: pl.DataFrame, ownership: costs.OwnershipParams, catalogue: pl.DataFrame,
+                    api: pl.DataFrame, input_per_output: float) -> pl.DataFrame:
     """own_rent_api at a speed tier: per model (grid row), each part that reaches the target answers on the replica
-    with the most tokens/s per GPU (`at_target`), rented at its cheapest listing and owned as own_vs_rent owns it,
-    against the cheapest API; the rows name the tier (`speed_tier`, `min_user_tok_s`, `max_ttft_s`). `gpus` as the
-    method's estimates see them, `catalogue` the GPU catalogue (which parts span hosts)."""
+    with the most tokens/s per GPU (`best_replicas` of `found`, the `answers` of `params` at the target), rented at
+    its cheapest listing and owned as own_vs_rent owns it, against the cheapest API; the rows name the tier
+    (`speed_tier`, `min_user_tok_s`, `max_ttft_s`). `catalogue` is the GPU catalogue (which parts span hosts)."""
     tier = {"speed_tier": pl.lit(target.label)}
-    answers = at_target(models, gpus, grid, params, target).filter(pl.col("reaches")).with_columns(**tier)
-    cost = costs.cost_per_mtok(answers, prices).with_columns(**tier)
-    own = costs.own_vs_rent(answers, hardware_usd, cost, ownership, catalogue).with_columns(**tier)
-    return api_prices.own_rent_api(cost, own, answers, api, input_per_output=input_per_output, method=params.name,
+    answered = best_replicas(found).filter(pl.col("reaches")).with_columns(**tier)
+    cost = costs.cost_per_mtok(answered, prices).with_columns(**tier)
+    own = costs.own_vs_rent(answered, hardware_usd, cost, ownership, catalogue).with_columns(**tier)
+    return api_prices.own_rent_api(cost, own, answered, api, input_per_output=input_per_output, method=params.name,
                                    grain=("precision", "context_tokens", "speed_tier")).with_columns(
         min_user_tok_s=pl.lit(target.min_user_tok_s, dtype=pl.Float64),
         max_ttft_s=pl.lit(target.max_ttft_s, dtype=pl.Float64))
