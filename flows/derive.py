@@ -169,8 +169,11 @@ def derive_date(
     plan = plan or DerivePlan()
     cats = catalogues(con)
     offers, quarantined, verdict = gate(con, day, queries.offers_for_date(con, day), plan.quality)
-    grid, key = estimate_grid(cats, plan), grid_key(cats, plan)
-    if not estimates.is_stored(con, key):  # estimates do not depend on the date: one grid serves every day alike
+    # estimates do not depend on the date: one grid serves every day alike, computed the first night its key is new
+    key = grid_key(cats, plan)
+    grid = estimates.read_grid(con, key)
+    if grid is None:
+        grid = estimate_grid(cats, plan)
         estimates.store_grid(con, grid, key)
     # the estimates' replicas, and every power of two up to them or a node: cost_at_speed widens replicas for speed
     widest = max(grid["tp"].max() or 1, presets.MEASURED.node_gpus)
