@@ -256,8 +256,8 @@ def answers(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params
 
 def answers_each(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
                  targets: tuple[Target, ...]) -> dict[Target, pl.DataFrame]:
-    """`answers` at each target, by target, in their order: the replicas, their estimates at their top and at one stream, and
-    each round of the searches are estimated once for every target together.
+    """`answers` at each target, by target, in their order: the replicas, their estimates at their top and at one
+    stream, and each round of the searches are estimated once for every target together.
 
     The search splits the interval between a stream count that meets a target and one that does not into
     SEARCH_SPLIT parts, all rows and all split points in one estimate, and keeps the part where the answer turns:
