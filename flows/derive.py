@@ -169,8 +169,11 @@ def derive_date(
     plan = plan or DerivePlan()
     cats = catalogues(con)
     offers, quarantined, verdict = gate(con, day, queries.offers_for_date(con, day), plan.quality)
-    grid, key = estimate_grid(cats, plan), grid_key(cats, plan)
-    if not estimates.is_stored(con, key):  # estimates do not depend on the date: one grid serves every day alike
+    # estimates do not depend on the date: one grid serves every day alike, computed the first night its key is new
+    key = grid_key(cats, plan)
+    grid = estimates.read_grid(con, key)
+    if grid is None:
+        grid = estimate_grid(cats, plan)
         estimates.store_grid(con, grid, key)
     # the estimates' replicas, and every power of two up to them or a node: cost_at_speed widens replicas for speed
     widest = max(grid["tp"].max() or 1, presets.MEASURED.node_gpus)
@@ -183,6 +186,9 @@ def derive_date(
     # at a speed: the measured method on the requests of speed_grid
     measured = method_params(presets.MEASURED.name, plan.input_per_output)
     measured_gpus, requests = estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], measured.name), speed_grid(cats, offers)
+    # one search for every tier (own_rent_api's too): the tiers share its estimates
+    found = speed.answers_each(cats["models"], measured_gpus, requests, measured,
+                               (*plan.speed_tiers, plan.own_rent_api_tier))
     frames = {
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),
@@ -194,11 +200,10 @@ def derive_date(
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
         "own_rent_api": pl.concat([
             api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
-            speed.own_rent_api_at(cats["models"], measured_gpus, requests, measured, plan.own_rent_api_tier, prices,
-                                  hardware, plan.ownership, cats["gpus"], api, plan.input_per_output),
+            speed.own_rent_api_at(found[plan.own_rent_api_tier], measured, plan.own_rent_api_tier, prices, hardware,
+                                  plan.ownership, cats["gpus"], api, plan.input_per_output),
         ], how="diagonal_relaxed"),
-        "cost_at_speed": speed.cost_at_speed(cats["models"], measured_gpus, requests, measured, prices,
-                                             plan.speed_tiers),
+        "cost_at_speed": speed.cost_at_speed({tier: found[tier] for tier in plan.speed_tiers}, prices),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)

@@ -104,35 +104,50 @@ def _erlang_c(offered: np.ndarray, servers: np.ndarray) -> np.ndarray:
     """The probability that a request arriving at random finds all `servers` slots busy, `offered` of them busy on
     average (Erlang C, M/M/c). Erlang B's recursion B(k) = aB / (k + aB) runs from ten standard deviations below the
     load, where B is (a - k) / a to far better than a percent (the recursion contracts there), up to the slots; more
-    than ten standard deviations (and ten slots) of room, no request waits (Erlang C is below 1e-20 there)."""
+    than ten standard deviations (and ten slots) of room, no request waits (Erlang C is below 1e-20 there).
+
+    Only the rows with room short of that recurse, and each row only as far as its own slots: the rows, longest
+    recursion first, shrink to a prefix as the step passes each one's slots (the same operations on each row as one
+    pass over every row for the longest recursion, so the same doubles, at a fraction of the work)."""
     a, c = np.nan_to_num(offered.astype(float)), np.nan_to_num(servers.astype(float))
     roomy = c - a > 10 * np.sqrt(a) + 10
-    start = np.where(roomy, c, np.clip(np.floor(a - 10 * np.sqrt(a)), 0, c))
-    b = np.where(start > 0, np.clip((a - start) / np.maximum(a, 1e-12), 0.0, 1.0), 1.0)
-    for k in range(1, int(np.max(c - start, initial=0)) + 1):
-        step = start + k
-        b = np.where(step <= c, a * b / (step + a * b), b)
     short = a >= c  # as many requests as slots or more: every arrival waits
-    settled = roomy | short  # no recursion needed: none waits, or all do
-    return np.where(roomy, 0.0, np.where(short, 1.0, c * b / np.where(settled, 1.0, c - a * (1 - b))))
+    out = np.where(roomy, 0.0, np.where(short, 1.0, np.nan))
+    rows = np.flatnonzero(~(roomy | short))  # the rest recurse
+    a, c = a[rows], c[rows]
+    start = np.clip(np.floor(a - 10 * np.sqrt(a)), 0, c)
+    b = np.where(start > 0, np.clip((a - start) / np.maximum(a, 1e-12), 0.0, 1.0), 1.0)
+    order = np.argsort(start - c, kind="stable")  # the most steps first
+    a, c, start, b = a[order], c[order], start[order], b[order]
+    steps = c - start
+    for k in range(1, int(np.max(steps, initial=0)) + 1):
+        live = int(np.searchsorted(-steps, -k, side="right"))  # the rows with k steps or more to go
+        b[:live] = a[:live] * b[:live] / (start[:live] + k + a[:live] * b[:live])
+    out[rows[order]] = c * b / (c - a * (1 - b))
+    return out
 
 
-def slot_wait_p99(cycle: pl.Expr, streams: pl.Expr, slots: pl.Expr) -> pl.Expr:
-    """The 99th-percentile wait for a free slot (module docstring): `slots` requests run at most (memory's or the
-    engine's limit), `streams` on average, each holding its slot for a `cycle`; M/M/c: a request waits with Erlang
-    C's probability, then an exponential time of mean cycle / (slots - streams)."""
-    busy = pl.struct(a=streams, c=slots.cast(pl.Float64)).map_batches(
+def slots_busy(streams: pl.Expr, slots: pl.Expr) -> pl.Expr:
+    """Erlang C's probability that every slot is busy (`_erlang_c`): `slots` requests at most, `streams` on average."""
+    return pl.struct(a=streams, c=slots.cast(pl.Float64)).map_batches(
         lambda s: pl.Series(_erlang_c(s.struct.field("a").to_numpy(), s.struct.field("c").to_numpy())),
         return_dtype=pl.Float64)
+
+
+def slot_wait_p99(cycle: pl.Expr, streams: pl.Expr, slots: pl.Expr, busy: pl.Expr) -> pl.Expr:
+    """The 99th-percentile wait for a free slot (module docstring): `slots` requests run at most (memory's or the
+    engine's limit), `streams` on average, each holding its slot for a `cycle`; M/M/c: a request waits with Erlang
+    C's probability `busy` (`slots_busy`), then an exponential time of mean cycle / (slots - streams)."""
     free = slots.cast(pl.Float64) - streams
     return pl.when(busy > 0.01).then(pl.when(free > 0).then(cycle / free * (100 * busy).log())
                                      .otherwise(float("inf"))).otherwise(0.0)
 
 
-def speed_columns(slots: pl.Expr) -> list[pl.Expr]:
+def speed_columns(slots: pl.Expr, busy: pl.Expr) -> list[pl.Expr]:
     """user_tok_s and ttft_s (means), user_tok_s_p99 and ttft_p99_s (99th percentiles) of measured-method estimate
     rows (NULL for methods without requests), from the row's streams, answer length, aggregate and per-stream
-    tokens/s, and the most requests the replica runs at once, `slots` (see the module's docstring)."""
+    tokens/s, the most requests the replica runs at once, `slots`, and the chance they are all busy, `busy`
+    (`slots_busy`; see the module's docstring)."""
     step = 1 / pl.col("per_stream_tok_s")
     out, streams = pl.col("output_tokens").cast(pl.Float64), pl.col("streams").cast(pl.Float64)
     cycle = streams * out / pl.col("agg_tok_s")
@@ -150,7 +165,7 @@ def speed_columns(slots: pl.Expr) -> list[pl.Expr]:
     queued_p99 = pl.when(rho_others > 0.01).then(queued / rho_others * (100 * rho_others).log()).otherwise(0.0)
     stalls_p99 = others + Z_99 * others.sqrt()
     # a 99th percentile is never below the mean: the mean's residual also counts the request's own pass
-    ttft_p99 = pl.max_horizontal(step + slot_wait_p99(cycle, streams, slots) + queued_p99 + own_pass, mean_ttft)
+    ttft_p99 = pl.max_horizontal(step + slot_wait_p99(cycle, streams, slots, busy) + queued_p99 + own_pass, mean_ttft)
     tok_s_p99 = pl.min_horizontal(out / (out * step + stalls_p99 * own_pass), mean_tok_s)
     has_requests = pl.col("output_tokens").is_not_null() & (pl.col("agg_tok_s") > 0)
     return [pl.when(has_requests).then(value).alias(name) for name, value in
@@ -166,8 +181,11 @@ def slots(params: Params) -> pl.Expr:
 
 def with_speed(estimates: pl.DataFrame, slots: pl.Expr) -> pl.DataFrame:
     """Estimate rows with user_tok_s and ttft_s, user_tok_s_p99 and ttft_p99_s (NULL where the method models no
-    requests); `slots`: the most requests each row's replica runs at once (`replicas`' top, or `slots`)."""
-    return estimates.with_columns(speed_columns(slots))
+    requests); `slots`: the most requests each row's replica runs at once (`replicas`' top, or `slots`). Erlang C's
+    chance that every slot is busy is a column of its own first: inside the speed expressions polars would run its
+    Python function once per use."""
+    busy = slots_busy(pl.col("streams").cast(pl.Float64), slots)
+    return estimates.with_columns(_busy=busy).with_columns(speed_columns(slots, pl.col("_busy"))).drop("_busy")
 
 
 def meets(target: Target) -> pl.Expr:
@@ -216,45 +234,80 @@ def _at(models: pl.DataFrame, gpus: pl.DataFrame, reps: pl.DataFrame, streams: p
     return with_speed(out.with_columns(reps.select("_row", "_grid_row", "top", "limit", "attention_dp")), pl.col("top"))
 
 
+def _at_counts(models: pl.DataFrame, gpus: pl.DataFrame, reps: pl.DataFrame, asked: pl.DataFrame,
+               params: Params) -> pl.DataFrame:
+    """`_at` for each asked (_row, _n), a row per asked row in its order: a pair asked more than once (by several
+    targets) is estimated once."""
+    pairs = asked.select("_row", "_n").unique(maintain_order=True)
+    rows = pairs.join(reps, on="_row", how="left", maintain_order="left")
+    out = _at(models, gpus, rows, pl.col("_n"), params)
+    return asked.select("_row", "_n").join(out.with_columns(rows.select("_n")), on=["_row", "_n"], how="left",
+                                           maintain_order="left").select(out.columns)
+
+
 def answers(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
             target: Target) -> pl.DataFrame:
     """Per replica (`replicas`) the answer at the target: the estimate at the most streams (1 to its top) that meet
     it, `reaches` True; a replica that misses it at one stream gives its one-stream estimate (its best speed) with
     `reaches` False, to be listed and never priced. `stopped_by` says what bounds the streams: the target, memory
-    or the engine's batch limit. No target: max load. `_grid_row` is the grid row's index.
+    or the engine's batch limit. No target: max load. `_grid_row` is the grid row's index (`answers_each`)."""
+    return answers_each(models, gpus, grid, params, (target,))[target]
 
-    The search splits the interval between a stream count that meets the target and one that does not into
+
+def answers_each(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
+                 targets: tuple[Target, ...]) -> dict[Target, pl.DataFrame]:
+    """`answers` at each target, by target, in their order: the replicas, their estimates at their top and at one
+    stream, and each round of the searches are estimated once for every target together.
+
+    The search splits the interval between a stream count that meets a target and one that does not into
     SEARCH_SPLIT parts, all rows and all split points in one estimate, and keeps the part where the answer turns:
     per-user speed falls and first tokens slow as streams grow, so the count found is the most that meet it. (A
-    split of 16 needs about a third of the estimates halving would, each hardly dearer.)"""
+    split of 16 needs about a third of the estimates halving would, each hardly dearer.) Each target's search takes
+    the same steps as it would alone: the targets share the estimates, not their outcomes."""
+    targets = tuple(dict.fromkeys(targets))
     reps = replicas(models, gpus, grid, params)
-    if target.none:
-        return _at(models, gpus, reps, pl.col("top"), params).with_columns(
-            reaches=pl.lit(True), stopped_by=pl.col("limit")).drop("_row", "top", "limit")
-    ends = _at(models, gpus, pl.concat([reps.with_columns(_n=pl.col("top").cast(pl.Int64)), reps.with_columns(_n=pl.lit(1, dtype=pl.Int64))]),
-               pl.col("_n"), params).select(meets(target))["meets"]
-    ok_top, ok_one = ends[:reps.height], ends[reps.height:]
-    # lo meets the target (or is 1 when even one stream misses it), hi does not (top + 1: no more streams run)
-    top = reps["top"]
-    lo = pl.select(pl.when(ok_top).then(top).otherwise(1)).to_series().alias("lo")
-    hi = pl.select(pl.when(ok_top).then(top + 1).otherwise(top)).to_series().alias("hi")
-    open_ = ok_one & ~ok_top & (hi - lo > 1)
+    ends = _at(models, gpus, pl.concat([reps.with_columns(_n=pl.col("top").cast(pl.Int64)),
+                                        reps.with_columns(_n=pl.lit(1, dtype=pl.Int64))]), pl.col("_n"), params)
+    at_top, top = ends[:reps.height], reps["top"]
+    ok_top, ok_one, lo, hi = [], [], [], []
+    for target in targets:
+        meeting = ends.select(meets(target))["meets"]
+        ok_top.append(meeting[:reps.height])
+        ok_one.append(meeting[reps.height:])
+        # lo meets the target (or is 1 when even one stream misses it), hi does not (top + 1: no more streams run)
+        lo.append(pl.select(pl.when(ok_top[-1]).then(top).otherwise(1)).to_series().alias("lo"))
+        hi.append(pl.select(pl.when(ok_top[-1]).then(top + 1).otherwise(top)).to_series().alias("hi"))
+    searched = [i for i, target in enumerate(targets) if not target.none]
+
+    def still_open(i: int) -> pl.Series:
+        return ok_one[i] & ~ok_top[i] & (hi[i] - lo[i] > 1)
+
     parts = pl.DataFrame({"_k": range(1, SEARCH_SPLIT)}, schema={"_k": pl.Int64})
-    while open_.any():
-        asked = reps.with_columns(lo, hi).filter(open_).join(parts, how="cross").with_columns(
-            _n=pl.col("lo") + (pl.col("hi") - pl.col("lo")) * pl.col("_k") // SEARCH_SPLIT,
-        ).filter((pl.col("_n") > pl.col("lo")) & (pl.col("_n") < pl.col("hi"))).unique(["_row", "_n"])
-        tried = _at(models, gpus, asked, pl.col("_n"), params).select("_row", meets(target)).with_columns(
-            asked.select("_n"))
-        found = reps.select("_row").join(tried.group_by("_row").agg(
-            _lo=pl.col("_n").filter("meets").max(), _hi=pl.col("_n").filter(~pl.col("meets")).min(),
-        ), on="_row", how="left", maintain_order="left")
-        lo = pl.select(pl.max_horizontal(lo, found["_lo"])).to_series().alias("lo")
-        hi = pl.select(pl.min_horizontal(hi, found["_hi"])).to_series().alias("hi")
-        open_ = ok_one & ~ok_top & (hi - lo > 1)
-    return _at(models, gpus, reps.with_columns(_n=lo), pl.col("_n"), params).with_columns(
-        reaches=ok_one, stopped_by=pl.when(ok_top).then(pl.col("limit")).otherwise(pl.lit("target")),
-    ).drop("_row", "top", "limit")
+    while open_ := [i for i in searched if still_open(i).any()]:
+        asked = pl.concat([
+            reps.with_columns(lo[i], hi[i], _target=pl.lit(i)).filter(still_open(i)).join(parts, how="cross")
+            .with_columns(_n=pl.col("lo") + (pl.col("hi") - pl.col("lo")) * pl.col("_k") // SEARCH_SPLIT)
+            .filter((pl.col("_n") > pl.col("lo")) & (pl.col("_n") < pl.col("hi"))).unique(["_row", "_n"])
+            for i in open_])
+        tried = _at_counts(models, gpus, reps, asked, params).with_columns(asked.select("_n", "_target"))
+        for i in open_:
+            found = reps.select("_row").join(
+                tried.filter(pl.col("_target") == i).select("_row", "_n", meets(targets[i])).group_by("_row").agg(
+                    _lo=pl.col("_n").filter("meets").max(), _hi=pl.col("_n").filter(~pl.col("meets")).min()),
+                on="_row", how="left", maintain_order="left")
+            lo[i] = pl.select(pl.max_horizontal(lo[i], found["_lo"])).to_series().alias("lo")
+            hi[i] = pl.select(pl.min_horizontal(hi[i], found["_hi"])).to_series().alias("hi")
+    final = _at_counts(models, gpus, reps, pl.concat([reps.select("_row", _n=lo[i].cast(pl.Int64)) for i in searched]),
+                       params) if searched else None
+    out = []
+    for i, target in enumerate(targets):
+        if target.none:
+            out.append(at_top.with_columns(reaches=pl.lit(True), stopped_by=pl.col("limit")))
+            continue
+        k = searched.index(i)
+        out.append(final[k * reps.height:(k + 1) * reps.height].with_columns(
+            reaches=ok_one[i], stopped_by=pl.when(ok_top[i]).then(pl.col("limit")).otherwise(pl.lit("target"))))
+    return {target: frame.drop("_row", "top", "limit") for target, frame in zip(targets, out, strict=True)}
 
 
 def at_target(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
@@ -264,10 +317,14 @@ def at_target(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, para
     least $/M at any per-GPU price), at the most streams (1 to its top) that meet it, `reaches` True. A part none of
     whose replicas meets it at one stream gives the one-stream estimate of its fastest (its best speed) with
     `reaches` False (see `answers`). No target: max load, the replica with the most tokens/s per GPU."""
-    out = answers(models, gpus, grid, params, target)
+    return best_replicas(answers(models, gpus, grid, params, target))
+
+
+def best_replicas(found: pl.DataFrame) -> pl.DataFrame:
+    """Of `answers`' rows at a target, per grid row the one `at_target` answers with."""
     # per grid row: the reaching replica with the most tokens/s per GPU, else the fastest one stream
     best = (pl.when(pl.col("reaches")).then(pl.col("agg_tok_s") / pl.col("tp")).otherwise(pl.col("user_tok_s") - 1e12))
-    return (out.sort("_grid_row", best, pl.col("tp"), descending=[False, True, False], nulls_last=True)
+    return (found.sort("_grid_row", best, pl.col("tp"), descending=[False, True, False], nulls_last=True)
             .group_by("_grid_row", maintain_order=True).first()
             .drop("_grid_row"))
 
@@ -307,16 +364,16 @@ TABLE_COLUMNS = (
 )
 
 
-def cost_at_speed(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params,
-                  prices: pl.DataFrame, tiers: tuple[Target, ...] = TIERS) -> pl.DataFrame:
+def cost_at_speed(found: dict[Target, pl.DataFrame], prices: pl.DataFrame) -> pl.DataFrame:
     """Per grid row (model, GPU, precision, request), provider, price kind and tier: the answer at the tier on the
     replica (up to a node) that makes it cheapest, priced at that replica's cheapest deployable listing (a replica
     the listings could only fake is no answer: its price would undercut a real one at some tier). A part that
-    cannot reach a tier has no row there: no price for a speed it cannot give."""
+    cannot reach a tier has no row there: no price for a speed it cannot give. `found`: the answers at each tier
+    (`answers_each` of the measured method on the grid)."""
     prices = prices.filter(pl.col("deployable"))
     frames = []
-    for target in tiers:
-        rows = priced(answers(models, gpus, grid, params, target), prices)
+    for target, answered in found.items():
+        rows = priced(answered, prices)
         frames.append(rows.with_columns(
             speed_tier=pl.lit(target.label), min_user_tok_s=pl.lit(target.min_user_tok_s, dtype=pl.Float64),
             max_ttft_s=pl.lit(target.max_ttft_s, dtype=pl.Float64)))
@@ -335,18 +392,18 @@ def envelope(points: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         *by, "user_tok_s")
 
 
-def own_rent_api_at(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, params: Params, target: Target,
-                    prices: pl.DataFrame, hardware_usd: pl.DataFrame, ownership: costs.OwnershipParams,
-                    catalogue: pl.DataFrame, api: pl.DataFrame, input_per_output: float) -> pl.DataFrame:
+def own_rent_api_at(found: pl.DataFrame, params: Params, target: Target, prices: pl.DataFrame,
+                    hardware_usd: pl.DataFrame, ownership: costs.OwnershipParams, catalogue: pl.DataFrame,
+                    api: pl.DataFrame, input_per_output: float) -> pl.DataFrame:
     """own_rent_api at a speed tier: per model (grid row), each part that reaches the target answers on the replica
-    with the most tokens/s per GPU (`at_target`), rented at its cheapest listing and owned as own_vs_rent owns it,
-    against the cheapest API; the rows name the tier (`speed_tier`, `min_user_tok_s`, `max_ttft_s`). `gpus` as the
-    method's estimates see them, `catalogue` the GPU catalogue (which parts span hosts)."""
+    with the most tokens/s per GPU (`best_replicas` of `found`, the `answers` of `params` at the target), rented at
+    its cheapest listing and owned as own_vs_rent owns it, against the cheapest API; the rows name the tier
+    (`speed_tier`, `min_user_tok_s`, `max_ttft_s`). `catalogue` is the GPU catalogue (which parts span hosts)."""
     tier = {"speed_tier": pl.lit(target.label)}
-    answers = at_target(models, gpus, grid, params, target).filter(pl.col("reaches")).with_columns(**tier)
-    cost = costs.cost_per_mtok(answers, prices).with_columns(**tier)
-    own = costs.own_vs_rent(answers, hardware_usd, cost, ownership, catalogue).with_columns(**tier)
-    return api_prices.own_rent_api(cost, own, answers, api, input_per_output=input_per_output, method=params.name,
+    answered = best_replicas(found).filter(pl.col("reaches")).with_columns(**tier)
+    cost = costs.cost_per_mtok(answered, prices).with_columns(**tier)
+    own = costs.own_vs_rent(answered, hardware_usd, cost, ownership, catalogue).with_columns(**tier)
+    return api_prices.own_rent_api(cost, own, answered, api, input_per_output=input_per_output, method=params.name,
                                    grain=("precision", "context_tokens", "speed_tier")).with_columns(
         min_user_tok_s=pl.lit(target.min_user_tok_s, dtype=pl.Float64),
         max_ttft_s=pl.lit(target.max_ttft_s, dtype=pl.Float64))

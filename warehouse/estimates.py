@@ -34,8 +34,20 @@ def grid_sha256(settings: dict, frames: dict[str, pl.DataFrame]) -> str:
     return digest.hexdigest()
 
 
+# The table's INTEGER columns, read back as the Int64 the estimator computes them in.
+INTEGERS = ("context_tokens", "streams", "tp", "max_streams", "input_tokens", "output_tokens")
+
+
 def is_stored(con: duckdb.DuckDBPyConnection, key: str) -> bool:
     return con.execute("select count(*) from estimates where grid_sha256 = ?", [key]).fetchall()[0][0] > 0
+
+
+def read_grid(con: duckdb.DuckDBPyConnection, key: str) -> pl.DataFrame | None:
+    """The grid stored under `key`, in the order it was stored, its integers as Int64 (None: no such grid): the
+    rows the estimator gave (the same key stands for the same rows), without computed_at and the key."""
+    frame = con.sql(f"select {', '.join(c for c in COLUMNS if c not in ('computed_at', 'grid_sha256'))} "
+                    "from estimates where grid_sha256 = $key", params={"key": key}).pl()
+    return frame.cast(dict.fromkeys(INTEGERS, pl.Int64)) if frame.height else None
 
 
 def store_grid(con: duckdb.DuckDBPyConnection, df: pl.DataFrame, key: str) -> int:

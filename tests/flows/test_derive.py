@@ -12,7 +12,7 @@ from tests.cli_support import gpuledger
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
 from transforms import costs, estimator
-from warehouse import db, queries
+from warehouse import db, derived, queries
 
 pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is not the report
 
@@ -62,10 +62,16 @@ def test_the_view_reads_the_rows_the_derive_stored_before_it(recorded_day):
         # what is stored instead: a few hundred replica prices, naming the one grid they were priced with
         prices, grids = con.execute("select count(*), count(distinct grid_sha256) from replica_prices").fetchall()[0]
         assert prices < expected.height / 50 and grids == 1
-        # deriving the day again replaces its replica prices and leaves the grid as it was stored
+        # deriving the day again replaces its replica prices and leaves the grid as it was stored; it reads the grid
+        # back instead of computing it, and every table it derives is the same, row for row
         stored = con.execute("select count(*), min(computed_at) from estimates").fetchall()
-        counts, _ = derive.derive_date(con, SNAPSHOT)
+        tables = {t: con.sql(f"select * from {t} where snapshot_date = '{SNAPSHOT}'").pl() for t in derived.STORED}
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(derive, "estimate_grid", None)  # the grid is stored under its key: nothing computes it
+            counts, _ = derive.derive_date(con, SNAPSHOT)
         assert con.execute("select count(*), min(computed_at) from estimates").fetchall() == stored
+        for table, before in tables.items():
+            assert con.sql(f"select * from {table} where snapshot_date = '{SNAPSHOT}'").pl().equals(before), table
         assert con.execute("select count(*) from replica_prices").fetchall()[0][0] == counts["replica_prices"] == prices
         assert differing(con, expected) == (0, 0)
 

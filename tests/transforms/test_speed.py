@@ -176,16 +176,16 @@ def test_a_part_that_cannot_reach_a_target_is_never_priced():
     assert slow["reaches"][0] and not fast["reaches"][0]
     price = offers("A100 SXM4 80GB", 2, 3.0)
     assert speed.priced(slow, price).height == 1 and speed.priced(fast, price).is_empty()
-    assert speed.cost_at_speed(MODELS, GPUS, g, MEASURED, price, (speed.Target(500, 2),)).is_empty()
-    assert speed.cost_at_speed(MODELS, GPUS, g, MEASURED, offers("A100 SXM4 80GB", 2, 3.0, deployable=False),
-                               (speed.Target(5, 2),)).is_empty()  # a replica the listings could only fake
+    assert speed.cost_at_speed(speed.answers_each(MODELS, GPUS, g, MEASURED, (speed.Target(500, 2),)), price).is_empty()
+    assert speed.cost_at_speed(speed.answers_each(MODELS, GPUS, g, MEASURED, (speed.Target(5, 2),)),
+                               offers("A100 SXM4 80GB", 2, 3.0, deployable=False)).is_empty()  # only fakeable
 
 
 def test_cost_at_speed_names_the_engine_its_answers_model():
     g = grid("llama-3.3-70b", "A100 SXM4 80GB", "bf16", 2000, 500, 2)
     price, tier = offers("A100 SXM4 80GB", 2, 3.0), (speed.Target(5, 2),)
-    trtllm = speed.cost_at_speed(MODELS, GPUS, g, MEASURED, price, tier)
-    vllm = speed.cost_at_speed(MODELS, GPUS, g, engines.for_engine(MEASURED, "vllm"), price, tier)
+    trtllm = speed.cost_at_speed(speed.answers_each(MODELS, GPUS, g, MEASURED, tier), price)
+    vllm = speed.cost_at_speed(speed.answers_each(MODELS, GPUS, g, engines.for_engine(MEASURED, "vllm"), tier), price)
     assert trtllm["engine"].to_list() == ["trtllm"] and vllm["engine"].to_list() == ["vllm"]
     assert vllm["usd_per_mtok"][0] != trtllm["usd_per_mtok"][0]  # its own efficiency: its own price
 

@@ -6,7 +6,7 @@ import pytest
 
 from transforms import estimator, presets
 from warehouse import catalog, db
-from warehouse.estimates import grid_sha256, is_stored, store_grid
+from warehouse.estimates import grid_sha256, is_stored, read_grid, store_grid
 
 FP4_ONLY = "RTX PRO 4500 Blackwell Server Edition"  # no BF16 figure: nothing is known at bf16
 
@@ -42,6 +42,16 @@ def test_a_grid_is_stored_once_however_often_it_is_stored(con, grids):
     assert store_grid(con, grids["calculator"], "k1") == 48
     assert store_grid(con, grids["calculator"], "k1") == 0
     assert stored(con) == 48 and is_stored(con, "k1") and not is_stored(con, "k2")
+
+
+def test_a_stored_grid_reads_back_as_the_estimator_gave_it(con, grids):
+    """Row for row, in order and in the estimator's types, less what the table does not keep."""
+    grid = grids["calculator"]
+    assert read_grid(con, "k1") is None
+    store_grid(con, grid, "k1")
+    back = read_grid(con, "k1")
+    assert back.equals(grid.select(back.columns))
+    assert set(grid.columns) - set(back.columns) == {"compute_tflops", "fp4_estimated"}
 
 
 def test_a_stored_grid_is_never_replaced_and_another_key_stores_beside_it(con, grids):
