@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from flows import report
 from flows.cli.app import app
-from tests.report_support import DAYS, MODELS, SUSPECT_DAY
+from tests.report_support import DAYS, MODELS, SUSPECT_DAY, page_data
 from tests.sources_support import SNAPSHOT
 from warehouse import db
 
@@ -28,11 +28,6 @@ def home(published, gpuledger_home, monkeypatch):
     shutil.copytree(published.home, gpuledger_home)
     monkeypatch.setenv("GPULEDGER_NOW", "2026-11-27T22:00:00")
     return gpuledger_home
-
-
-def page_data(path) -> dict:
-    """The data a page embeds, read back as its script reads it."""
-    return report.unpacked(re.search(r'<script [^>]*id="page-data">(.*?)</script>', path.read_text(), re.S)[1])
 
 
 def test_the_report_command_writes_the_days_pages_and_prints_where(home, tmp_path):
@@ -78,7 +73,24 @@ def test_every_page_loads_only_files_of_the_site_and_plotly_once(published):
             text = page.read_text()
             refs = re.findall(r'(?:src|href)="([^"]+)"', text)
             assert refs and not [r for r in refs if re.match(r"[a-z]+:|//", r)], page
-            assert text.count("<script src=") == 2 and text.count('id="page-data"') <= 1
+            shared = 1 if page.name not in ("index.html", "models.html") else 0  # a model page's shared data
+            assert text.count("<script src=") == 2 + shared and text.count('id="page-data"') <= 1
+
+
+def test_a_models_pages_share_what_the_night_does_not_change_in_one_file(published):
+    """Both nights' pages of a model load the same shared file (the estimator and catalogue did not change), which
+    holds the tables' estimate columns; each page embeds only what the night's prices add."""
+    files = sorted(p.name for p in (published.root / report.SHARED).iterdir())
+    assert len(files) == len(MODELS) and all(any(f.startswith(m + "-") for f in files) for m in MODELS)
+    for model in MODELS:
+        loads = {re.search(r'<script src="\.\./(shared/[^"]+)">', (site.index.parent / f"{model}.html").read_text())[1]
+                 for site in published.sites.values()}
+        assert len(loads) == 1
+        embedded = report.unpacked(re.search(r'id="page-data">(.*?)</script>',
+                                             (published.sites[SNAPSHOT].index.parent / f"{model}.html").read_text(), re.S)[1])
+        for view in embedded["views"].values():
+            assert not {"agg_tok_s", "memory_used_pct", "power_kw"} & set(view["table"]["rows"])
+            assert set(view["table"]["rows"]) >= {"at", "usd_per_mtok", "replica_usd_per_hr", "offer_ids"}
 
 
 def _plotly_version() -> str:
