@@ -8,6 +8,7 @@ Layout under the report root (default exports/report/):
     date=YYYY-MM-DD/models.html     the day's models by vendor, with a search box
     date=YYYY-MM-DD/<model>.html    a page per catalogue model: the night's prices; what the estimator alone
                                     determines it loads from the shared file below
+    date=YYYY-MM-DD/replicas-<sha256>.js  the night's replicas (provider, $/hr, listings), once for every model page
     shared/<model>-<sha256>.js      a model's estimates for its pages' tables, written once per content: every
                                     night of one estimator and catalogue shares it
 
@@ -25,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -194,11 +196,28 @@ def market_page(con: duckdb.DuckDBPyConnection, day: date) -> dict:
     }
 
 
+class Replicas:
+    """The replicas a night's model pages price with (transforms.report.REPLICA_COLUMNS), each once: a page's table
+    row names its replica by its index here, and every page of the night loads them from one file."""
+
+    def __init__(self):
+        self.index: dict[tuple, int] = {}
+
+    def refer(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """rows with their replica columns replaced by `replica`, its index."""
+        ids = [self.index.setdefault(key, len(self.index)) for key in rows.select(pages.REPLICA_COLUMNS).rows()]
+        return rows.drop(pages.REPLICA_COLUMNS).with_columns(pl.Series("replica", ids, dtype=pl.Int32))
+
+    def columns(self) -> dict[str, list]:
+        return {column: [key[i] for key in self.index] for i, column in enumerate(pages.REPLICA_COLUMNS)}
+
+
 def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
-               settings: list[tuple[str, int, int]]) -> dict:
+               settings: list[tuple[str, int, int]], replicas: Replicas) -> dict:
     """A model page's context: every setting's table, cards, FAQ and own-vs-rent, and page 000's cards; `shared`,
     packed, is what of the tables the estimator alone determines (transforms.report.split_table), written once
-    to a file every night's page of the model loads while the estimator and catalogue stay the same.
+    to a file every night's page of the model loads while the estimator and catalogue stay the same; the table's
+    replicas are registered in `replicas` (the night's file of them) and named by index.
 
     Each setting's entry is built here and only here: a further column (another method's $/M) joins the
     calculator table before `table_rows`, a further price line (e.g. an API price) appends to `price_lines`.
@@ -215,7 +234,7 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
         parts, order, night = pages.split_table(pages.table_rows(calc.table))
         shared[_key(setting)] = _column_lists(parts)
         entries[_key(setting)] = {
-            "table": {"order": order, "rows": _column_lists(night)},
+            "table": {"order": order, "rows": _column_lists(replicas.refer(night))},
             "cards": _column_lists(pages.card_rows(calc.cards, calc.replicas)),
             "faq": pages.faq(card, setting, calc.table, calc.one_stream, calc.cards, bytes_per_param, data.day, METHOD,
                              calc.note),
@@ -273,6 +292,27 @@ def _shared_file(root: Path, model: str, data: str) -> str:
     return name
 
 
+REPLICAS = "replicas-"  # a night's replicas file: replicas-<sha256>.js in the day's folder
+
+
+def _replicas_file(folder: Path, replicas: Replicas) -> str:
+    """The night's replicas as a script setting `window.gpuledgerReplicas`, named by its content (a page drawn again
+    for one model keeps the others' pages and their file); its name in the day's folder."""
+    data = packed(replicas.columns())
+    name = f"{REPLICAS}{hashlib.sha256(data.encode()).hexdigest()[:16]}.js"
+    if not (folder / name).exists():
+        _atomic_write(folder / name, f'window.gpuledgerReplicas = "{data}";\n')
+    return name
+
+
+def _drop_unused_replicas(folder: Path) -> None:
+    """Remove the day's replicas files no page of the day loads any more (the day's pages were all drawn again)."""
+    used = {m for page in folder.glob("*.html") for m in re.findall(rf'src="({REPLICAS}[0-9a-f]+\.js)"', page.read_text())}
+    for path in folder.glob(f"{REPLICAS}*.js"):
+        if path.name not in used:
+            path.unlink()
+
+
 def _key(setting: tuple[str, int, int]) -> str:
     return "/".join(map(str, setting))
 
@@ -313,11 +353,15 @@ def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: da
     written = [folder / "index.html", folder / "models.html"]
     _atomic_write(written[0], env.get_template("market.html.j2").render(**common, **market_page(con, data.day)))
     _atomic_write(written[1], models_index(common, data.models.filter(pl.col("model_id").is_in(model_ids))))
-    for model in model_ids:
-        context = model_page(data, con, model, settings)
+    replicas = Replicas()
+    contexts = {model: model_page(data, con, model, settings, replicas) for model in model_ids}
+    night = _replicas_file(folder, replicas)
+    for model, context in contexts.items():
         written.append(folder / f"{model}.html")
         shared = _shared_file(root, model, context.pop("shared"))
-        _atomic_write(written[-1], env.get_template("model.html.j2").render(**common, **context, shared=shared))
+        _atomic_write(written[-1], env.get_template("model.html.j2").render(**common, **context, shared=shared,
+                                                                           replicas=night))
+    _drop_unused_replicas(folder)
     quality = dict(con.execute("select snapshot_date::varchar, arg_max(quality, started_at) from runs "
                                "where status != 'failed' group by 1").fetchall())
     days = [{"day": d, "quality": quality.get(d)} for d in published_days(root)]

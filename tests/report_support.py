@@ -48,12 +48,16 @@ def page_data(path: Path) -> dict:
     if shared is None:
         return data
     parts = report.unpacked(re.search(r'window.gpuledgerShared = "(.*)";', (path.parent.parent / shared[1]).read_text())[1])
+    name = re.search(r'<script src="(replicas-[0-9a-f]+\.js)">', text)[1]
+    replicas = report.unpacked(re.search(r'window.gpuledgerReplicas = "(.*)";', (path.parent / name).read_text())[1])
     for key, view in data["views"].items():
         order, night = view["table"]["order"], view["table"]["rows"]
         row = {at: j for j, at in enumerate(night["at"])}
         table = {"rank": list(range(1, len(order) + 1))}
         table |= {column: [values[i] for i in order] for column, values in parts["views"][key].items()}
         table |= {column: [values[row[i]] if i in row else None for i in order]
-                  for column, values in night.items() if column != "at"}
+                  for column, values in night.items() if column not in ("at", "replica")}
+        table |= {column: [values[night["replica"][row[i]]] if i in row else None for i in order]
+                  for column, values in replicas.items()}
         view["table"] = table
     return data

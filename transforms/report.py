@@ -137,6 +137,12 @@ ESTIMATE_COLUMNS = ("gpu", "tp", "vendor", "uncertain", "memory_used_pct", "agg_
                     "memory_used_pct_label", "agg_tok_s_label", "per_stream_tok_s_label", "power_kw_label")
 
 
+# The columns of a night's table row that describe the replica pricing it (the same for every model priced with it):
+# the night's model pages name each by its index in one file of the night's replicas.
+REPLICA_COLUMNS = ("provider", "price_kind", "replica_pricing", "replica_pricing_label", "replica_usd_per_hr",
+                   "replica_usd_per_hr_label", "offer_ids", "price_observed_at", "not_deployable_reason")
+
+
 def split_table(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[int], pl.DataFrame]:
     """A page's table (table_rows) as what the estimator determines, ESTIMATE_COLUMNS, one row per part in name
     order; the table's order as positions in it (a row's rank is one more than its index); and the price columns

@@ -305,21 +305,27 @@
     const source = document.getElementById("page-data");
     if (!source) return null;
     const data = await unpack(source.textContent);
-    if (window.gpuledgerShared) joinShared(data, await unpack(window.gpuledgerShared));
+    if (window.gpuledgerShared) {
+      joinShared(data, await unpack(window.gpuledgerShared), await unpack(window.gpuledgerReplicas));
+    }
     return data;
   }
 
   // A model page carries each setting's table as the night has it: the table's order (positions in the shared
-  // file's rows, which hold the columns the estimator alone determines) and the columns of the rows the night's
-  // prices touch; here the two are put back together as one table, columns of values in the table's order.
-  function joinShared(d, shared) {
+  // file's rows, which hold the columns the estimator alone determines) and the rows the night's prices touch,
+  // each naming its replica in the night's replicas file; here they are put back together as one table, columns
+  // of values in the table's order.
+  function joinShared(d, shared, replicas) {
     for (const [key, view] of Object.entries(d.views)) {
       const parts = shared.views[key], night = view.table.rows, order = view.table.order;
       const row = new Map(night.at.map((at, j) => [at, j]));
       const table = { rank: order.map((_, i) => i + 1) };
       for (const [column, values] of Object.entries(parts)) table[column] = order.map((i) => values[i]);
       for (const [column, values] of Object.entries(night)) {
-        if (column !== "at") table[column] = order.map((i) => row.has(i) ? values[row.get(i)] : null);
+        if (column !== "at" && column !== "replica") table[column] = order.map((i) => row.has(i) ? values[row.get(i)] : null);
+      }
+      for (const [column, values] of Object.entries(replicas)) {
+        table[column] = order.map((i) => row.has(i) ? values[night.replica[row.get(i)]] : null);
       }
       view.table = table;
     }
