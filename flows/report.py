@@ -188,11 +188,13 @@ def market_page(con: duckdb.DuckDBPyConnection, day: date) -> dict:
     history = pages.price_history(index)
     counts = pages.listing_counts(queries.listing_history(con).filter(window), PROVIDERS)
     featured = [g for g in history["gpu"].unique(maintain_order=True).to_list() if pages.FEATURED.search(g)]
+    rows = _environment().get_template("market_rows.html.j2").render(
+        market=_market_groups(pages.market_today(index, day, queries.offer_origins(con, day))))
     return {
-        "market": _market_groups(pages.market_today(index, day, queries.offer_origins(con, day))),
         "days": history["snapshot_date"].n_unique(),
         "history_days": HISTORY_DAYS,
-        "chart": packed({"history": _column_lists(history), "featured": featured, "counts": _column_lists(counts)}),
+        "chart": packed({"history": _column_lists(history), "featured": featured, "counts": _column_lists(counts),
+                         "rows": rows}),
     }
 
 

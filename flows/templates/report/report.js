@@ -35,6 +35,7 @@
 
   // ---- market page ----
   function market(d) {
+    document.querySelector("#market-table tbody").innerHTML = d.rows;  // rendered and escaped by gpuledger
     // The source filter: a market's live listings, a cloud's catalog list prices, or both (rows carry data-origin)
     const origin = document.getElementById("origin-filter");
     if (origin) origin.addEventListener("change", () => {
