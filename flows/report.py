@@ -6,19 +6,27 @@ Layout under the report root (default exports/report/):
     assets/report.css, report.js    the pages' style and behaviour
     date=YYYY-MM-DD/index.html      the market page of the day (the last HISTORY_DAYS days of prices)
     date=YYYY-MM-DD/models.html     the day's models by vendor, with a search box
-    date=YYYY-MM-DD/<model>.html    a page per catalogue model
+    date=YYYY-MM-DD/<model>.html    a page per catalogue model: the night's prices; what the estimator alone
+                                    determines it loads from the shared file below
+    date=YYYY-MM-DD/replicas-<sha256>.js  the night's replicas (provider, $/hr, listings), once for every model page
+    shared/<model>-<sha256>.js      a model's estimates for its pages' tables, written once per content: every
+                                    night of one estimator and catalogue shares it
 
-Every page embeds its data once, as gzip-compressed JSON in base64 (a sixth of the JSON's bytes); the script
-decompresses it (the browser's DecompressionStream), draws the charts and follows the page's settings from it,
+Every page embeds its data once, as gzip-compressed JSON in base64 (a sixth of the JSON's bytes), and a model
+page only the night's: the columns of its table that do not change with the night are in a shared file, written
+once (so a night's pages take a fraction of the bytes they took, and old nights' pages are never redrawn). The
+script decompresses them (the browser's DecompressionStream), draws the charts and follows the page's settings from it,
 so the pages work from disk with no server and no network. A page's header links the market page and the models
 index, never every model, so a page's size and drawing time do not grow with the catalogue or the history.
 """
 
 import base64
 import gzip
+import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -40,6 +48,10 @@ TEMPLATES = Path(__file__).parent / "templates" / "report"
 ASSETS = ("report.css", "report.js")
 METHOD = presets.DEFAULT_COST_METHOD  # the estimator method behind the cost tables' settings and the model pages
 DEFAULT_SETTING = ("int4", presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREAMS)
+# The frontier's columns the page's chart reads (and the engine it names): its prices' band, the replica's $/hr and
+# the request were a third of a model page's bytes, unread.
+FRONTIER_SHOWN = ("gpu", "tp", "streams", "user_tok_s", "ttft_s", "usd_per_mtok", "provider", "engine")
+SHARED = "shared"  # the folder of the data files pages share (_shared_file)
 HISTORY_DAYS = 90  # the market page charts this many days up to its own: its size and drawing time stay flat
 
 
@@ -176,17 +188,38 @@ def market_page(con: duckdb.DuckDBPyConnection, day: date) -> dict:
     history = pages.price_history(index)
     counts = pages.listing_counts(queries.listing_history(con).filter(window), PROVIDERS)
     featured = [g for g in history["gpu"].unique(maintain_order=True).to_list() if pages.FEATURED.search(g)]
+    rows = _environment().get_template("market_rows.html.j2").render(
+        market=_market_groups(pages.market_today(index, day, queries.offer_origins(con, day))))
     return {
-        "market": _market_groups(pages.market_today(index, day, queries.offer_origins(con, day))),
         "days": history["snapshot_date"].n_unique(),
         "history_days": HISTORY_DAYS,
-        "chart": packed({"history": _column_lists(history), "featured": featured, "counts": _column_lists(counts)}),
+        "chart": packed({"history": _column_lists(history), "featured": featured, "counts": _column_lists(counts),
+                         "rows": rows}),
     }
 
 
+class Replicas:
+    """The replicas a night's model pages price with (transforms.report.REPLICA_COLUMNS), each once: a page's table
+    row names its replica by its index here, and every page of the night loads them from one file."""
+
+    def __init__(self):
+        self.index: dict[tuple, int] = {}
+
+    def refer(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """rows with their replica columns replaced by `replica`, its index."""
+        ids = [self.index.setdefault(key, len(self.index)) for key in rows.select(pages.REPLICA_COLUMNS).rows()]
+        return rows.drop(pages.REPLICA_COLUMNS).with_columns(pl.Series("replica", ids, dtype=pl.Int32))
+
+    def columns(self) -> dict[str, list]:
+        return {column: [key[i] for key in self.index] for i, column in enumerate(pages.REPLICA_COLUMNS)}
+
+
 def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
-               settings: list[tuple[str, int, int]]) -> dict:
-    """A model page's context: every setting's table, cards, FAQ and own-vs-rent, and page 000's cards.
+               settings: list[tuple[str, int, int]], replicas: Replicas) -> dict:
+    """A model page's context: every setting's table, cards, FAQ and own-vs-rent, and page 000's cards; `shared`,
+    packed, is what of the tables the estimator alone determines (transforms.report.split_table), written once
+    to a file every night's page of the model loads while the estimator and catalogue stay the same; the table's
+    replicas are registered in `replicas` (the night's file of them) and named by index.
 
     Each setting's entry is built here and only here: a further column (another method's $/M) joins the
     calculator table before `table_rows`, a further price line (e.g. an API price) appends to `price_lines`.
@@ -196,12 +229,14 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
     own = con.sql("select * from own_vs_rent where snapshot_date = ? and model = ? and method = ?",
                   params=[data.day, model, METHOD]).pl()
     bytes_per_param = presets.preset(METHOD).bytes_per_param
-    entries = {}
+    entries, shared = {}, {}
     for setting, calc in frames.items():
         p, c, s = setting
         own_at = own.filter((pl.col("precision") == p) & (pl.col("context_tokens") == c) & (pl.col("streams") == s))
+        parts, order, night = pages.split_table(pages.table_rows(calc.table))
+        shared[_key(setting)] = _column_lists(parts)
         entries[_key(setting)] = {
-            "table": _column_lists(pages.table_rows(calc.table)),
+            "table": {"order": order, "rows": _column_lists(replicas.refer(night))},
             "cards": _column_lists(pages.card_rows(calc.cards, calc.replicas)),
             "faq": pages.faq(card, setting, calc.table, calc.one_stream, calc.cards, bytes_per_param, data.day, METHOD,
                              calc.note),
@@ -218,7 +253,7 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
     default = DEFAULT_SETTING if DEFAULT_SETTING in frames or not frames else next(iter(frames))  # none: no listing
     return {
         "model": card,
-        "estimate_cards": _records(ceiling),
+        "shared": packed({"views": shared}),
         "price_lines": price_lines,
         "tiers": _records(tiers),
         "frontier_api": api,
@@ -231,7 +266,9 @@ def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
             "pricing": pages.PRICING_TEXT,
             "ownership": pages.ownership_terms(own),
             "views": entries,
-            "frontier": {"points": _column_lists(curve), "api": api},
+            "frontier": {"points": _column_lists(pages.compact(curve.select(FRONTIER_SHOWN))), "api": api},
+            "estimate_cards": _environment().get_template("estimate_cards.html.j2").render(
+                estimate_cards=_records(ceiling), day=data.day.isoformat()),
         }),
     }
 
@@ -245,6 +282,37 @@ def models_index(common: dict, models: pl.DataFrame) -> str:
                 for (vendor,), group in rows.group_by("vendor", maintain_order=True)]
     return _environment().get_template("models.html.j2").render(**common | {"model_count": rows.height},
                                                                 families=families)
+
+
+def _shared_file(root: Path, model: str, data: str) -> str:
+    """The file holding a model's shared data (a script setting `window.gpuledgerShared`, which works from disk),
+    named by the sha256 of its content and written once: each night's page of the model loads the same file while
+    the data is the same, and a page of an older night keeps the one it was written with. Its path under root."""
+    name = f"{SHARED}/{model}-{hashlib.sha256(data.encode()).hexdigest()[:16]}.js"
+    if not (root / name).exists():
+        _atomic_write(root / name, f'window.gpuledgerShared = "{data}";\n')
+    return name
+
+
+REPLICAS = "replicas-"  # a night's replicas file: replicas-<sha256>.js in the day's folder
+
+
+def _replicas_file(folder: Path, replicas: Replicas) -> str:
+    """The night's replicas as a script setting `window.gpuledgerReplicas`, named by its content (a page drawn again
+    for one model keeps the others' pages and their file); its name in the day's folder."""
+    data = packed(replicas.columns())
+    name = f"{REPLICAS}{hashlib.sha256(data.encode()).hexdigest()[:16]}.js"
+    if not (folder / name).exists():
+        _atomic_write(folder / name, f'window.gpuledgerReplicas = "{data}";\n')
+    return name
+
+
+def _drop_unused_replicas(folder: Path) -> None:
+    """Remove the day's replicas files no page of the day loads any more (the day's pages were all drawn again)."""
+    used = {m for page in folder.glob("*.html") for m in re.findall(rf'src="({REPLICAS}[0-9a-f]+\.js)"', page.read_text())}
+    for path in folder.glob(f"{REPLICAS}*.js"):
+        if path.name not in used:
+            path.unlink()
 
 
 def _key(setting: tuple[str, int, int]) -> str:
@@ -287,10 +355,15 @@ def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: da
     written = [folder / "index.html", folder / "models.html"]
     _atomic_write(written[0], env.get_template("market.html.j2").render(**common, **market_page(con, data.day)))
     _atomic_write(written[1], models_index(common, data.models.filter(pl.col("model_id").is_in(model_ids))))
-    for model in model_ids:
-        context = model_page(data, con, model, settings)
+    replicas = Replicas()
+    contexts = {model: model_page(data, con, model, settings, replicas) for model in model_ids}
+    night = _replicas_file(folder, replicas)
+    for model, context in contexts.items():
         written.append(folder / f"{model}.html")
-        _atomic_write(written[-1], env.get_template("model.html.j2").render(**common, **context))
+        shared = _shared_file(root, model, context.pop("shared"))
+        _atomic_write(written[-1], env.get_template("model.html.j2").render(**common, **context, shared=shared,
+                                                                           replicas=night))
+    _drop_unused_replicas(folder)
     quality = dict(con.execute("select snapshot_date::varchar, arg_max(quality, started_at) from runs "
                                "where status != 'failed' group by 1").fetchall())
     days = [{"day": d, "quality": quality.get(d)} for d in published_days(root)]

@@ -131,6 +131,28 @@ def table_rows(table: pl.DataFrame) -> pl.DataFrame:
                                    *(c for c in labelled.columns if c.endswith("_label"))))
 
 
+# The table's columns the estimator alone determines (one model, setting and part): the same every night of one
+# estimator version and catalogue, so a model page shares them in a file of their own and carries only the night's.
+ESTIMATE_COLUMNS = ("gpu", "tp", "vendor", "uncertain", "memory_used_pct", "agg_tok_s", "per_stream_tok_s", "power_kw",
+                    "memory_used_pct_label", "agg_tok_s_label", "per_stream_tok_s_label", "power_kw_label")
+
+
+# The columns of a night's table row that describe the replica pricing it (the same for every model priced with it):
+# the night's model pages name each by its index in one file of the night's replicas.
+REPLICA_COLUMNS = ("provider", "price_kind", "replica_pricing", "replica_pricing_label", "replica_usd_per_hr",
+                   "replica_usd_per_hr_label", "offer_ids", "price_observed_at", "not_deployable_reason")
+
+
+def split_table(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[int], pl.DataFrame]:
+    """A page's table (table_rows) as what the estimator determines, ESTIMATE_COLUMNS, one row per part in name
+    order; the table's order as positions in it (a row's rank is one more than its index); and the price columns
+    of the rows a price or a reason touches, each with its position `at`: what the night adds."""
+    night = [c for c in rows.columns if c not in ESTIMATE_COLUMNS and c != "rank"]
+    parts = rows.with_row_index("_row").sort("gpu", "tp", "_row").with_row_index("at")
+    touched = parts.filter(pl.any_horizontal(pl.col(night).is_not_null())) if night else parts.clear()
+    return parts.select(ESTIMATE_COLUMNS), parts.sort("_row")["at"].to_list(), touched.select("at", *night)
+
+
 def card_rows(cards: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
     """The calculator cards with where each price came from (the replica's listings and when they were seen)."""
     provenance = replicas.select("gpu", "tp", "price_kind", "replica_pricing", "offer_ids",

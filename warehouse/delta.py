@@ -35,13 +35,24 @@ CHECKPOINT_INTERVAL = 10  # a checkpoint every 10 commits: opening a table reads
 META = "gpuledger"  # the commit info key our commits' provenance sits under
 # Parquet files as zstd (level 9) instead of deltalake's default snappy, for every file written or compacted: any
 # Parquet reader reads either. With the rows grouped by price (warehouse/export.LAKE_ORDER) a day of cost_per_mtok
-# takes 2.0 MB instead of 3.1 (the demo day, 142,518 rows; docs/performance.md), in no more time. The cost tables'
-# $/M, its band and the tokens/s are nearly all distinct doubles, which no dictionary shortens: stored byte stream
-# split (each byte of the doubles together), zstd takes a quarter off them (the demo day of 2026-12-05, 228,171 rows:
-# 3.99 -> 3.09 MB). Every Parquet reader reads the encoding (polars, DuckDB, pyarrow, Spark).
-SPLIT_DOUBLES = ("usd_per_mtok", "usd_per_mtok_low", "usd_per_mtok_high", "agg_tok_s")
-WRITER = WriterProperties(compression="ZSTD", compression_level=9, column_properties={
-    column: ColumnProperties(dictionary_enabled=False, encoding="BYTE_STREAM_SPLIT") for column in SPLIT_DOUBLES})
+# takes 2.0 MB instead of 3.1 (the demo day, 142,518 rows; docs/performance.md), in no more time. A table's floating
+# point columns ($/M and its band, tokens/s, own $/M, capacity, prices) are mostly distinct values, which no
+# dictionary shortens: stored byte stream split (each byte of the doubles together), zstd takes a quarter off them.
+# Measured on a bench night at 1x (2026-12-05), every float against the four cost columns split before: own_vs_rent
+# 0.78 -> 0.59 MB, cost_at_speed 0.85 -> 0.82 MB, offers 0.28 -> 0.27 MB, cost_per_mtok the same 4.98 MB (against
+# 6.31 MB with none split); a column of few values (an FX rate) loses nothing. Every Parquet reader reads the
+# encoding (polars, DuckDB, pyarrow, Spark). The exception: a replica's $/hr, one value for the hundreds of rows it prices (a dictionary keeps it in 14 KB
+# a night of cost_per_mtok, split it took 48).
+DICTIONARY_FLOATS = ("replica_usd_per_hr",)
+
+
+def writer(schema: pa.Schema) -> WriterProperties:
+    """How a table of this schema is written: zstd, its floating point columns byte stream split."""
+    return WriterProperties(compression="ZSTD", compression_level=9, column_properties={
+        field.name: ColumnProperties(dictionary_enabled=False, encoding="BYTE_STREAM_SPLIT")
+        for field in pa.schema(schema) if pa.types.is_floating(field.type) and field.name not in DICTIONARY_FLOATS})
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -141,7 +152,7 @@ def publish_day(uri: str, name: str, column: str, day: date, data: pa.Table | Ba
             about = provenance | {"table": name, "date": day.isoformat(), "rows": data.num_rows,
                                   "replaced_rows": replaced}
             write_deltalake(current, rows, mode="overwrite", predicate=f"{column} = '{day.isoformat()}'",
-                            partition_by=[column], schema_mode="merge", writer_properties=WRITER,
+                            partition_by=[column], schema_mode="merge", writer_properties=writer(rows.schema),
                             commit_properties=CommitProperties(custom_metadata={META: about}))
         except CommitFailedError as exc:
             last = exc
@@ -230,7 +241,7 @@ def upkeep(uri: str, name: str, retention_days: int) -> Upkeep:
         wanted = table_properties(retention_days)
         if any(table.metadata().configuration.get(k) != v for k, v in wanted.items()):
             table.alter.set_table_properties(wanted)
-        compacted = table.optimize.compact(writer_properties=WRITER,
+        compacted = table.optimize.compact(writer_properties=writer(table.schema().to_arrow()),
                                            commit_properties=CommitProperties(custom_metadata={META: {"upkeep": True}}))
         # The table's own retention was just set to the setting, so it need not be enforced again here.
         vacuumed = table.vacuum(retention_hours=retention_days * 24, dry_run=False, enforce_retention_duration=False)

@@ -205,18 +205,27 @@ def publish_directory(local_dir: Path, prefix: str, run_id: str, store: Store | 
     """Publish every file under local_dir to `<exports>/<prefix>/` with its relative name (a static site
     links its files by name), then a manifest, then remove what the previous publication had and this lacks.
 
-    For the report: `publish_directory(Path("build/report"), "report", run_id)`; local or s3 alike.
+    For the report: `publish_directory(Path("build/report"), "report", run_id)`; local or s3 alike. A file the
+    previous publication lists with the same sha256, and the store still holds, is not sent again: a night sends its
+    own pages, not every night's (what it sends does not grow with the history).
     """
     store = store or exports_store()
     files = sorted(p for p in local_dir.rglob("*") if p.is_file())
     if not files:
         raise ValueError(f"{local_dir}: nothing to publish")
+    try:
+        previous = read_manifest(store, prefix) or {}
+    except TornRead:  # replaced while read: send everything, as with no manifest
+        previous = {}
+    present = set(store.list(prefix)) if previous else set()
+    held = {e["file"]: e["sha256"] for e in previous.get("files", []) if f"{prefix}/{e['file']}" in present}
     entries = []
     for path in files:
         name = path.relative_to(local_dir).as_posix()
         data = path.read_bytes()
-        store.put(f"{prefix}/{name}", data)
         entries.append(_file_entry(name, data, None))
+        if held.get(name) != entries[-1]["sha256"]:
+            store.put(f"{prefix}/{name}", data)
     manifest = {"run_id": run_id, "written_at": config.utc_now().isoformat(), "files": entries}
     return _write_manifest_then_prune(store, prefix, manifest)
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from flows import report
 from flows.cli.app import app
-from tests.report_support import DAYS, MODELS, SUSPECT_DAY
+from tests.report_support import DAYS, MODELS, SUSPECT_DAY, page_data
 from tests.sources_support import SNAPSHOT
 from warehouse import db
 
@@ -30,17 +30,13 @@ def home(published, gpuledger_home, monkeypatch):
     return gpuledger_home
 
 
-def page_data(path) -> dict:
-    """The data a page embeds, read back as its script reads it."""
-    return report.unpacked(re.search(r'<script [^>]*id="page-data">(.*?)</script>', path.read_text(), re.S)[1])
-
-
 def test_the_report_command_writes_the_days_pages_and_prints_where(home, tmp_path):
     result = runner.invoke(app, ["report", "--model", "LLAMA-3.3-70b", "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     day = tmp_path / "out" / f"date={SNAPSHOT}"
     assert result.output.strip().splitlines()[-1] == str(day / "index.html")
-    assert sorted(p.name for p in day.iterdir()) == ["index.html", "llama-3.3-70b.html", "models.html"]
+    assert sorted(p.name for p in day.glob("*.html")) == ["index.html", "llama-3.3-70b.html", "models.html"]
+    assert len(list(day.glob("replicas-*.js"))) == 1 and len(list(day.iterdir())) == 4
     assert (tmp_path / "out" / "index.html").exists()
 
 
@@ -78,7 +74,29 @@ def test_every_page_loads_only_files_of_the_site_and_plotly_once(published):
             text = page.read_text()
             refs = re.findall(r'(?:src|href)="([^"]+)"', text)
             assert refs and not [r for r in refs if re.match(r"[a-z]+:|//", r)], page
-            assert text.count("<script src=") == 2 and text.count('id="page-data"') <= 1
+            shared = 2 if page.name not in ("index.html", "models.html") else 0  # a model page's shared data
+            assert text.count("<script src=") == 2 + shared and text.count('id="page-data"') <= 1
+
+
+def test_a_models_pages_share_what_the_night_does_not_change_in_one_file(published):
+    """Both nights' pages of a model load the same shared file (the estimator and catalogue did not change), which
+    holds the tables' estimate columns; each page embeds only what the night's prices add, and names the replicas
+    it prices with in the night's one file of them."""
+    files = sorted(p.name for p in (published.root / report.SHARED).iterdir())
+    assert len(files) == len(MODELS) and all(any(f.startswith(m + "-") for f in files) for m in MODELS)
+    for model in MODELS:
+        loads = {re.search(r'<script src="\.\./(shared/[^"]+)">', (site.index.parent / f"{model}.html").read_text())[1]
+                 for site in published.sites.values()}
+        assert len(loads) == 1
+        embedded = report.unpacked(re.search(r'id="page-data">(.*?)</script>',
+                                             (published.sites[SNAPSHOT].index.parent / f"{model}.html").read_text(), re.S)[1])
+        for view in embedded["views"].values():
+            assert not {"agg_tok_s", "memory_used_pct", "power_kw", "offer_ids", "provider"} & set(view["table"]["rows"])
+            assert set(view["table"]["rows"]) >= {"at", "replica", "usd_per_mtok", "usd_per_mtok_label"}
+    for site in published.sites.values():
+        folder = site.index.parent
+        (night,) = [p.name for p in folder.glob("replicas-*.js")]
+        assert all(f'<script src="{night}">' in (folder / f"{m}.html").read_text() for m in MODELS)
 
 
 def _plotly_version() -> str:
@@ -156,7 +174,7 @@ def test_the_nightly_run_writes_the_report_after_the_exports(home, monkeypatch, 
     assert summary.publication == "published" and (day / "index.html").exists()
     assert (tmp_path / "exports" / "csv" / "cost_per_mtok" / f"date={SNAPSHOT}" / "_manifest.json").exists()
     # the pages of the models GPULEDGER_REPORT_MODELS names (an unknown one is skipped), the market page and the index
-    assert sorted(p.name for p in day.iterdir()) == ["deepseek-v4-flash.html", "index.html", "llama-3.3-70b.html",
+    assert sorted(p.name for p in day.glob("*.html")) == ["deepseek-v4-flash.html", "index.html", "llama-3.3-70b.html",
                                                     "models.html"]
     assert report.published_days(tmp_path / "exports" / "report") == [str(SNAPSHOT)]
 
@@ -189,3 +207,17 @@ def test_the_frontier_and_the_speed_tiers_name_the_engine_they_model(home, publi
     note = re.search(r'<p class="note" id="frontier-note">(.*?)</p>', page, re.S)[1]
     heading = re.search(r'<h3 id="tier-heading">(.*?)</h3>', page, re.S)[1]
     assert "served by TensorRT-LLM" in note and "served by TensorRT-LLM" in heading
+
+
+def test_a_page_drawn_again_alone_leaves_the_others_pages_reading_their_replicas(home, tmp_path):
+    with db.connect(read_only=True) as con:
+        site = report.write_site(con, tmp_path / "site", SNAPSHOT, MODELS)
+        before = page_data(site.index.parent / f"{MODELS[1]}.html")
+        report.write_site(con, tmp_path / "site", SNAPSHOT, MODELS[:1])  # the night's replicas of one model only
+    folder = site.index.parent
+    assert len(list(folder.glob("replicas-*.js"))) == 2  # each file still loaded by a page
+    assert page_data(folder / f"{MODELS[1]}.html") == before
+    assert page_data(folder / f"{MODELS[0]}.html")["views"]
+    with db.connect(read_only=True) as con:  # every page drawn again: the file no page loads is removed
+        report.write_site(con, tmp_path / "site", SNAPSHOT, MODELS)
+    assert len(list(folder.glob("replicas-*.js"))) == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from flows import pipeline, report
+from flows import pipeline
 from tests.cli_support import gpuledger
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT, copy_fixtures
@@ -201,9 +201,10 @@ def test_chart_hover_text_shows_provider_markup_as_text(night):
     from playwright.sync_api import sync_playwright
 
     from tests.flows.test_report_browser import CHROMIUM
+    from tests.report_support import page_data
 
     page_path = night.exports / "report" / f"date={SNAPSHOT}" / f"{MODEL}.html"
-    data = report.unpacked(re.search(r'id="page-data">(.*?)</script>', page_path.read_text(), re.S)[1])
+    data = page_data(page_path)  # as the page's script reads it: the night's replicas joined in
     table = data["views"][data["default"]]["table"]
     assert MARKUP in table["offer_ids"]  # the page's scatter holds the listing
     with sync_playwright() as playwright:

@@ -208,3 +208,35 @@ def test_every_tenth_commit_writes_a_checkpoint_so_opening_reads_few_commits(tmp
         publish(uri, n % 3)
     log = tmp_path / "t" / "_delta_log"
     assert [p.name for p in log.glob("*.checkpoint.parquet")] == [f"{9:020d}.checkpoint.parquet"]  # the 10th commit
+
+
+def test_floating_point_columns_are_written_byte_stream_split_and_read_back_exactly(tmp_path):
+    """Mostly distinct doubles ($/M, capacity) are split, a replica's $/hr keeps its dictionary; the values read
+    back bit for bit, and so they are in the files upkeep's compaction writes."""
+    import glob
+
+    import pyarrow.parquet as pq
+
+    rows = 2_000
+    data = pa.table({"snapshot_date": pa.array([DAY] * rows, pa.date32()), "model": ["m"] * rows,
+                     "usd_per_mtok": [1 / (i + 3) for i in range(rows)], "own_usd_per_mtok": [i * 0.37 for i in range(rows)],
+                     "replica_usd_per_hr": [2.5 + i % 4 for i in range(rows)]})
+    uri = str(tmp_path / "t")
+
+    def encodings() -> list[dict[str, tuple[str, ...]]]:
+        found = []
+        for path in glob.glob(f"{uri}/snapshot_date=*/*.parquet"):
+            meta = pq.read_metadata(path).row_group(0)
+            found.append({meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)})
+        return found
+
+    delta.publish_day(uri, "t", "snapshot_date", DAY, data, {}, 30)
+    assert delta.read(delta.open_table(uri)).select(data.column_names).equals(data)
+    assert "BYTE_STREAM_SPLIT" in encodings()[0]["own_usd_per_mtok"]
+    write_deltalake(uri, data, mode="append")  # another engine's append: a second file upkeep compacts with the first
+    assert delta.upkeep(uri, "t", retention_days=0).compacted_files == 2
+    assert delta.read(delta.open_table(uri)).select(data.column_names).sort_by("usd_per_mtok").equals(
+        pa.concat_tables([data, data]).sort_by("usd_per_mtok"))
+    (written,) = encodings()  # the compacted file alone: vacuum removed the two it replaced
+    assert "BYTE_STREAM_SPLIT" in written["usd_per_mtok"] and "BYTE_STREAM_SPLIT" in written["own_usd_per_mtok"]
+    assert "RLE_DICTIONARY" in written["replica_usd_per_hr"] and "RLE_DICTIONARY" in written["model"]

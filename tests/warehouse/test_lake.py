@@ -103,6 +103,30 @@ def test_a_directory_is_published_by_name_and_a_republication_drops_what_it_lack
     assert [e["file"] for e in manifest["files"]] == ["assets/app.js", "index.html"]
 
 
+def test_publish_directory_sends_only_the_files_the_last_publication_lacks_or_holds_otherwise(tmp_path, s3):
+    site = tmp_path / "site"
+    (site / "date=2026-11-27").mkdir(parents=True)
+    (site / "date=2026-11-27" / "a.html").write_text("night 1")
+    (site / "index.html").write_text("v1")
+    store = lake.open_store(s3 + "/lake")
+    lake.publish_directory(site, "report", "run-1", store)
+    (site / "date=2026-11-28").mkdir()
+    (site / "date=2026-11-28" / "a.html").write_text("night 2")
+    (site / "index.html").write_text("v2")
+    store.delete("report/date=2026-11-27/a.html")  # gone from the store: sent again though the manifest lists it
+    sent = []
+    put = store.put
+    store.put = lambda key, data: (sent.append(key), put(key, data))
+    manifest = lake.publish_directory(site, "report", "run-2", store)
+    assert sorted(sent) == ["report/_manifest.json", "report/date=2026-11-27/a.html", "report/date=2026-11-28/a.html",
+                            "report/index.html"]
+    sent.clear()
+    lake.publish_directory(site, "report", "run-3", store)
+    assert sent == ["report/_manifest.json"]
+    assert [e["file"] for e in manifest["files"]] == ["date=2026-11-27/a.html", "date=2026-11-28/a.html", "index.html"]
+    assert store.get("report/date=2026-11-27/a.html") == b"night 1" and store.get("report/index.html") == b"v2"
+
+
 def test_publish_directory_defaults_to_the_exports_setting(tmp_path, monkeypatch):
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "index.html").write_text("hi")

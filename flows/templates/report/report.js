@@ -35,6 +35,7 @@
 
   // ---- market page ----
   function market(d) {
+    document.querySelector("#market-table tbody").innerHTML = d.rows;  // rendered and escaped by gpuledger
     // The source filter: a market's live listings, a cloud's catalog list prices, or both (rows carry data-origin)
     const origin = document.getElementById("origin-filter");
     if (origin) origin.addEventListener("change", () => {
@@ -106,6 +107,7 @@
   }
 
   function model(d) {
+    document.getElementById("estimate-cards").innerHTML = d.estimate_cards;  // rendered and escaped by gpuledger
     if (d.frontier && document.getElementById("frontier")) frontier(d.frontier);
     const settings = new Map(d.settings.map((s) => [s.key, s]));
     if (!d.settings.length) {  // a day without GPU listings (every provider failed): nothing to price
@@ -294,12 +296,40 @@
   }
 
   // The page's data: base64 of gzip-compressed JSON, decompressed by the browser (no network, works from disk).
+  async function unpack(text) {
+    const bytes = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return JSON.parse(await new Response(stream).text());
+  }
+
   async function pageData() {
     const source = document.getElementById("page-data");
     if (!source) return null;
-    const bytes = Uint8Array.from(atob(source.textContent.trim()), (c) => c.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return JSON.parse(await new Response(stream).text());
+    const data = await unpack(source.textContent);
+    if (window.gpuledgerShared) {
+      joinShared(data, await unpack(window.gpuledgerShared), await unpack(window.gpuledgerReplicas));
+    }
+    return data;
+  }
+
+  // A model page carries each setting's table as the night has it: the table's order (positions in the shared
+  // file's rows, which hold the columns the estimator alone determines) and the rows the night's prices touch,
+  // each naming its replica in the night's replicas file; here they are put back together as one table, columns
+  // of values in the table's order.
+  function joinShared(d, shared, replicas) {
+    for (const [key, view] of Object.entries(d.views)) {
+      const parts = shared.views[key], night = view.table.rows, order = view.table.order;
+      const row = new Map(night.at.map((at, j) => [at, j]));
+      const table = { rank: order.map((_, i) => i + 1) };
+      for (const [column, values] of Object.entries(parts)) table[column] = order.map((i) => values[i]);
+      for (const [column, values] of Object.entries(night)) {
+        if (column !== "at" && column !== "replica") table[column] = order.map((i) => row.has(i) ? values[row.get(i)] : null);
+      }
+      for (const [column, values] of Object.entries(replicas)) {
+        table[column] = order.map((i) => row.has(i) ? values[night.replica[row.get(i)]] : null);
+      }
+      view.table = table;
+    }
   }
 
   const pages = { market, model, models };
