@@ -35,7 +35,7 @@ browser:
 # Every test but the full calibration's checks, which take minutes by nature: check-calibration runs those.
 # One worker per core, a test file to a worker (its module fixtures are built once): docs/development.md.
 test: $(STAMP) browser
-	$(BIN)/pytest -q -m "not calibration" -n auto --dist loadfile
+	$(BIN)/pytest -q -m "not calibration" -n auto --dist loadfile --no-loadscope-reorder
 
 # The full re-fit equals the committed fit, and held-out estimates meet the acceptance (tests marked calibration).
 check-calibration: $(STAMP)

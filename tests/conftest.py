@@ -84,3 +84,12 @@ def s3(s3_server, monkeypatch):
     point_at(monkeypatch, s3_server)
     return f"s3://{s3_server.bucket()}"
 
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with end-to-end tests (marked slow) first, each file's tests kept together: `make test` runs with
+    `--no-loadscope-reorder`, so pytest-xdist hands workers whole files in this order, the long ones (the SIGKILL
+    sweep, ~200 s in one test) while the many short files are left to fill the end. xdist's own order (most tests
+    first) sent the sweep last, where it ran alone."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: within each group, collection order
