@@ -284,27 +284,28 @@ def models_index(common: dict, models: pl.DataFrame) -> str:
                                                                 families=families)
 
 
-def _shared_file(root: Path, model: str, data: str) -> str:
-    """The file holding a model's shared data (a script setting `window.gpuledgerShared`, which works from disk),
-    named by the sha256 of its content and written once: each night's page of the model loads the same file while
-    the data is the same, and a page of an older night keeps the one it was written with. Its path under root."""
-    name = f"{SHARED}/{model}-{hashlib.sha256(data.encode()).hexdigest()[:16]}.js"
+def _script_file(root: Path, stem: str, variable: str, data: str) -> str:
+    """A script setting `window.<variable>` to data (a script works from disk), named `<stem><sha256 of data>.js` and
+    written once: pages drawn while the data is the same load the same file, and an older page keeps the one it was
+    written with. Its path under root."""
+    name = f"{stem}{hashlib.sha256(data.encode()).hexdigest()[:16]}.js"
     if not (root / name).exists():
-        _atomic_write(root / name, f'window.gpuledgerShared = "{data}";\n')
+        _atomic_write(root / name, f'window.{variable} = "{data}";\n')
     return name
+
+
+def _shared_file(root: Path, model: str, data: str) -> str:
+    """The file holding a model's shared data: each night's page of the model loads it. Its path under root."""
+    return _script_file(root, f"{SHARED}/{model}-", "gpuledgerShared", data)
 
 
 REPLICAS = "replicas-"  # a night's replicas file: replicas-<sha256>.js in the day's folder
 
 
 def _replicas_file(folder: Path, replicas: Replicas) -> str:
-    """The night's replicas as a script setting `window.gpuledgerReplicas`, named by its content (a page drawn again
-    for one model keeps the others' pages and their file); its name in the day's folder."""
-    data = packed(replicas.columns())
-    name = f"{REPLICAS}{hashlib.sha256(data.encode()).hexdigest()[:16]}.js"
-    if not (folder / name).exists():
-        _atomic_write(folder / name, f'window.gpuledgerReplicas = "{data}";\n')
-    return name
+    """The night's replicas (a page drawn again for one model keeps the others' pages and their file); its name in
+    the day's folder."""
+    return _script_file(folder, REPLICAS, "gpuledgerReplicas", packed(replicas.columns()))
 
 
 def _drop_unused_replicas(folder: Path) -> None:
