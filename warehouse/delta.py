@@ -41,8 +41,8 @@ META = "gpuledger"  # the commit info key our commits' provenance sits under
 # Measured on a bench night at 1x (2026-12-05), every float against the four cost columns split before: own_vs_rent
 # 0.78 -> 0.59 MB, cost_at_speed 0.85 -> 0.82 MB, offers 0.28 -> 0.27 MB, cost_per_mtok the same 4.98 MB (against
 # 6.31 MB with none split); a column of few values (an FX rate) loses nothing. Every Parquet reader reads the
-# encoding (polars, DuckDB, pyarrow, Spark). The exception: a replica's $/hr, one value for the hundreds of rows it prices (a dictionary keeps it in 14 KB
-# a night of cost_per_mtok, split it took 48).
+# encoding (polars, DuckDB, pyarrow, Spark). The exception: a replica's $/hr, one value for the hundreds of rows it
+# prices (a dictionary keeps it in 14 KB a night of cost_per_mtok, split it took 48).
 DICTIONARY_FLOATS = ("replica_usd_per_hr",)
 
 
