@@ -380,6 +380,11 @@ def _experts(c: _Config) -> tuple[int, int]:
 def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
     """(input embedding, output head) parameters; the head is free when tied to the embedding."""
     vocab = c.number("vocab_size")
+    if c.get("embedding_size") is not None:  # OLMo's (LLaDA's, Molmo's) embedding and head rows, padded up from the
+        rows = c.number("embedding_size")  # vocabulary (wte and ff_out are embedding_size x d_model)
+        if rows < vocab:  # not OLMo's padding (ALBERT's factorized embedding_size is smaller than its hidden size)
+            raise c.error("embedding_size", f"is {rows:,}, fewer rows than the vocabulary's {vocab:,}")
+        vocab = rows
     tied = c.get("tie_word_embeddings")
     if c.get("share_embedding") is True:  # MobileLLM's remote code assigns the head the embedding's weight by this
         if tied is False:  # tie_word_embeddings false only stops transformers' own tying, not that assignment
@@ -399,7 +404,8 @@ def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
 # Other spellings of a field, tried in order after its own name (GPT-2/GPT-J's n_embd, n_layer, n_head; ChatGLM's
 # num_layers, ffn_hidden_size, kv_channels, padded_vocab_size, seq_length; MPT's and DBRX's d_model, n_layers,
 # max_seq_len and nested kv_n_heads, ffn_act_fn; OPT's and XGLM's ffn_dim; GPT-Neo's num_heads and window_size;
-# XGLM's attention_heads; Falcon's n_head_kv and activation): the same quantity.
+# XGLM's attention_heads; Falcon's n_head_kv and activation; OLMo's own config vocabulary, which LLaDA's remote code
+# keeps: activation_type, weight_tying, include_qkv_bias): the same quantity.
 _ALIASES = {
     "hidden_size": ("d_model", "n_embd"),
     "num_hidden_layers": ("num_layers", "n_layer", "n_layers"),
@@ -411,9 +417,10 @@ _ALIASES = {
     "max_position_embeddings": ("seq_length", "n_positions", "max_seq_len", "model_max_length", "max_sequence_length",
                                 "max_seq_length", "seq_len"),
     "head_dim": ("kv_channels",),
-    "hidden_act": ("activation_function", "activation", "ffn_act_fn"),
+    "hidden_act": ("activation_function", "activation", "ffn_act_fn", "activation_type"),
     "sliding_window": ("window_size",),  # GPT-Neo's local attention window
-    "attention_bias": ("add_qkv_bias", "use_qkv_bias", "qkv_bias"),
+    "attention_bias": ("add_qkv_bias", "use_qkv_bias", "qkv_bias", "include_qkv_bias"),
+    "tie_word_embeddings": ("weight_tying",),
     "rope_scaling": ("rope_parameters",),  # transformers 5's name
 }
 
@@ -453,6 +460,9 @@ _FAMILIES = {
     # defaults to multihead_attention (llm-foundry's attn_config_defaults), whatever kv_n_heads (only grouped-query
     # attention reads it) says
     "mpt": {"hidden_act": "gelu", "expansion_ratio": 4, "attn_type": "multihead_attention"},
+    # Molmo (AllenAI's remote code config_molmo.py / modeling_molmo.py): no activation field; its MLP is SwiGLU
+    # (MolmoSequentialBlock: ff_proj to intermediate_size, SwiGLU halving it, ff_out from intermediate_size / 2)
+    "molmo": {"hidden_act": "swiglu"},
 }
 # A multimodal config's text_config may leave sizes out: its class builds the text model's config as
 # CONFIG_MAPPING[text_config["model_type"]](**text_config) (LlavaConfig.__init__, which also defaults the model_type to
@@ -472,6 +482,9 @@ _QUIRKS = {
     # GemmaMLP (and Gemma 2, 3, 4's): gate, up and down projections around a GELU
     **dict.fromkeys(("gemma", "gemma2", "gemma3_text", "gemma4_text"), {"gated_gelu_mlp"}),
     "qwen": {"mlp_width_is_both_halves"},  # w1 and w2 are intermediate_size / 2 wide each
+    # Molmo's ff_proj is intermediate_size wide, the gate and up halves together (Molmo-7B-D: 37,888, Qwen2-7B's
+    # 18,944 twice); its vision backbone (a CLIP ViT and connector) is built by its code, not stated in the config
+    "molmo": {"mlp_width_is_both_halves", "vision_tower_in_code"},
     "llama4_text": {"one_shared_expert"},  # every token also goes to one shared expert of the experts' width
     # Up and down projections around a GELU, no gate: GPT2MLP (c_fc, c_proj), GPTJMLP (fc_in, fc_out), GPTBigCodeMLP
     # (c_fc, c_proj), Microsoft's phi-msft MLP (fc1, fc2); and n_inner null is 4 x hidden wide (GPT2Block, GPTJBlock,
@@ -706,6 +719,8 @@ def _dense_width(c: _Config) -> int:
         width = 4 * c.number("hidden_size")
         c.defaulted["intermediate_size"] = f"4 x hidden_size ({width})"
         return width
+    if c.get("block_type") is not None:  # OLMo's config vocabulary (LLaDA): the width by the block's kind
+        return _olmo_width(c)
     if c.get("shared_intermediate_size"):  # GraniteMoeHybridDecoderLayer: its shared_mlp is the MLP of every layer,
         return c.number("shared_intermediate_size")  # the experts (none in a dense Granite 4.0-H) beside it
     width = c.number("intermediate_size_mlp" if c.has("intermediate_size_mlp") else "intermediate_size")
@@ -721,6 +736,30 @@ def _dense_width(c: _Config) -> int:
             width = multiple * -(-width // multiple) if multiple else width
         c.notes.append(f"MLP width adjusted by block_auto_adjust_ff_dim ({width})")
     return width // 2 if c.quirk("mlp_width_is_both_halves") else width
+
+
+# OLMo's block kinds (OLMo's and LLaDA's modeling code, OLMoBlock.build): "llama" is ff_proj (the gate) and up_proj,
+# each mlp_hidden_size wide, around the activation, then ff_out; "sequential" is ff_proj mlp_hidden_size wide whose
+# SwiGLU halves it (output_multiplier 0.5), then ff_out. mlp_hidden_size null: mlp_ratio x d_model.
+_OLMO_BLOCKS = ("llama", "sequential")
+
+
+def _olmo_width(c: _Config) -> int:
+    """The gated MLP width of an OLMo-vocabulary block (block_type, mlp_hidden_size or mlp_ratio, activation_type)."""
+    kind = c.get("block_type")
+    if kind not in _OLMO_BLOCKS:
+        raise c.error("block_type", f"names a block the reader does not know ({kind!r})")
+    if c.get("mlp_hidden_size") is not None:
+        width = c.number("mlp_hidden_size")
+    else:
+        width = c.number("mlp_ratio") * c.number("hidden_size")
+    if kind == "sequential":  # one projection holds the gate and up halves; only SwiGLU splits it so
+        if c.get("hidden_act") != "swiglu":
+            raise c.error("hidden_act", f"is {c.get('hidden_act')!r} in a sequential block: only its SwiGLU form "
+                                        "(ff_proj halved) is read")
+        width //= 2
+    c.notes.append(f"OLMo {kind} block: a gated MLP {width} wide")
+    return width
 
 
 def _shared_experts(c: _Config, expert_width: int) -> tuple[int, int]:
@@ -946,6 +985,8 @@ _UNREAD = {
     # a recurrent mixer whose other fields read like a transformer's: refused by the field that says what it is,
     # before those are misread
     "lru_width": "RG-LRU recurrent layers (RecurrentGemma)",
+    "mb_per_layer": "Mamba layers between attention layers, and gated memory units sharing a cache (SambaY: "
+                    "Phi-4-mini-flash)",
 }
 
 
@@ -1103,7 +1144,7 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     c.part = "native_precision"
     precision = _precision(c)
     c.part = "notes"
-    notes += c.notes
+    notes += dict.fromkeys(c.notes)  # once each: a per-layer reading (an MLP's width) notes itself on every layer
     if c.model_type is None:
         notes.append("no model_type: read by its fields")
     if c.defaulted:
@@ -1111,6 +1152,8 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
                      + ", ".join(f"{key} {value}" for key, value in c.defaulted.items()))
     if c.multimodal:
         notes.append("language model only: the vision/audio tower is not counted" + _tower_note(config, where))
+    elif c.quirk("vision_tower_in_code"):  # a tower the config does not state: nothing to count it from
+        notes.append("language model only: the vision tower its code builds (not stated in the config) is not counted")
     if c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules"):
         notes.append("multi-token-prediction layers are not served and not counted")
     return {

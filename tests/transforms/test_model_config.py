@@ -388,8 +388,8 @@ def _tolerance(figure: str) -> float:
 
 def test_every_unseen_config_says_where_it_came_from():
     assert {e["set"] for e in PUBLISHED} == {"dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5",
-                                             "holdout6", "holdout7"}
-    assert len(PUBLISHED) >= 53 and {e["figure_counts"] for e in PUBLISHED} <= {"", "whole model"}
+                                             "holdout6", "holdout7", "holdout8"}
+    assert len(PUBLISHED) >= 58 and {e["figure_counts"] for e in PUBLISHED} <= {"", "whole model"}
     for entry in PUBLISHED:
         provenance = (UNSEEN / entry["set"] / entry["repo"] / "PROVENANCE").read_text()
         assert f"Hugging Face {entry['repo']} config.json" in provenance
@@ -411,7 +411,10 @@ SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc
               "tiiuae/Falcon3-7B-Instruct", "mlx-community/helium-1-preview-2b-4bit",
               # the sixth set, scored once: AMD-OLMo-1B reads 1.18B (50,304 x 2,048 tied embeddings, 16 MHA layers of
               # 8,192-wide SwiGLU: OLMo 1B's shape) against its card's "1B"
-              "amd/AMD-OLMo-1B-SFT"}
+              "amd/AMD-OLMo-1B-SFT",
+              # the eighth set (in-sample since its scoring): Molmo-7B-D's language model reads 7.62B (Qwen2-7B's
+              # shape: 152,064 x 3,584 untied embeddings, 28 GQA layers of 18,944-wide SwiGLU) against "7B"
+              "reubzdubz/Molmo7B_D_NF4Quant"}
 # Published active counts the reader does not meet, the totals within their figure (the sixth set, scored once; the
 # active figures were taken before scoring to include the input embedding, as the totals do): Granite 3.0 1B-A400M reads
 # 1.33B total, 0.429B active (24 layers x 8 of 32 experts x 3 x 1,024 x 512, attention, the tied 49,152 x 1,024
@@ -432,7 +435,11 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            "Qwen/Qwen2.5-VL-7B-Instruct": "vision_config.model_type",  # a whole-model figure, a tower not read
            # the seventh set, scored once: Phi-3-small's MLP width is ff_intermediate_size (and its GeGELU MLP,
            # block-sparse attention layers and muP multipliers are remote code the reader has no entry for)
-           "microsoft/Phi-3-small-8k-instruct": "intermediate_size"}
+           "microsoft/Phi-3-small-8k-instruct": "intermediate_size",
+           # the eighth set, scored once (refused then naming sliding_window): SambaY's Mamba layers and gated
+           # memory units are laid out by Phi-4-mini-flash's remote code, not by a field
+           "microsoft/Phi-4-mini-flash-reasoning": "mb_per_layer",
+           "vikhyatk/moondream2": "hidden_size"}  # its config states no size at all (the remote code holds them)
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
@@ -443,25 +450,56 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
 def test_an_unseen_architecture_reads_within_its_published_count_or_is_refused_naming_a_field(entry):
     """Never a number outside the published figure's precision: the developed-on configs all read, a held-out one
     may instead be refused with the field the reader cannot read."""
-    raw, repo = _unseen(entry), entry["repo"]
+    repo = entry["repo"]
     try:
-        row = derive_model(raw, repo)
-        # a figure of the whole model (figure_counts) is compared with the language model and its vision tower, the
-        # tower read by field or refused: never the language model's count alone
-        tower_b = vision_tower_params(raw, repo) / 1e9 if entry["figure_counts"] == "whole model" else 0.0
+        total, active = _compared(entry)
     except ModelConfigError as exc:
         assert entry["set"] != "dev", str(exc)
         assert repo in REFUSED and re.match(rf"^{re.escape(repo)}: config.json field '{REFUSED[repo]}'", str(exc)), exc
         return
     assert repo not in REFUSED
-    total = row["total_params_b"] + tower_b
     assert total == pytest.approx(float(entry["total_b"]), rel=_tolerance(entry["total_b"]))
     if entry["active_b"]:
-        active = row["active_params_b"]
-        if entry["active_without_input_embedding"] == "true":
-            text = raw.get("text_config", raw)
-            active -= (text.get("vocab_size") or text["padded_vocab_size"]) * text["hidden_size"] / 1e9
         assert active == pytest.approx(float(entry["active_b"]), rel=_tolerance(entry["active_b"]))
+
+
+def _compared(entry: dict) -> tuple[float, float]:
+    """(total, active) as the publisher counts them: a figure of the whole model (figure_counts) is compared with the
+    language model and its vision tower, the tower read by field or refused (never the language model's count alone);
+    an active figure without the input embedding, with it taken out. Raises what reading the config raises."""
+    raw, repo = _unseen(entry), entry["repo"]
+    row = derive_model(raw, repo)
+    tower_b = vision_tower_params(raw, repo) / 1e9 if entry["figure_counts"] == "whole model" else 0.0
+    active = row["active_params_b"]
+    if entry["active_without_input_embedding"] == "true":
+        text = raw.get("text_config", raw)
+        active -= (text.get("vocab_size") or text["padded_vocab_size"]) * text["hidden_size"] / 1e9
+    return row["total_params_b"] + tower_b, active
+
+
+def _scored(entry: dict) -> str:
+    """within | outside | refused: how the reader now meets the entry's published figure."""
+    try:
+        total, active = _compared(entry)
+    except ModelConfigError:
+        return "refused"
+    figures = [(total, entry["total_b"])] + ([(active, entry["active_b"])] if entry["active_b"] else [])
+    within = all(abs(read - float(fig)) <= _tolerance(fig) * float(fig) for read, fig in figures)
+    return "within" if within else "outside"
+
+
+def test_the_scores_docs_models_md_states_are_what_the_reader_gives_now():
+    """docs/models.md's table of the held-out sets states, per set, how many configs read within their figure now,
+    how many outside it, how many are refused: a change of the reader that moves one fails here until the table
+    (and the held-out sets' README) say so."""
+    table = (Path(__file__).parents[2] / "docs" / "models.md").read_text()
+    rows = re.findall(r"^\| (holdout\d*) \| (\d+) \| .* \| (\d+) \| (\d+), (\d+) \|$", table, re.MULTILINE)
+    assert {r[0] for r in rows} == {e["set"] for e in PUBLISHED} - {"dev"}
+    for name, configs, within, outside, refused in rows:
+        entries = [e for e in PUBLISHED if e["set"] == name]
+        scores = [_scored(e) for e in entries]
+        assert (len(entries), scores.count("within"), scores.count("outside"), scores.count("refused")) == (
+            int(configs), int(within), int(outside), int(refused)), name
 
 
 def test_deepseek_v2_lite_reads_its_latent_attention_and_shared_experts():
@@ -492,6 +530,43 @@ def test_mobilellm_ties_its_head_by_share_embedding_and_an_unread_tie_switch_is_
     assert derive_model(untied, entry["repo"])["total_params_b"] == 0.143  # the head counted apart
     with pytest.raises(ModelConfigError, match="field 'tie_embeddings' says whether the output head shares"):
         derive_model(untied | {"tie_embeddings": True}, entry["repo"])  # a spelling not read is refused, not ignored
+
+
+def test_llada_reads_olmos_config_vocabulary_by_field():
+    """LLaDA-8B (the eighth held-out set, refused when scored: its MLP width is OLMo's mlp_hidden_size) keeps OLMo's
+    field names: d_model, n_layers, n_heads, n_kv_heads, activation_type, weight_tying, embedding_size, and a "llama"
+    block whose ff_proj (the gate) and up_proj are each mlp_hidden_size wide: 8.02B against its "8B"."""
+    (entry,) = [e for e in PUBLISHED if e["repo"] == "GSAI-ML/LLaDA-8B-Instruct"]
+    raw = _unseen(entry)
+    row = derive_model(raw, entry["repo"])
+    layer = 4 * 4096 * 4096 + 3 * 4096 * 12_288
+    assert row["total_params_b"] == round((2 * 126_464 * 4096 + 32 * layer) / 1e9, 2) == 8.02
+    assert (row["layers"], row["kv_heads"], row["context_max"]) == (32, 32, 4096)
+    assert "OLMo llama block: a gated MLP 12288 wide" in row["notes"]
+    # OLMo 1's "sequential" block: one ff_proj holding the gate and up halves, which its SwiGLU splits
+    fused = derive_model(raw | {"block_type": "sequential", "activation_type": "swiglu", "mlp_hidden_size": 24_576},
+                         "x/olmo-sequential")
+    assert fused["total_params_b"] == row["total_params_b"]
+    tied = derive_model(raw | {"weight_tying": True}, "x/tied")  # OLMo's name for a tied head
+    assert tied["total_params_b"] == round((126_464 * 4096 + 32 * layer) / 1e9, 2)
+    padded = derive_model(raw | {"embedding_size": 139_264}, "x/padded")  # wte and ff_out hold the padded rows
+    assert padded["total_params_b"] == round((2 * 139_264 * 4096 + 32 * layer) / 1e9, 2) == 8.12
+    for changed, field in (({"block_type": "parallel"}, "block_type"), ({"embedding_size": 128}, "embedding_size"),
+                           ({"block_type": "sequential", "activation_type": "gelu"}, "hidden_act")):
+        with pytest.raises(ModelConfigError, match=rf"field '{field}'"):
+            derive_model(raw | changed, "x/changed")
+
+
+def test_molmo_reads_its_fused_swiglu_width_and_says_its_tower_is_left_out():
+    """Molmo-7B-D (the eighth held-out set, refused when scored: no activation field) is AllenAI's remote code: a
+    SwiGLU MLP whose ff_proj is intermediate_size wide, the gate and up halves together (37,888: Qwen2-7B's 18,944
+    twice), and a CLIP tower its code builds that the config does not state."""
+    (entry,) = [e for e in PUBLISHED if e["repo"] == "reubzdubz/Molmo7B_D_NF4Quant"]
+    row = derive_model(_unseen(entry), entry["repo"])
+    layer = 2 * 3584 * 3584 + 2 * 3584 * 512 + 3584 + 2 * 512 + 3 * 3584 * 18_944  # q, o, k, v, biases, SwiGLU
+    assert row["total_params_b"] == round((2 * 152_064 * 3584 + 28 * layer) / 1e9, 2) == 7.62
+    assert row["native_precision"] == "int4"  # bitsandbytes NF4
+    assert "hidden_act swiglu" in row["notes"] and "vision tower its code builds" in row["notes"]
 
 
 @pytest.mark.parametrize(("repo", "kv_heads", "window"), [
