@@ -57,8 +57,8 @@ def _markdown(df: pl.DataFrame) -> str:
 
 
 def _joined(oof: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
-    return calibration.grouped(oof).join(rows.select("row_id", "suite", "model", "gpu", "engine", "vendor"),
-                                         on="row_id")
+    return calibration.grouped(oof).join(
+        rows.select("row_id", "suite", "model", "gpu", "engine", "vendor", "input_tokens", "output_tokens"), on="row_id")
 
 
 def held_out(out_of_fold: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -78,6 +78,8 @@ def report(params: presets.Params, out_of_fold: dict[str, pl.DataFrame], rows: p
     per_source = calibration.summary(by_source.filter(~pl.col("input_assumed")).rename({"fold": "source"}),
                                      ["source", "group"])
     per_part_vendor = calibration.summary(by_source.filter(judged), ["vendor", "engine", "group"])
+    per_shape = calibration.summary(by_source.filter(judged).with_columns(calibration.prompt_per_answer()),
+                                    ["group", "prompt_per_answer"])
     by_suite = calibration.summary(by_model, ["suite", "group", "input_assumed"])
     by_fold = calibration.summary(by_vendor.filter(~pl.col("input_assumed")), ["fold", "group"])
     groups = calibration.summary(by_source, GROUP).drop("p10_ratio", "p90_ratio")
@@ -110,6 +112,10 @@ def report(params: presets.Params, out_of_fold: dict[str, pl.DataFrame], rows: p
         "## Per source (leave-one-source-out)\n\nEach source's rows estimated by the fit on every other source, "
         "rows with published lengths:\n\n" + _markdown(per_source),
         "## Per GPU vendor and engine (leave-one-source-out)\n\n" + _markdown(per_part_vendor),
+        "## By prompt tokens per answer token (leave-one-source-out)\n\nThe accepted groups' held-out rows by their "
+        "prompt per answer token: at max load the prefill's share of the time grows down each group, so a prefill "
+        "priced too dear (or too cheap) shows as ratios falling (or rising) along it (docs/estimator.md, the check "
+        "against MLPerf).\n\n" + _markdown(per_shape),
         f"## Acceptance: {verdict}\n\nOn held-out rows of every split, for max-load and current fixed-concurrency "
         "rows alike: median |estimate/measured - 1| at most 25%, at least 60% of rows within ±25% and 90% within 2x, "
         "the measurement inside the band for 70-90% of rows, and at least 90% of the usable rows representable "

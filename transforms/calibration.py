@@ -72,6 +72,10 @@ PUBLISHERS = {"NVIDIA/TensorRT-LLM": "TensorRT-LLM tables", "sgl-project/sgl-coo
               "SemiAnalysisAI/InferenceX-app": "InferenceMAX", "dstackai/benchmarks": "dstack",
               "sgl-project/sglang": "SGLang repository"}
 HUBER = 0.1  # the loss is quadratic in log ratio below this and linear above (pseudo-Huber): smooth and robust
+# Prompt tokens per answer token, the edges the report splits held-out rows at (prompt_per_answer): where prefill
+# carries the time (short answers to long prompts) and where decode does
+PROMPT_PER_ANSWER_EDGES = (0.25, 1.0, 4.0, 12.0)
+PROMPT_PER_ANSWER = pl.Enum(["< 0.25", "0.25-1", "1-4", "4-12", ">= 12"])
 
 
 class CalibrationError(ValueError):
@@ -331,6 +335,16 @@ def summary(predictions: pl.DataFrame, by: list[str]) -> pl.DataFrame:
         within_2x=((pl.col("ratio") <= 2) & (pl.col("ratio") >= 0.5)).mean(),
         **({"inside_band": pl.col("inside_band").mean()} if "inside_band" in predictions.columns else {}),
     ).sort(by)
+
+
+def prompt_per_answer() -> pl.Expr:
+    """A row's prompt tokens per answer token, as the bucket (PROMPT_PER_ANSWER) the report groups it in: at max load
+    the prefill's share of the time grows with it, so a prefill priced too dear shows as estimates falling along it."""
+    ratio, labels = pl.col("input_tokens") / pl.col("output_tokens"), PROMPT_PER_ANSWER.categories.to_list()
+    bucket = pl.lit(labels[-1])
+    for edge, label in reversed(list(zip(PROMPT_PER_ANSWER_EDGES, labels[:-1], strict=True))):
+        bucket = pl.when(ratio < edge).then(pl.lit(label)).otherwise(bucket)
+    return bucket.cast(PROMPT_PER_ANSWER).alias("prompt_per_answer")
 
 
 def representable(measurements: pl.DataFrame, compared: pl.DataFrame) -> pl.DataFrame:

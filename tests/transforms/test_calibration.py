@@ -464,6 +464,16 @@ def test_acceptance_judges_each_split_and_group_on_held_out_rows_against_its_thr
     assert checks.height == 2 * 2 * 4  # legacy rows are never judged
 
 
+def test_the_report_groups_rows_by_prompt_tokens_per_answer_token_in_order():
+    # the TensorRT-LLM tables' shapes: decode-heavy, balanced and prefill-heavy (short answers to long prompts)
+    shapes = pl.DataFrame({"input_tokens": [2048.0, 5000, 1000, 500, 128, 871.4, 250],
+                           "output_tokens": [128.0, 500, 1000, 2000, 2048, 129, 1000]})
+    buckets = shapes.with_columns(calibration.prompt_per_answer()).sort("prompt_per_answer")
+    assert buckets["prompt_per_answer"].cast(pl.String).to_list() == [
+        "< 0.25", "0.25-1", "0.25-1", "1-4", "4-12", "4-12", ">= 12"]
+    assert buckets["input_tokens"].to_list()[-1] == 2048  # 16 prompt tokens per answer token
+
+
 def test_a_row_is_representable_when_its_model_and_gpu_are_in_the_catalogue_and_it_fits(models, gpus):
     rows = measurements()
     compared, _ = calibration.usable(rows, models, gpus)
