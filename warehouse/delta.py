@@ -209,13 +209,22 @@ def held(table: DeltaTable) -> set:
     return set(pa.table(table.get_add_actions(flatten=True)).column(f"partition.{date_column(table)}").to_pylist())
 
 
+def held_at(uri: str) -> tuple[DeltaTable | None, set]:
+    """The table at uri (None: no table yet) and the partitions it holds now; PublishError when unreachable."""
+    try:
+        table = _open(uri)
+    except (DeltaError, OSError) as exc:
+        raise PublishError(f"{uri}: {message(exc)}") from None
+    return table, held(table) if table else set()
+
+
 def age_out(uri: str, name: str, keep: int, provenance: dict[str, Any], kept: Callable[[date], bool]) -> list[date]:
     """Delete from the table at uri every date but its `keep` newest, in one commit carrying provenance (the dates
-    removed under `aged_out`), leaving any date `kept` says to keep; the dates removed, none when nothing is older.
-    A Delta delete of whole partitions removes their files from the table; vacuum reclaims them after the
-    retention, and until then time travel still reads them."""
-    table = open_table(uri)
-    dates = sorted(held(table))
+    removed under `aged_out`), leaving any date `kept` says to keep; the dates removed, none when nothing is older
+    (or no table). A Delta delete of whole partitions removes their files from the table; vacuum reclaims them after
+    the retention, and until then time travel still reads them."""
+    table, dates = held_at(uri)
+    dates = sorted(dates)
     old = [day for day in dates[:-keep] if not kept(day)] if keep else []
     if not old:
         return []

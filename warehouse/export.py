@@ -212,10 +212,7 @@ def publish_grids(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, 
     stores them (a grid never changes, so one the lake holds is never written again). The rows are read in the
     warehouse's order, never sorted: a grid at 10x is millions of rows."""
     uri = delta.table_uri(store.url, GRIDS)
-    try:
-        held = delta.held(delta.open_table(uri))
-    except delta.NotPublished:
-        held = set()
+    _, held = delta.held_at(uri)
     named = con.execute(f"select distinct grid_sha256 from {FACTS} where snapshot_date = ? order by 1",
                         [day]).fetchall()
     written = []
@@ -244,19 +241,13 @@ def age_out(store: lake.Store, keep: int | None, run_id: str) -> dict[str, list[
     so whatever leaves the lake can be computed again from it. The dates removed, by table."""
     if keep is None:
         return {}
-    try:
-        facts = delta.held(delta.open_table(delta.table_uri(store.url, FACTS)))
-    except delta.NotPublished:
-        facts = set()
+    _, facts = delta.held_at(delta.table_uri(store.url, FACTS))
     about = {"run_id": run_id, "schema_version": db.schema_version(), "written_at": config.utc_now().isoformat()}
     removed = {}
     for table in WINDOWED:
-        try:
-            removed[table] = delta.age_out(delta.table_uri(store.url, table), table, keep, about,
-                                           kept=lambda day: day not in facts)
-        except delta.NotPublished:
-            continue
-    return removed
+        removed[table] = delta.age_out(delta.table_uri(store.url, table), table, keep, about,
+                                       kept=lambda day: day not in facts)
+    return {table: days for table, days in removed.items() if days}
 
 
 def record(con: duckdb.DuckDBPyConnection, pub: Publication, fmt: str, run_id: str, tables) -> None:
