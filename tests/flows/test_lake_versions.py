@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from flows import pipeline
 from flows.cli.app import app
 from flows.derive import EXPORTED
-from tests.pipeline_support import SLIM_NIGHT, serve_fixtures
+from tests.pipeline_support import SLIM_NIGHT, serve_fixtures, set_env
 from tests.sources_support import SNAPSHOT
 from warehouse import db, delta, export
 
@@ -55,8 +55,7 @@ def published(s3_server, tmp_path_factory) -> Published:
     with pytest.MonkeyPatch.context() as patch:
         for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
             patch.delenv(name, raising=False)
-        for name, value in env.items():
-            patch.setenv(name, value)
+        set_env(patch, env)
         with serve_fixtures(patch):
             nightly = pipeline.run(trigger="test")
             assert (nightly.status, nightly.publication) == ("ok", "published")
@@ -71,8 +70,7 @@ def published(s3_server, tmp_path_factory) -> Published:
 @pytest.fixture
 def lake_env(published, monkeypatch) -> Published:
     """This test reads the published warehouse and lake."""
-    for name, value in published.env.items():
-        monkeypatch.setenv(name, value)
+    set_env(monkeypatch, published.env)
     return published
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from flows import pipeline
 from tests.cli_support import invoke
-from tests.pipeline_support import SLIM_NIGHT, serve_fixtures
+from tests.pipeline_support import SLIM_NIGHT, serve_fixtures, set_env
 from tests.sources_support import SNAPSHOT
 from warehouse import config, db, delta, export, lake
 
@@ -41,8 +41,7 @@ def aged(tmp_path_factory) -> Aged:
     env = {"GPULEDGER_HOME": str(root / "home"), "GPULEDGER_EXPORTS": str(root / "lake"),
            "GPULEDGER_LAKE_DERIVED_DAYS": "1", **SLIM_NIGHT}
     with pytest.MonkeyPatch.context() as patch:
-        for name, value in env.items():
-            patch.setenv(name, value)
+        set_env(patch, env)
         with serve_fixtures(patch):
             assert pipeline.run(trigger="test").publication == "published"
         first = lake_day("cost_per_mtok", SNAPSHOT)
@@ -57,17 +56,15 @@ def aged(tmp_path_factory) -> Aged:
     return Aged(env, first, removed)
 
 
-@pytest.fixture
-def lake_env(aged, monkeypatch) -> Aged:
-    for name, value in aged.env.items():
-        monkeypatch.setenv(name, value)
-    return aged
+@pytest.fixture(autouse=True)
+def lake_env(aged, monkeypatch) -> None:  # each test reads the module's warehouse and lake
+    set_env(monkeypatch, aged.env)
 
 
 @pytest.mark.slow
-def test_the_window_ages_the_old_day_out_of_the_derived_tables_and_keeps_the_facts(lake_env):
-    assert lake_env.first.height > 0
-    assert lake_env.removed == {table: [SNAPSHOT] for table in export.WINDOWED}
+def test_the_window_ages_the_old_day_out_of_the_derived_tables_and_keeps_the_facts(aged):
+    assert aged.first.height > 0
+    assert aged.removed == {table: [SNAPSHOT] for table in export.WINDOWED}
     status = {row["table"]: row for row in json.loads(invoke("lake", "status", "-f", "json").output)}
     for table in export.WINDOWED:
         assert (status[table]["held"], status[table]["keeps"]) == (str(NEXT), "the newest 1 dates"), table
@@ -83,26 +80,26 @@ def test_the_window_ages_the_old_day_out_of_the_derived_tables_and_keeps_the_fac
 
 
 @pytest.mark.slow
-def test_the_documented_query_over_the_lakes_facts_gives_the_aged_out_day_back(lake_env):
+def test_the_documented_query_over_the_lakes_facts_gives_the_aged_out_day_back(aged):
     [sql] = [block for block in re.findall(r"```sql\n(.*?)```", DOCS.read_text(), re.S) if "replica_prices" in block]
     sql = re.sub(r"delta_scan\('s3://bucket/lake/(\w+)'\)", r"\1", sql).replace("2026-11-27", SNAPSHOT.isoformat())
     con = duckdb.connect()
     for table in (export.FACTS, export.GRIDS):
         con.register(table, delta.open_table(delta.table_uri(config.exports_location(), table)).to_pyarrow_dataset())
     computed = con.sql(sql).pl()
-    assert computed.columns == lake_env.first.columns
-    assert computed.sort(pl.all()).equals(lake_env.first)
+    assert computed.columns == aged.first.columns
+    assert computed.sort(pl.all()).equals(aged.first)
 
 
 @pytest.mark.slow
-def test_export_of_a_named_date_writes_the_aged_out_day_again_whatever_the_window(lake_env):
+def test_export_of_a_named_date_writes_the_aged_out_day_again_whatever_the_window(aged):
     assert lake_day("cost_per_mtok", SNAPSHOT).height == 0
     invoke("export", "--date", SNAPSHOT.isoformat(), "--table", "cost_per_mtok")
-    assert lake_day("cost_per_mtok", SNAPSHOT).equals(lake_env.first)
+    assert lake_day("cost_per_mtok", SNAPSHOT).equals(aged.first)
     invoke("lake", "upkeep", "--table", "cost_per_mtok", "--table", "estimates")
     assert lake_day("cost_per_mtok", SNAPSHOT).height == 0  # the window applies at the next upkeep
     invoke("export", "--date", SNAPSHOT.isoformat(), "--table", "cost_per_mtok")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GPULEDGER_LAKE_DERIVED_DAYS", "all")
         invoke("lake", "upkeep")
-    assert lake_day("cost_per_mtok", SNAPSHOT).equals(lake_env.first)  # `all`: every date stays
+    assert lake_day("cost_per_mtok", SNAPSHOT).equals(aged.first)  # `all`: every date stays
