@@ -85,9 +85,8 @@ def lake_upkeep(con, run_id: str) -> None:
     store = lake.exports_store()
     try:
         for table, days in export.age_out(store, config.lake_derived_days(), run_id).items():
-            if days:
-                log.info("phase upkeep: %s aged out of %s (rebuilt by `gpuledger export --date`)",
-                         ", ".join(map(str, days)), table)
+            log.info("lake window: %s aged out of %s (`gpuledger export --date` puts a date back)",
+                     ", ".join(map(str, days)), table)
     except OSError as exc:
         log.warning("lake window left for the next run: %s", exc)
     due = export.upkeep_due(con, store.url, (*EXPORTED, export.GRIDS), config.utc_now(), config.lake_upkeep_days())

@@ -219,7 +219,7 @@ def publish_grids(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, 
     for grid in (g for (g,) in named if g not in held):
         relation = con.sql(f"select * from {GRIDS} where grid_sha256 = ?", params=[grid])
         rows = delta.Batches(lambda relation=relation: relation.to_arrow_reader(BATCH_ROWS),
-                             con.execute(f"select count(*) from {GRIDS} where grid_sha256 = ?", [grid]).fetchall()[0][0])
+                             relation.count("*").fetchall()[0][0])
         commit = delta.publish_day(uri, GRIDS, "grid_sha256", grid, rows, provenance(con, day, run_id, made_by),
                                    config.lake_retention_days())
         written.append(Written(GRIDS, day, commit.rows, uri, commit.version))
@@ -235,16 +235,16 @@ def export_date(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, ta
     return grids + [export_table(con, table, day, store, fmt, run_id, made_by) for table in tables]
 
 
-def age_out(store: lake.Store, keep: int | None, run_id: str) -> dict[str, list[date]]:
-    """Delete from each WINDOWED table of the lake every date but its `keep` newest (None: keep every date), one
-    commit a table; a date whose replica prices the lake does not hold (published before the lake kept them) stays,
-    so whatever leaves the lake can be computed again from it. The dates removed, by table."""
+def age_out(store: lake.Store, keep: int | None, run_id: str, tables=WINDOWED) -> dict[str, list[date]]:
+    """Delete from each WINDOWED table of the lake (of those in tables) every date but its `keep` newest (None: keep
+    every date), one commit a table; a date whose replica prices the lake does not hold (published before the lake
+    kept them) stays, so whatever leaves the lake can be computed again from it. The dates removed, by table."""
     if keep is None:
         return {}
     _, facts = delta.held_at(delta.table_uri(store.url, FACTS))
     about = {"run_id": run_id, "schema_version": db.schema_version(), "written_at": config.utc_now().isoformat()}
     removed = {}
-    for table in WINDOWED:
+    for table in (t for t in WINDOWED if t in tables):
         removed[table] = delta.age_out(delta.table_uri(store.url, table), table, keep, about,
                                        kept=lambda day: day not in facts)
     return {table: days for table, days in removed.items() if days}

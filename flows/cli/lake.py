@@ -112,14 +112,13 @@ def upkeep(
         store = lake.exports_store()
         names = chosen_tables(store, table)
         with writer_lock("lake upkeep", wait_s=config.lock_wait_s()), db.connect() as con:
-            aged = export.age_out(store, config.lake_derived_days(), f"upkeep-{config.utc_now():%Y%m%dT%H%M%SZ}")
+            aged = export.age_out(store, config.lake_derived_days(), f"upkeep-{config.utc_now():%Y%m%dT%H%M%SZ}",
+                                  names)
             done = export.upkeep(con, store, names, config.lake_retention_days())
     except (ValueError, OSError, db.WarehouseError, WriterBusy) as exc:
         raise fail(str(exc)) from None
     for name, days in aged.items():
-        if days:
-            typer.echo(f"{name}: {len(days)} date(s) aged out, {days[0]} to {days[-1]} "
-                       "(`gpuledger export --date` puts one back)", err=True)
+        typer.echo(f"{name}: aged out {spans(days)} (`gpuledger export --date` puts a date back)", err=True)
     render(pl.DataFrame([vars(u) for u in done], schema=["table", "version", "compacted_files", "vacuumed_files"]),
            fmt, title=f"Upkeep done, versions of the last {config.lake_retention_days()} days kept")
 
