@@ -89,6 +89,10 @@ def test_the_documented_query_over_the_lakes_facts_gives_the_aged_out_day_back(a
     computed = con.sql(sql).pl()
     assert computed.columns == aged.first.columns
     assert computed.sort(pl.all()).equals(aged.first)
+    # the same query through `gpuledger sql --lake`, as docs/lake.md says
+    counted = invoke("sql", f"select count(*) as n from ({sql.strip().rstrip(';')})", "--lake", export.FACTS,
+                     "--lake", export.GRIDS, "-f", "csv").output.split()
+    assert counted == ["n", str(aged.first.height)]
 
 
 @pytest.mark.slow
