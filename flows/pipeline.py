@@ -78,11 +78,18 @@ def publish_pending(con, run_id: str) -> list[export.Publication]:
     return done
 
 
-def lake_upkeep(con) -> None:
-    """Compact, vacuum and checkpoint the lake's tables whose upkeep is due; a failure waits for the next run (the
-    day is published: upkeep only keeps the tables quick to open and within their retention)."""
+def lake_upkeep(con, run_id: str) -> None:
+    """Age the derived tables' dates past $GPULEDGER_LAKE_DERIVED_DAYS out of the lake (every run), then compact,
+    vacuum and checkpoint the lake's tables whose upkeep is due; a failure waits for the next run (the day is
+    published: upkeep only keeps the tables quick to open, within their retention and their window)."""
     store = lake.exports_store()
-    due = export.upkeep_due(con, store.url, EXPORTED, config.utc_now(), config.lake_upkeep_days())
+    try:
+        for table, days in export.age_out(store, config.lake_derived_days(), run_id).items():
+            log.info("lake window: %s aged out of %s (`gpuledger export --date` puts a date back)",
+                     ", ".join(map(str, days)), table)
+    except OSError as exc:
+        log.warning("lake window left for the next run: %s", exc)
+    due = export.upkeep_due(con, store.url, (*EXPORTED, export.GRIDS), config.utc_now(), config.lake_upkeep_days())
     if not due:
         return
     log.info("phase upkeep %s", ", ".join(due))
@@ -154,6 +161,7 @@ def run(
     if derive:
         lake.exports_store()  # a bad lake or mirror location fails the run now, before any fetch
         speed_tiers()  # and so does an unknown speed tier
+        config.lake_derived_days()  # or a lake window that is not a number of days
     if config.raw_mirror():
         lake.open_store(config.raw_mirror())
     counts, verdict, pub = {}, None, None
@@ -180,7 +188,7 @@ def run(
                     if pub and pub.status == "published":  # the lake is reachable again: catch up
                         publish_pending(con, run_id)
                         if export_format == "parquet":
-                            lake_upkeep(con)
+                            lake_upkeep(con, run_id)
             status = load.finish_run(con, run_id, quality=verdict and verdict.quality,
                                      quality_reasons=verdict and verdict.text, publication=pub and pub.status,
                                      mirror=mirror_state(mirrored))

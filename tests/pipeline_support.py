@@ -19,6 +19,12 @@ def slim_nights(monkeypatch) -> None:
         monkeypatch.setenv(name, value)
 
 
+def set_env(monkeypatch, env: dict[str, str]) -> None:
+    """Every variable of env set under monkeypatch: a module's published warehouse and lake, for one test."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
 def serve_fixtures(monkeypatch, directory: Path = FIXTURES, *, credentials: dict[str, str] = CREDENTIALS,
                    **server_options) -> ReplayServer:
     """A started replay server (faults={path: spec} and other ReplayServer options), the environment on it."""

@@ -46,6 +46,18 @@ def lake_upkeep_days() -> float:
     return float(os.environ.get("GPULEDGER_LAKE_UPKEEP_DAYS", "7"))
 
 
+def lake_derived_days() -> int | None:
+    """$GPULEDGER_LAKE_DERIVED_DAYS (default 30; `0` or `all`: every date, None): how many of the newest dates the
+    lake keeps of the tables derived from its facts (warehouse/export.WINDOWED); older dates are deleted from them by
+    the nightly run, and `gpuledger export --date` puts one back (docs/lake.md)."""
+    setting = os.environ.get("GPULEDGER_LAKE_DERIVED_DAYS", "30").strip().lower()
+    if setting in ("0", "all"):
+        return None
+    if not setting.isdigit():
+        raise ValueError(f"GPULEDGER_LAKE_DERIVED_DAYS: {setting!r} is neither a number of days nor `all`")
+    return int(setting)
+
+
 def raw_mirror() -> str | None:
     """$GPULEDGER_RAW_MIRROR (unset: no mirror): the object store (or folder) every raw response is copied to."""
     return os.environ.get("GPULEDGER_RAW_MIRROR") or None

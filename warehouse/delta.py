@@ -68,7 +68,7 @@ class NotPublished(ValueError):
 @dataclass(frozen=True)
 class Commit:
     table: str
-    day: date
+    day: date | str  # the partition replaced: a date, or a grid's sha256 (the lake's estimates)
     version: int
     rows: int
     replaced_rows: int
@@ -120,9 +120,13 @@ def _open(uri: str) -> DeltaTable | None:
         return None
 
 
-def _day_rows(table: DeltaTable, column: str, day: date) -> int:
-    """Rows the date holds in the table's loaded version (from the files' footers)."""
-    return table.to_pyarrow_dataset(file_pruning_predicate=[(column, "=", day.isoformat())]).count_rows()
+def _text(value: date | str) -> str:
+    return value.isoformat() if isinstance(value, date) else value
+
+
+def _day_rows(table: DeltaTable, column: str, day: date | str) -> int:
+    """Rows the partition holds in the table's loaded version (from the files' footers)."""
+    return table.to_pyarrow_dataset(file_pruning_predicate=[(column, "=", _text(day))]).count_rows()
 
 
 class Batches:
@@ -134,11 +138,12 @@ class Batches:
         self.read, self.num_rows = read, rows
 
 
-def publish_day(uri: str, name: str, column: str, day: date, data: pa.Table | Batches, provenance: dict[str, Any],
-                retention_days: int) -> Commit:
+def publish_day(uri: str, name: str, column: str, day: date | str, data: pa.Table | Batches,
+                provenance: dict[str, Any], retention_days: int) -> Commit:
     """Replace the date's partition of the table at uri with data (a table, or batches read as they are written),
     in one commit carrying provenance; create the table (partitioned by column) on first use. A commit lost to
-    another writer of the same date is written again."""
+    another writer of the same date is written again. The lake's estimates are partitioned by grid instead: day is
+    then the grid's sha256, named under its column in the provenance."""
     last: Exception | None = None
     for attempt in range(1, COMMIT_ATTEMPTS + 1):
         try:
@@ -149,9 +154,9 @@ def publish_day(uri: str, name: str, column: str, day: date, data: pa.Table | Ba
                                             configuration=table_properties(retention_days),
                                             storage_options=storage_options(uri))
             replaced = _day_rows(current, column, day)
-            about = provenance | {"table": name, "date": day.isoformat(), "rows": data.num_rows,
-                                  "replaced_rows": replaced}
-            write_deltalake(current, rows, mode="overwrite", predicate=f"{column} = '{day.isoformat()}'",
+            about = provenance | {"table": name, "date" if isinstance(day, date) else column: _text(day),
+                                  "rows": data.num_rows, "replaced_rows": replaced}
+            write_deltalake(current, rows, mode="overwrite", predicate=f"{column} = '{_text(day)}'",
                             partition_by=[column], schema_mode="merge", writer_properties=writer(rows.schema),
                             commit_properties=CommitProperties(custom_metadata={META: about}))
         except CommitFailedError as exc:
@@ -199,12 +204,44 @@ def read(table: DeltaTable, days: list[date] | None = None) -> pa.Table:
     return rows.select([field.name for field in table.schema().fields])
 
 
+def held(table: DeltaTable) -> set:
+    """The partition values (dates, or grids) the loaded version holds rows of."""
+    return set(pa.table(table.get_add_actions(flatten=True)).column(f"partition.{date_column(table)}").to_pylist())
+
+
+def held_at(uri: str) -> tuple[DeltaTable | None, set]:
+    """The table at uri (None: no table yet) and the partitions it holds now; PublishError when unreachable."""
+    try:
+        table = _open(uri)
+    except (DeltaError, OSError) as exc:
+        raise PublishError(f"{uri}: {message(exc)}") from None
+    return table, held(table) if table else set()
+
+
+def age_out(uri: str, name: str, keep: int, provenance: dict[str, Any], kept: Callable[[date], bool]) -> list[date]:
+    """Delete from the table at uri every date but its `keep` newest, in one commit carrying provenance (the dates
+    removed under `aged_out`), leaving any date `kept` says to keep; the dates removed, none when nothing is older
+    (or no table). A Delta delete of whole partitions removes their files from the table; vacuum reclaims them after
+    the retention, and until then time travel still reads them."""
+    table, dates = held_at(uri)
+    dates = sorted(dates)
+    old = [day for day in dates[:-keep] if not kept(day)] if keep else []
+    if not old:
+        return []
+    column = date_column(table)
+    about = provenance | {"table": name, "aged_out": [day.isoformat() for day in old], "kept_days": keep}
+    try:
+        table.delete(f"{column} in ({', '.join(repr(day.isoformat()) for day in old)})",
+                     commit_properties=CommitProperties(custom_metadata={META: about}))
+    except (DeltaError, OSError) as exc:
+        raise PublishError(f"{uri}: ageing out failed: {message(exc)}") from None
+    return old
+
+
 def published_dates(table: DeltaTable) -> set[date]:
     """The dates the loaded version holds rows of, and those our commits in the log replaced (an empty day too)."""
-    column = date_column(table)
-    held = pa.table(table.get_add_actions(flatten=True)).column(f"partition.{column}").to_pylist()
     named = {(info.get(META) or {}).get("date") for info in table.history()}
-    return set(held) | {date.fromisoformat(d) for d in named if d}
+    return held(table) | {date.fromisoformat(d) for d in named if d}
 
 
 def committed_at(info: dict[str, Any]) -> datetime:
@@ -220,7 +257,8 @@ def history(table: DeltaTable) -> list[dict[str, Any]]:
         metrics = info.get("operationMetrics") or {}
         found.append({
             "version": info["version"], "committed_at": committed_at(info), "operation": info.get("operation"),
-            "date": ours.get("date"), "run_id": ours.get("run_id"),
+            "date": ours.get("date"), "aged_out": ours.get("aged_out"), "grid_sha256": ours.get("grid_sha256"),
+            "run_id": ours.get("run_id"),
             "rows": ours.get("rows", metrics.get("num_added_rows")), "replaced_rows": ours.get("replaced_rows"),
             "quality": ours.get("quality"), "estimator_version": ours.get("estimator_version"),
             "catalogues": ours.get("catalogues"), "migrated_from": ours.get("migrated_from"),

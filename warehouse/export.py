@@ -87,6 +87,13 @@ LAKE_ORDER = {table: ("gpu", "provider", "price_kind", "replica_pricing", "tp")
 
 BATCH_ROWS = 65_536  # rows per Arrow batch a publication reads from the warehouse
 
+# The lake keeps its facts for ever and what is derived from them for a window of recent dates
+# ($GPULEDGER_LAKE_DERIVED_DAYS): a night of cost_per_mtok is ~5 MB of distinct doubles no Parquet setting shortens,
+# while the night's replica prices and the estimate grid they name (written once) make it again by one join
+# (docs/lake.md). FACTS is the night's replica prices; GRIDS the estimates, a partition per grid_sha256.
+FACTS, GRIDS = "replica_prices", "estimates"
+WINDOWED = ("cost_per_mtok", "own_vs_rent", "cost_at_speed")
+
 
 def date_column(con: duckdb.DuckDBPyConnection, table: str) -> str:
     """The column that dates an exportable table's rows; ExportError for a table that cannot be exported."""
@@ -199,10 +206,48 @@ def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: l
     return Written(table, day, commit.rows, delta.table_uri(store.url, table), commit.version)
 
 
+def publish_grids(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, run_id: str,
+                  made_by: dict[str, Any] | None = None) -> list[Written]:
+    """The estimate grids the date's replica prices name that the lake lacks, one commit each, as the warehouse
+    stores them (a grid never changes, so one the lake holds is never written again). The rows are read in the
+    warehouse's order, never sorted: a grid at 10x is millions of rows."""
+    uri = delta.table_uri(store.url, GRIDS)
+    _, held = delta.held_at(uri)
+    named = con.execute(f"select distinct grid_sha256 from {FACTS} where snapshot_date = ? order by 1",
+                        [day]).fetchall()
+    written = []
+    for grid in (g for (g,) in named if g not in held):
+        relation = con.sql(f"select * from {GRIDS} where grid_sha256 = ?", params=[grid])
+        rows = delta.Batches(lambda relation=relation: relation.to_arrow_reader(BATCH_ROWS),
+                             relation.count("*").fetchall()[0][0])
+        commit = delta.publish_day(uri, GRIDS, "grid_sha256", grid, rows, provenance(con, day, run_id, made_by),
+                                   config.lake_retention_days())
+        written.append(Written(GRIDS, day, commit.rows, uri, commit.version))
+    return written
+
+
 def export_date(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, tables, fmt: str = "parquet",
                 run_id: str | None = None, made_by: dict[str, Any] | None = None) -> list[Written]:
-    """Export the given tables for one date, a commit (or a CSV folder) each."""
-    return [export_table(con, table, day, store, fmt, run_id, made_by) for table in tables]
+    """Export the given tables for one date, a commit (or a CSV folder) each; with the replica prices, first the
+    grids they name that the lake lacks, so a reader never finds prices naming a grid it cannot read."""
+    run_id = run_id or f"export-{config.utc_now():%Y%m%dT%H%M%SZ}"
+    grids = publish_grids(con, day, store, run_id, made_by) if fmt == "parquet" and FACTS in tables else []
+    return grids + [export_table(con, table, day, store, fmt, run_id, made_by) for table in tables]
+
+
+def age_out(store: lake.Store, keep: int | None, run_id: str, tables=WINDOWED) -> dict[str, list[date]]:
+    """Delete from each WINDOWED table of the lake (of those in tables) every date but its `keep` newest (None: keep
+    every date), one commit a table; a date whose replica prices the lake does not hold (published before the lake
+    kept them) stays, so whatever leaves the lake can be computed again from it. The dates removed, by table."""
+    if keep is None:
+        return {}
+    _, facts = delta.held_at(delta.table_uri(store.url, FACTS))
+    about = {"run_id": run_id, "schema_version": db.schema_version(), "written_at": config.utc_now().isoformat()}
+    removed = {}
+    for table in (t for t in WINDOWED if t in tables):
+        removed[table] = delta.age_out(delta.table_uri(store.url, table), table, keep, about,
+                                       kept=lambda day: day not in facts)
+    return {table: days for table, days in removed.items() if days}
 
 
 def record(con: duckdb.DuckDBPyConnection, pub: Publication, fmt: str, run_id: str, tables) -> None:

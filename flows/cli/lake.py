@@ -2,6 +2,7 @@
 manifest partitions. The reference is docs/lake.md."""
 
 import json
+from datetime import date
 from typing import Annotated
 
 import polars as pl
@@ -30,6 +31,13 @@ def chosen_tables(store: lake.Store, chosen: list[str] | None) -> list[str]:
     return chosen
 
 
+def touched(version: dict) -> str | None:
+    """What a version changed, for the terminal: the date it replaced, the dates it aged out, or the grid it wrote."""
+    if version["aged_out"]:
+        return f"aged out {spans([date.fromisoformat(d) for d in version['aged_out']])}"
+    return f"grid {version['grid_sha256'][:12]}" if version["grid_sha256"] else version["date"]
+
+
 @app.command()
 def history(
     table: TableOption = None,
@@ -48,9 +56,49 @@ def history(
     frame = pl.DataFrame([row | {"catalogues": json.dumps(row["catalogues"]) if row["catalogues"] else None}
                           for row in rows], infer_schema_length=None)
     if fmt is Format.table:  # the terminal gets the columns that tell versions apart; csv and json get all
+        frame = frame.with_columns(date=pl.Series([touched(row) for row in rows], dtype=pl.String))
         frame = frame.select("table", "version", "committed_at", "operation", "date", "run_id", "rows",
                              "replaced_rows", "quality")
     render(frame, fmt, title=f"Lake versions in {store.url} (commit times in UTC)")
+
+
+def spans(days: list) -> str:
+    """Sorted dates as runs of consecutive days: `2026-11-01..2026-11-30, 2026-12-02`."""
+    runs: list[list] = []
+    for day in days:
+        if runs and (day - runs[-1][1]).days == 1:
+            runs[-1][1] = day
+        else:
+            runs.append([day, day])
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
+
+
+@app.command()
+def status(
+    table: TableOption = None,
+    fmt: FormatOption = Format.table,
+) -> None:
+    """What each lake table holds now: its dates (the estimates: its grids) and whether it keeps them all or a window
+    of the newest ($GPULEDGER_LAKE_DERIVED_DAYS)."""
+    try:
+        store = lake.exports_store()
+        keep = config.lake_derived_days()
+        rows = []
+        for name in chosen_tables(store, table):
+            published = delta.open_table(delta.table_uri(store.url, name))
+            held = sorted(delta.held(published))
+            grids = name == export.GRIDS
+            rows.append({"table": name, "version": published.version(),
+                         "keeps": ("each grid once" if grids else f"the newest {keep} dates"
+                                   if keep and name in export.WINDOWED else "every date"),
+                         "partitions": len(held), "first": None if grids or not held else held[0],
+                         "last": None if grids or not held else held[-1],
+                         "held": ", ".join(g[:12] for g in held) if grids else spans(held)})
+    except (ValueError, OSError) as exc:
+        raise fail(str(exc)) from None
+    if not rows:
+        raise fail(f"no lake table in {config.exports_location()} yet: `gpuledger nightly` publishes them")
+    render(pl.DataFrame(rows, infer_schema_length=None), fmt, title=f"What the lake in {store.url} holds")
 
 
 @app.command()
@@ -58,14 +106,19 @@ def upkeep(
     table: TableOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """Compact, vacuum (keeping $GPULEDGER_LAKE_RETENTION_DAYS of versions) and checkpoint the lake's tables now."""
+    """Age the derived tables' old dates out ($GPULEDGER_LAKE_DERIVED_DAYS), then compact, vacuum (keeping
+    $GPULEDGER_LAKE_RETENTION_DAYS of versions) and checkpoint the lake's tables now."""
     try:
         store = lake.exports_store()
         names = chosen_tables(store, table)
         with writer_lock("lake upkeep", wait_s=config.lock_wait_s()), db.connect() as con:
+            aged = export.age_out(store, config.lake_derived_days(), f"upkeep-{config.utc_now():%Y%m%dT%H%M%SZ}",
+                                  names)
             done = export.upkeep(con, store, names, config.lake_retention_days())
     except (ValueError, OSError, db.WarehouseError, WriterBusy) as exc:
         raise fail(str(exc)) from None
+    for name, days in aged.items():
+        typer.echo(f"{name}: aged out {spans(days)} (`gpuledger export --date` puts a date back)", err=True)
     render(pl.DataFrame([vars(u) for u in done], schema=["table", "version", "compacted_files", "vacuumed_files"]),
            fmt, title=f"Upkeep done, versions of the last {config.lake_retention_days()} days kept")
 

@@ -93,7 +93,7 @@ def export_cmd(
     from warehouse import export
 
     if as_of is not None:
-        return _export_as_of(tables or list(EXPORTED), as_of, parse_day(day, "--date"), days, fmt, out)
+        return _export_as_of(tables, as_of, parse_day(day, "--date"), days, fmt, out)
     con = open_read_only()
     try:
         end = parse_day(day, "--date") or _latest_published(con)
@@ -114,11 +114,13 @@ def export_cmd(
                           "published": " ".join(w.describe())} for w in written]))
 
 
-def _export_as_of(tables: list[str], as_of: str, end: date | None, days: int, fmt: str, out: Path | None) -> None:
-    """Each table as the lake held it at as_of (of the dates ending at end, or all) to <out>/<table>.parquet."""
+def _export_as_of(tables: list[str] | None, as_of: str, end: date | None, days: int, fmt: str, out: Path | None) -> None:
+    """Each table (default: those the nightly run exports that the lake holds: a lake published before replica_prices
+    has none) as the lake held it at as_of (of the dates ending at end, or all) to <out>/<table>.parquet."""
     import polars as pl
 
     from flows.cli.lake import chosen_tables
+    from flows.derive import EXPORTED
     from warehouse import delta
 
     if out is None:
@@ -128,10 +130,11 @@ def _export_as_of(tables: list[str], as_of: str, end: date | None, days: int, fm
     dates = [end - timedelta(days=n) for n in range(days)] if end else None
     try:
         point = delta.parse_as_of(as_of)
-        if isinstance(point, int) and len(tables) != 1:
+        if isinstance(point, int) and len(tables or ()) != 1:
             raise fail("a version number belongs to one table: name it with --table (or give a timestamp)")
         store = lake.exports_store()
-        tables = chosen_tables(store, tables)  # a table's name is a folder in the lake and a file in --out
+        # a table's name is a folder in the lake and a file in --out
+        tables = chosen_tables(store, tables) if tables else [t for t in EXPORTED if t in delta.tables(store)]
         read = {}
         for table in tables:
             published = delta.open_table(delta.table_uri(store.url, table), point)

@@ -42,6 +42,20 @@ def test_export_and_sql_as_of_a_version_read_what_it_held(tmp_path):
     assert invoke("sql", query, "--lake", "fx_rates", "-f", "csv").output.split() == ["quotes", "USD"]
 
 
+def test_export_as_of_a_time_without_tables_reads_the_nightly_tables_the_lake_holds(tmp_path):
+    """A lake published before it kept replica_prices (here: price_index alone) still exports as of a time."""
+    invoke("init")
+    with db.connect() as con:
+        con.execute("insert into price_index (snapshot_date, gpu, provider, price_kind, listings, min_usd_per_gpu_hr, "
+                    "p10_usd_per_gpu_hr, median_usd_per_gpu_hr, max_usd_per_gpu_hr, first_seen_date, "
+                    "days_since_first_seen) values ('2026-11-27', 'H100', 'vastai', 'on_demand', 3, 1.5, 1.6, 1.8, 2.2, "
+                    "'2026-11-27', 0)")
+    invoke("export", "--table", "price_index", "--date", "2026-11-27")
+    invoke("export", "--as-of", "2999-01-01", "--out", str(tmp_path / "t"))
+    assert [f.name for f in (tmp_path / "t").iterdir()] == ["price_index.parquet"]
+    assert pl.read_parquet(tmp_path / "t" / "price_index.parquet")["listings"].to_list() == [3]
+
+
 @pytest.mark.usefixtures("two_versions")
 def test_as_of_mistakes_are_explained():
     for args, says in [

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from flows import pipeline
 from flows.cli.app import app
 from flows.derive import EXPORTED
-from tests.pipeline_support import SLIM_NIGHT, serve_fixtures
+from tests.pipeline_support import SLIM_NIGHT, serve_fixtures, set_env
 from tests.sources_support import SNAPSHOT
-from warehouse import db, delta
+from warehouse import db, delta, export
 
 runner = CliRunner()
 
@@ -55,8 +55,7 @@ def published(s3_server, tmp_path_factory) -> Published:
     with pytest.MonkeyPatch.context() as patch:
         for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
             patch.delenv(name, raising=False)
-        for name, value in env.items():
-            patch.setenv(name, value)
+        set_env(patch, env)
         with serve_fixtures(patch):
             nightly = pipeline.run(trigger="test")
             assert (nightly.status, nightly.publication) == ("ok", "published")
@@ -71,8 +70,7 @@ def published(s3_server, tmp_path_factory) -> Published:
 @pytest.fixture
 def lake_env(published, monkeypatch) -> Published:
     """This test reads the published warehouse and lake."""
-    for name, value in published.env.items():
-        monkeypatch.setenv(name, value)
+    set_env(monkeypatch, published.env)
     return published
 
 
@@ -87,7 +85,7 @@ def test_each_tables_current_version_is_the_warehouse_and_the_nightly_version_re
     assert not warehouse_rows("cost_per_mtok").equals(lake_env.first["cost_per_mtok"])  # the rebuild changed them
     with db.connect(read_only=True) as con:  # the nightly run found every table's upkeep due, and did it
         upkept = con.execute("select table_name from lake_upkeep where done_at is not null order by 1").fetchall()
-    assert [t for (t,) in upkept] == sorted(EXPORTED)
+    assert [t for (t,) in upkept] == sorted([*EXPORTED, export.GRIDS])  # and of the estimate grids
 
 
 @pytest.mark.slow

@@ -240,3 +240,31 @@ def test_floating_point_columns_are_written_byte_stream_split_and_read_back_exac
     (written,) = encodings()  # the compacted file alone: vacuum removed the two it replaced
     assert "BYTE_STREAM_SPLIT" in written["usd_per_mtok"] and "BYTE_STREAM_SPLIT" in written["own_usd_per_mtok"]
     assert "RLE_DICTIONARY" in written["replica_usd_per_hr"] and "RLE_DICTIONARY" in written["model"]
+
+
+def test_age_out_deletes_every_date_but_the_newest_in_one_commit_and_time_travel_still_reads_them(tmp_path):
+    uri = str(tmp_path / "lake" / "t")
+    days = [DAY + timedelta(days=n) for n in range(4)]
+    for n, day in enumerate(days):
+        publish(uri, n, day)
+    before = delta.open_table(uri).version()
+    removed = delta.age_out(uri, "t", 2, {"run_id": "upkeep-1"}, kept=lambda day: day == days[0])
+    assert removed == [days[1]]  # days[0] is kept by the caller, days[2:] are the newest two
+    table = delta.open_table(uri)
+    assert sorted(delta.held(table)) == [days[0], *days[2:]]
+    assert table.version() == before + 1
+    [latest] = delta.history(table)[:1]
+    assert (latest["aged_out"], latest["run_id"], latest["date"]) == ([days[1].isoformat()], "upkeep-1", None)
+    assert generations(delta.read(delta.open_table(uri, before), [days[1]])) == [1]  # until vacuum reclaims it
+    assert delta.age_out(uri, "t", 2, {}, kept=lambda day: day == days[0]) == []  # nothing more: no commit
+    assert delta.open_table(uri).version() == before + 1
+
+
+def test_a_table_partitioned_by_grid_takes_a_partition_per_grid(tmp_path):
+    uri = str(tmp_path / "lake" / "estimates")
+    grid = pa.table({"grid_sha256": ["abc", "abc"], "agg_tok_s": [1.5, 2.5]})
+    commit = delta.publish_day(uri, "estimates", "grid_sha256", "abc", grid, {"run_id": "r"}, 30)
+    table = delta.open_table(uri)
+    assert (commit.rows, delta.held(table)) == (2, {"abc"})
+    [write] = [h for h in delta.history(table) if h["operation"] == "WRITE"]
+    assert (write["grid_sha256"], write["date"]) == ("abc", None)

@@ -174,3 +174,21 @@ def test_a_day_read_span_by_span_comes_in_the_order_of_one_sort_of_the_whole_day
         batches, column = export._batches(con, "own_vs_rent", DAY, "parquet")
         assert column == "snapshot_date" and batches.num_rows == 200
         assert pl.from_arrow(batches.read().read_all()).equals(whole)
+
+
+def test_the_window_ages_out_only_dates_whose_replica_prices_the_lake_holds(tmp_path):
+    store = lake.open_store(tmp_path / "lake")
+    days = [DAY + timedelta(days=n) for n in range(3)]
+
+    def day_of(table: str, day: date) -> None:
+        rows = pl.DataFrame({"snapshot_date": [day], "usd": [1.0]}).to_arrow()
+        delta.publish_day(delta.table_uri(store.url, table), table, "snapshot_date", day, rows, {}, 30)
+
+    for day in days:
+        day_of("cost_per_mtok", day)
+    for day in days[1:]:  # the first day was published before the lake kept replica prices
+        day_of("replica_prices", day)
+    assert export.age_out(store, None, "upkeep") == {}  # `all`: nothing leaves
+    assert export.age_out(store, 1, "upkeep") == {"cost_per_mtok": [days[1]]}  # own_vs_rent...: not in this lake
+    held = delta.held(delta.open_table(delta.table_uri(store.url, "cost_per_mtok")))
+    assert held == {days[0], days[2]}  # days[0] stays: nothing in the lake could compute it again
