@@ -238,6 +238,8 @@ def derive_date(
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)
+    # the view's rows of the day, counted as the run's summary counted the stored ones
+    at_speed = con.execute("select count(*) from cost_at_speed where snapshot_date = ?", [day]).fetchall()[0][0]
     return {"estimates": grid.height, "cost_per_mtok": cost.height, "own_vs_rent": own.height,
-            "speed_answers": answered.height, **counts,
+            "cost_at_speed": at_speed, "speed_answers": answered.height, **counts,
             "quarantined": quarantined.height}, verdict
