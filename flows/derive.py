@@ -12,6 +12,7 @@ from transforms import (
     aggregate,
     api_prices,
     costs,
+    deployability,
     engines,
     estimator,
     fx,
@@ -119,6 +120,31 @@ def grid_key(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> str:
     return estimates.grid_sha256(settings, {name: cats[name] for name in GRID_CATALOGUES})
 
 
+def speed_key(cats: dict[str, pl.DataFrame], plan: DerivePlan) -> str:
+    """The key the speed answers are stored under: everything a GPU's answers read (the estimator's version, the
+    measured method's parameters with the plan's request mix, the request's length, the tiers, the catalogue rows)."""
+    settings = {"estimator_version": estimator.ESTIMATOR_VERSION, "context_tokens": SPEED_CONTEXT_TOKENS,
+                "params": asdict(method_params(presets.MEASURED.name, plan.input_per_output)),
+                "tiers": [asdict(tier) for tier in plan.speed_tiers]}
+    return estimates.grid_sha256(settings, {name: cats[name] for name in GRID_CATALOGUES})
+
+
+def speed_answers(found: dict[speed.Target, pl.DataFrame], tiers: tuple[speed.Target, ...]) -> pl.DataFrame:
+    """The answers cost_at_speed prices (the view of migration 0026): each tier's answers that reach it, naming it."""
+    return pl.concat([found[tier].filter(pl.col("reaches")).with_columns(
+        speed_tier=pl.lit(tier.label), min_user_tok_s=pl.lit(tier.min_user_tok_s, dtype=pl.Float64),
+        max_ttft_s=pl.lit(tier.max_ttft_s, dtype=pl.Float64)) for tier in tiers], how="vertical_relaxed")
+
+
+def own_hardware(hardware: pl.DataFrame, ownership: costs.OwnershipParams, gpus: pl.DataFrame) -> pl.DataFrame:
+    """What own_vs_rent (the view of migration 0026) owns with besides the grid: the hardware prices in USD at the
+    day's FX, the ownership settings, and whether each part may span hosts."""
+    return hardware.join(deployability.part_classes(gpus), on="gpu", how="left").select(
+        "snapshot_date", "gpu", "price_kind", "gpu_count", "usd_low", "usd_high", "quoted_on", "fx_rate", "fx_date",
+        "fx_source", *(pl.lit(value, dtype=pl.Float64).alias(name) for name, value in asdict(ownership).items()),
+        "spans_hosts")
+
+
 def speed_grid(cats: dict[str, pl.DataFrame], offers: pl.DataFrame) -> pl.DataFrame:
     """The requests cost_at_speed prices: every model on every part listed that day, at the model's native precision
     and SPEED_CONTEXT_TOKENS (split at the plan's prompt:answer mix)."""
@@ -189,23 +215,31 @@ def derive_date(
     # one search for every tier (own_rent_api's too): the tiers share its estimates
     found = speed.answers_each(cats["models"], measured_gpus, requests, measured,
                                (*plan.speed_tiers, plan.own_rent_api_tier))
+    # stored once per key, a GPU's the first night it is listed: cost_at_speed is a view of them and the day's prices
+    answered, speed_sha256 = speed_answers(found, plan.speed_tiers), speed_key(cats, plan)
+    estimates.store_answers(con, answered, speed_sha256)
+    # the prices the views join: the estimates' replicas and the answers' (the other widths price nothing)
+    joined = pl.concat([grid.filter(pl.col("agg_tok_s") > 0).select("gpu", "tp"), answered.select("gpu", "tp")],
+                       how="vertical_relaxed").unique()
     frames = {
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),
-        # cost_per_mtok is a view of these joined to the stored grid: the rows of `cost` (tested equal)
-        # (the prices it joins: the wider replicas of cost_at_speed price no estimate)
-        "replica_prices": prices.join(grid.filter(pl.col("agg_tok_s") > 0).select("gpu", "tp").unique(),
-                                      on=["gpu", "tp"], how="semi").with_columns(grid_sha256=pl.lit(key)),
-        "own_vs_rent": own,
+        # cost_per_mtok, cost_at_speed and own_vs_rent are views of these joined to the stored grid and answers: the
+        # rows of `cost`, of speed.cost_at_speed and of `own` (tested equal)
+        "replica_prices": prices.join(joined, on=["gpu", "tp"], how="semi").with_columns(
+            grid_sha256=pl.lit(key), speed_sha256=pl.lit(speed_sha256)),
+        "own_hardware": own_hardware(hardware, plan.ownership, cats["gpus"]).with_columns(grid_sha256=pl.lit(key)),
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
         "own_rent_api": pl.concat([
             api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
             speed.own_rent_api_at(found[plan.own_rent_api_tier], measured, plan.own_rent_api_tier, prices, hardware,
                                   plan.ownership, cats["gpus"], api, plan.input_per_output),
         ], how="diagonal_relaxed"),
-        "cost_at_speed": speed.cost_at_speed({tier: found[tier] for tier in plan.speed_tiers}, prices),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)
-    return {"estimates": grid.height, "cost_per_mtok": cost.height, **counts,
+    # the view's rows of the day, counted as the run's summary counted the stored ones
+    at_speed = con.execute("select count(*) from cost_at_speed where snapshot_date = ?", [day]).fetchall()[0][0]
+    return {"estimates": grid.height, "cost_per_mtok": cost.height, "own_vs_rent": own.height,
+            "cost_at_speed": at_speed, "speed_answers": answered.height, **counts,
             "quarantined": quarantined.height}, verdict

@@ -369,7 +369,9 @@ def cost_at_speed(found: dict[Target, pl.DataFrame], prices: pl.DataFrame) -> pl
     replica (up to a node) that makes it cheapest, priced at that replica's cheapest deployable listing (a replica
     the listings could only fake is no answer: its price would undercut a real one at some tier). A part that
     cannot reach a tier has no row there: no price for a speed it cannot give. `found`: the answers at each tier
-    (`answers_each` of the measured method on the grid)."""
+    (`answers_each` of the measured method on the grid). The warehouse's cost_at_speed is a view that computes these
+    rows in SQL from the stored answers and the day's replica prices (migration 0026); this is the definition the
+    view is tested against, bit for bit (tests/flows/test_derive.py)."""
     prices = prices.filter(pl.col("deployable"))
     frames = []
     for target, answered in found.items():

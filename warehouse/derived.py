@@ -15,22 +15,25 @@ if TYPE_CHECKING:  # polars loads with the first frame: `gpuledger status` reads
 # The published tables dated by day.
 BY_DATE = ("daily_prices", "rental_ranges", "cost_per_mtok", "own_vs_rent", "price_index", "own_rent_api",
            "cost_at_speed")
-# A published table that is a view (migration 0025), computed when asked from the stored table a derive replaces,
-# and the table of the rows the days derived before it keep: deriving such a day again replaces those by the view's.
-VIEWS = {"cost_per_mtok": ("replica_prices", "cost_per_mtok_stored")}
-STORED = (*(t for t in BY_DATE if t not in VIEWS), *(stored for stored, _ in VIEWS.values()))
-SUPERSEDES = {stored: legacy for stored, legacy in VIEWS.values()}
+# A published table that is a view (migrations 0025, 0026), computed when asked from the stored table a derive
+# replaces, and the table of the rows the days derived before it keep: deriving such a day again replaces those by the
+# view's.
+VIEWS = {"cost_per_mtok": ("replica_prices", "cost_per_mtok_stored"),
+         "cost_at_speed": ("replica_prices", "cost_at_speed_stored"),
+         "own_vs_rent": ("own_hardware", "own_vs_rent_stored")}
+STORED = (*(t for t in BY_DATE if t not in VIEWS), *dict.fromkeys(stored for stored, _ in VIEWS.values()))
+SUPERSEDES = {stored: tuple(legacy for fact, legacy in VIEWS.values() if fact == stored) for stored, _ in VIEWS.values()}
 # Each derived table's key, checked before a replacement (the tables carry no index: see migration 0006).
 KEYS = {
     "daily_prices": ("snapshot_date", "provider", "gpu", "gpu_count", "price_kind", "tier"),
     "rental_ranges": ("snapshot_date", "gpu", "n_gpus", "provider", "price_kind"),
     "replica_prices": ("snapshot_date", "gpu", "provider", "price_kind", "tp", "replica_pricing"),
-    "own_vs_rent": ("snapshot_date", "model", "gpu", "precision", "context_tokens", "streams", "method", "price_kind"),
+    "own_hardware": ("snapshot_date", "gpu", "price_kind", "gpu_count"),
     "price_index": ("snapshot_date", "gpu", "provider", "price_kind"),
     "own_rent_api": ("snapshot_date", "model", "precision", "context_tokens", "streams", "speed_tier", "method"),
-    "cost_at_speed": ("snapshot_date", "model", "gpu", "provider", "price_kind", "precision", "speed_tier"),
     "estimates": ("model", "gpu", "precision", "context_tokens", "streams", "method", "estimator_version",
                   "grid_sha256"),
+    "speed_answers": ("speed_sha256", "model", "gpu", "precision", "speed_tier", "tp"),
 }
 
 
@@ -64,7 +67,7 @@ def replace_for_date(
     with transaction(con):
         for table, frame in replaced.items():
             only_derived = " and stage = 'quality'" if table == "quarantine" else ""  # parse rows are facts
-            for replaced_table in (table, *([SUPERSEDES[table]] if table in SUPERSEDES else [])):
+            for replaced_table in (table, *SUPERSEDES.get(table, ())):
                 con.execute(f"delete from {replaced_table} where snapshot_date = ?{only_derived}", [day])
             con.register("derived_frame", frame)
             con.execute(f"insert into {table} by name select * from derived_frame")

@@ -1,7 +1,9 @@
-"""The `estimates` table: grids from transforms.estimator, each stored once under the sha256 of what made it.
+"""The `estimates` table: grids from transforms.estimator, each stored once under the sha256 of what made it; and the
+`speed_answers` table: the answers at each speed tier (transforms/speed.py), a GPU's stored once under its key.
 
-A grid is never replaced: the days priced with it (replica_prices.grid_sha256, read through the cost_per_mtok view)
-must read the same forever, so a changed catalogue, estimator or plan stores a new grid beside the old ones.
+A grid is never replaced: the days priced with it (replica_prices.grid_sha256, read through the cost_per_mtok and
+own_vs_rent views; speed_sha256, through cost_at_speed) must read the same forever, so a changed catalogue, estimator
+or plan stores a new grid beside the old ones.
 """
 
 import hashlib
@@ -67,3 +69,25 @@ def store_grid(con: duckdb.DuckDBPyConnection, df: pl.DataFrame, key: str) -> in
     finally:
         con.unregister("estimate_frame")
     return frame.height
+
+
+ANSWER_COLUMNS = (
+    "speed_sha256", "model", "gpu", "precision", "speed_tier", "min_user_tok_s", "max_ttft_s", "input_tokens",
+    "output_tokens", "tp", "streams", "stopped_by", "user_tok_s", "ttft_s", "agg_tok_s", "agg_tok_s_low",
+    "agg_tok_s_high", "method", "engine", "estimator_version",
+)
+
+
+def store_answers(con: duckdb.DuckDBPyConnection, df: pl.DataFrame, key: str) -> int:
+    """Store the speed answers of the GPUs that have none under `key` yet, in one transaction; a GPU's answers once
+    stored are never replaced (one GPU's answers do not depend on the others searched beside it, so the same key
+    stands for the same rows whichever night stores them). Returns the rows stored."""
+    frame = df.with_columns(speed_sha256=pl.lit(key)).select(ANSWER_COLUMNS)
+    check_keys("speed_answers", frame)
+    con.register("answer_frame", frame)
+    try:
+        with transaction(con):
+            return con.execute("insert into speed_answers by name select * from answer_frame where gpu not in "
+                               "(select gpu from speed_answers where speed_sha256 = ?)", [key]).fetchall()[0][0]
+    finally:
+        con.unregister("answer_frame")

@@ -1,5 +1,6 @@
-"""Deriving a day: cost_per_mtok is a view of the day's replica prices and the estimate grid they name (migration
-0025), and it reads what storing the rows gave, on the recorded day and after the catalogue or estimator change."""
+"""Deriving a day: cost_per_mtok, cost_at_speed and own_vs_rent are views of the day's facts and the estimate grid and
+speed answers they name (migrations 0025, 0026), and they read what storing the rows gave, on the recorded day and
+after the catalogue or estimator change."""
 
 from datetime import timedelta
 
@@ -11,7 +12,7 @@ from flows import derive
 from tests.cli_support import gpuledger
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
-from transforms import costs, estimator
+from transforms import costs, estimator, presets, speed
 from warehouse import db, derived, queries
 
 pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is not the report
@@ -32,6 +33,27 @@ def stored_way(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> pl.Da
     grid = derive.estimate_grid(cats, plan)
     prices = costs.replica_prices(offers, sorted(grid["tp"].unique().to_list()), cats["gpus"])
     return costs.cost_per_mtok(grid, prices).with_columns(quality=pl.lit(verdict.quality))
+
+
+def stored_before_the_views(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> dict[str, pl.DataFrame]:
+    """The day's cost_at_speed and own_vs_rent rows as the derive stored them before the views: the answers at each
+    tier priced at their cheapest deployable replica (transforms/speed.cost_at_speed), and owning each estimate
+    against renting it (transforms/costs.own_vs_rent), labelled with the day's quality."""
+    cats = derive.catalogues(con)
+    offers, _, verdict = derive.gate(con, SNAPSHOT, queries.offers_for_date(con, SNAPSHOT), plan.quality)
+    grid = derive.estimate_grid(cats, plan)
+    # the replicas the derive prices: the estimates' and every power of two up to them or a node
+    widest = max(grid["tp"].max(), presets.MEASURED.node_gpus)
+    prices = costs.replica_prices(offers, sorted({*grid["tp"].to_list(), *(1 << k for k in range(widest.bit_length()))}),
+                                  cats["gpus"])
+    hardware = derive.hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), SNAPSHOT)
+    own = costs.own_vs_rent(grid, hardware, costs.cost_per_mtok(grid, prices), plan.ownership, cats["gpus"])
+    measured = derive.method_params(presets.MEASURED.name, plan.input_per_output)
+    found = speed.answers_each(cats["models"], estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], "measured"),
+                               derive.speed_grid(cats, offers), measured, plan.speed_tiers)
+    quality = pl.lit(verdict.quality).alias("quality")
+    return {"cost_at_speed": speed.cost_at_speed(found, prices).with_columns(quality),
+            "own_vs_rent": own.with_columns(quality)}
 
 
 def differing(con: duckdb.DuckDBPyConnection, expected: pl.DataFrame) -> tuple[int, int]:
@@ -65,20 +87,43 @@ def test_the_view_reads_the_rows_the_derive_stored_before_it(recorded_day):
         # deriving the day again replaces its replica prices and leaves the grid as it was stored; it reads the grid
         # back instead of computing it, and every table it derives is the same, row for row
         stored = con.execute("select count(*), min(computed_at) from estimates").fetchall()
-        tables = {t: con.sql(f"select * from {t} where snapshot_date = '{SNAPSHOT}'").pl() for t in derived.STORED}
+        answers = con.sql("select * from speed_answers").pl()
+        tables = {t: con.sql(f"select * from {t} where snapshot_date = '{SNAPSHOT}'").pl()
+                  for t in (*derived.STORED, *derived.VIEWS)}
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(derive, "estimate_grid", None)  # the grid is stored under its key: nothing computes it
             counts, _ = derive.derive_date(con, SNAPSHOT)
         assert con.execute("select count(*), min(computed_at) from estimates").fetchall() == stored
-        for table, before in tables.items():
-            assert con.sql(f"select * from {table} where snapshot_date = '{SNAPSHOT}'").pl().equals(before), table
+        assert con.sql("select * from speed_answers").pl().equals(answers)
+        for table, before in tables.items():  # a view's rows come in no set order
+            after = con.sql(f"select * from {table} where snapshot_date = '{SNAPSHOT}'").pl()
+            assert after.sort(after.columns).equals(before.sort(before.columns)), table
         assert con.execute("select count(*) from replica_prices").fetchall()[0][0] == counts["replica_prices"] == prices
         assert differing(con, expected) == (0, 0)
 
 
+def test_the_speed_and_own_views_give_the_doubles_the_derive_stored_before_them(recorded_day):
+    """The same rows, column for column and bit for bit (the views run polars' operations in its order), in the
+    tables' columns and types; what is stored instead is a few dozen hardware prices a night and answers per key."""
+    with db.connect() as con:
+        for table, expected in stored_before_the_views(con, derive.DerivePlan()).items():
+            view = con.sql(f"select * from {table} where snapshot_date = '{SNAPSHOT}'").pl()
+            assert expected.height > 1_000 and view.height == expected.height, table
+            assert sorted(view.columns) == sorted(expected.columns), table
+            con.register("expected", expected.select(view.columns).cast(view.schema))
+            con.register("viewed", view)
+            assert con.sql("select count(*) from (select * from expected except all select * from viewed)"
+                           ).fetchall() == [(0,)], table
+            assert con.sql("select count(*) from (select * from viewed except all select * from expected)"
+                           ).fetchall() == [(0,)], table
+        hardware, answers = con.execute("select (select count(*) from own_hardware), (select count(*) from speed_answers)"
+                                        ).fetchall()[0]
+        assert hardware < 100 and answers > 0
+
+
 def test_an_old_day_reads_the_same_after_the_catalogue_or_the_estimator_changes(recorded_day, monkeypatch):
     with db.connect() as con:
-        before = con.sql(f"select * from cost_per_mtok where snapshot_date = '{SNAPSHOT}'").pl()
+        before = {t: con.sql(f"select * from {t} where snapshot_date = '{SNAPSHOT}'").pl() for t in derived.VIEWS}
         # a catalogue change (a part's bandwidth), then a new request mix and estimator version, each a day later
         con.execute("update gpus set bandwidth_gbs = bandwidth_gbs * 2 where name = 'H100 SXM5 80GB'")
         derive.derive_date(con, SNAPSHOT + timedelta(days=1))
@@ -91,6 +136,7 @@ def test_an_old_day_reads_the_same_after_the_catalogue_or_the_estimator_changes(
             "select count(distinct agg_tok_s) from estimates where gpu = 'H100 SXM5 80GB' and model = 'llama-3.3-70b' "
             "and method = 'calculator' and precision = 'bf16' and context_tokens = 4096 and streams = 1").fetchall()
         assert changed == [(2,)]  # the doubled bandwidth moved the estimate the new grid holds
-        after = con.sql(f"select * from cost_per_mtok where snapshot_date = '{SNAPSHOT}'").pl()
-        assert after.sort(after.columns).equals(before.sort(before.columns))
+        for table, rows in before.items():
+            after = con.sql(f"select * from {table} where snapshot_date = '{SNAPSHOT}'").pl()
+            assert after.height and after.sort(after.columns).equals(rows.sort(rows.columns)), table
 

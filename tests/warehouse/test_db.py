@@ -171,3 +171,51 @@ def test_migration_0025_keeps_the_days_stored_before_the_cost_view_and_a_derive_
                                       "price_kind": pl.String, "tp": pl.Int64, "replica_pricing": pl.String})
         derived.replace_for_date(con, before[1][0], {"replica_prices": prices})
         assert con.execute("select * from cost_per_mtok").fetchall() == before[:1]
+
+
+def test_migration_0026_keeps_the_days_stored_before_the_speed_and_own_views_and_a_derive_replaces_them(monkeypatch):
+    """cost_at_speed and own_vs_rent became views of per-night facts and stored answers; the days stored before read
+    as they were, with the same columns and types, until a derive of the day replaces them."""
+    import polars as pl
+
+    from warehouse import derived
+
+    known = db.migrations()
+    monkeypatch.setattr(db, "migrations", lambda: tuple(m for m in known if m[0] < 26))
+    speed = {"snapshot_date": "2026-11-26", "model": "llama-3.3-70b", "gpu": "H100 SXM5 80GB", "provider": "vastai",
+             "price_kind": "on_demand", "precision": "bf16", "speed_tier": "35", "min_user_tok_s": 35.0,
+             "max_ttft_s": 2.0, "input_tokens": 3072, "output_tokens": 1024, "tp": 2, "streams": 12,
+             "stopped_by": "target", "user_tok_s": 36.5, "ttft_s": 0.4, "agg_tok_s": 438.0,
+             "replica_pricing": "one_listing", "replica_usd_per_hr": 4.2, "usd_per_mtok": 2.66, "offer_ids": "42",
+             "deployable": True, "method": "measured", "engine": "trtllm", "estimator_version": "1.9.0"}
+    own = {"snapshot_date": "2026-11-26", "model": "llama-3.3-70b", "gpu": "H100 SXM5 80GB", "precision": "bf16",
+           "context_tokens": 4096, "streams": 32, "method": "measured", "price_kind": "market", "gpu_count": 8, "tp": 2,
+           "replicas": 4, "hardware_usd": 2.5e5, "quoted_on": "2026-09-16", "years": 3.0, "usd_per_kwh": 0.1,
+           "maintenance_usd_per_month": 500.0, "utilisation": 0.5, "own_usd_per_hr": 10.5, "power_unknown": False,
+           "estimator_version": "1.9.0", "deployable": True}
+    shapes, before = {}, {}
+    with db.connect() as con:
+        for table, row in (("cost_at_speed", speed), ("own_vs_rent", own)):
+            insert = f"insert into {table} ({', '.join(row)}) values ({', '.join('?' * len(row))})"
+            con.execute(insert, list(row.values()))
+            con.execute(insert, list((row | {"snapshot_date": "2026-11-27"}).values()))
+            shapes[table] = con.execute("select column_name, data_type, ordinal_position from information_schema.columns "
+                                        "where table_name = ? order by ordinal_position", [table]).fetchall()
+            before[table] = con.execute(f"select * from {table} order by snapshot_date").fetchall()
+    monkeypatch.setattr(db, "migrations", lambda: known)
+    with db.connect() as con:
+        for table in ("cost_at_speed", "own_vs_rent"):
+            assert con.execute("select table_type from information_schema.tables where table_name = ?", [table]
+                               ).fetchall() == [("VIEW",)]
+            assert con.execute("select column_name, data_type, ordinal_position from information_schema.columns "
+                               "where table_name = ? order by ordinal_position", [table]).fetchall() == shapes[table]
+            assert con.execute(f"select * from {table} order by snapshot_date").fetchall() == before[table]
+        # deriving 2026-11-27 again replaces its stored rows by its facts (none here); 2026-11-26 stays
+        day = before["own_vs_rent"][1][0]
+        prices = pl.DataFrame(schema={"snapshot_date": pl.Date, "gpu": pl.String, "provider": pl.String,
+                                      "price_kind": pl.String, "tp": pl.Int64, "replica_pricing": pl.String})
+        hardware = pl.DataFrame(schema={"snapshot_date": pl.Date, "gpu": pl.String, "price_kind": pl.String,
+                                        "gpu_count": pl.Int64})
+        derived.replace_for_date(con, day, {"replica_prices": prices, "own_hardware": hardware})
+        for table in ("cost_at_speed", "own_vs_rent"):
+            assert con.execute(f"select * from {table}").fetchall() == before[table][:1]

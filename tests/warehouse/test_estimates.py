@@ -6,7 +6,7 @@ import pytest
 
 from transforms import estimator, presets
 from warehouse import catalog, db
-from warehouse.estimates import grid_sha256, is_stored, read_grid, store_grid
+from warehouse.estimates import ANSWER_COLUMNS, grid_sha256, is_stored, read_grid, store_answers, store_grid
 
 FP4_ONLY = "RTX PRO 4500 Blackwell Server Edition"  # no BF16 figure: nothing is known at bf16
 
@@ -84,3 +84,32 @@ def test_the_key_changes_with_every_input_and_not_with_row_order(grids):
     assert key(grid) != key(grid.with_columns(agg_tok_s=pl.col("agg_tok_s") * 1.000001))
     assert key(grid) != key(grid.head(47))
     assert key(grid) != key(grid, input_per_output=1.0)
+
+
+def answers(gpus: list[str], user_tok_s: float) -> pl.DataFrame:
+    """Speed answers (transforms/speed.py's columns) of one model at two tiers on each GPU, a replica of 2 GPUs."""
+    rows = [{"model": "llama-3.1-8b", "gpu": gpu, "precision": "bf16", "speed_tier": tier, "min_user_tok_s": float(tier),
+             "max_ttft_s": 2.0, "input_tokens": 3072, "output_tokens": 1024, "tp": 2, "streams": 8,
+             "stopped_by": "target", "user_tok_s": user_tok_s, "ttft_s": 0.5, "agg_tok_s": 8 * user_tok_s,
+             "agg_tok_s_low": None, "agg_tok_s_high": None, "method": "measured", "engine": "trtllm",
+             "estimator_version": estimator.ESTIMATOR_VERSION} for gpu in gpus for tier in ("20", "35")]
+    return pl.DataFrame(rows, schema_overrides={"agg_tok_s_low": pl.Float64, "agg_tok_s_high": pl.Float64})
+
+
+def test_a_gpus_speed_answers_are_stored_the_first_time_and_never_replaced(con):
+    """A night stores the answers of the GPUs it lists that its key has none of: a GPU stored before keeps its rows."""
+    assert store_answers(con, answers(["H200 SXM"], 40.0), "s1") == 2
+    assert store_answers(con, answers(["H200 SXM", "L4 24GB"], 99.0), "s1") == 2  # only L4's are new
+    assert store_answers(con, answers(["H200 SXM"], 99.0), "s2") == 2  # another key stores beside it
+    rows = con.execute("select speed_sha256, gpu, min(user_tok_s), count(*) from speed_answers group by all "
+                       "order by all").fetchall()
+    assert rows == [("s1", "H200 SXM", 40.0, 2), ("s1", "L4 24GB", 99.0, 2), ("s2", "H200 SXM", 99.0, 2)]
+    assert [c for (c,) in con.execute("select column_name from information_schema.columns "
+                                      "where table_name = 'speed_answers' order by ordinal_position").fetchall()
+            ] == list(ANSWER_COLUMNS)
+
+
+def test_speed_answers_that_repeat_a_key_are_refused_whole(con):
+    with pytest.raises(ValueError, match="speed_answers: 4 rows repeat a key"):
+        store_answers(con, pl.concat([answers(["H200 SXM"], 40.0), answers(["L4 24GB", "H200 SXM"], 40.0)]), "s1")
+    assert con.execute("select count(*) from speed_answers").fetchall() == [(0,)]
