@@ -77,11 +77,26 @@ def estimate(data: Day, method: str, grid: pl.DataFrame, engine: str | None = No
 def estimate_cards(data: Day, model: str, method: str, names: list[str], precision: str | None, context: int,
                    streams: int, engine: str | None = None) -> pl.DataFrame:
     """Page 000's cards as one table: every named part, or the labelled and the rented ones."""
+    return estimate_cards_of(data, [model], method, names, precision, context, streams, engine)[model]
+
+
+def estimate_cards_of(data: Day, models: list[str], method: str, names: list[str], precision: str | None,
+                      context: int, streams: int, engine: str | None = None) -> dict[str, pl.DataFrame]:
+    """`estimate_cards` of each model, by model: one estimate pass for them all (the report draws every model)."""
     priced = set(data.ranges["gpu"].to_list())
     names = names or [g for g, label in zip(data.gpus["name"], data.gpus["label_000"], strict=True)
                       if label or g in priced]
-    est = estimate(data, method, estimator.make_grid([model], names, [precision], [context], [streams]), engine)
-    return tables.estimate_view(est, data.gpus, data.ranges, hardware_usd(data.hardware, data.fx_rates, data.day))
+    est = estimate(data, method, estimator.make_grid(models, names, [precision], [context], [streams]), engine)
+    hardware = hardware_usd(data.hardware, data.fx_rates, data.day)
+    return {model: tables.estimate_view(rows, data.gpus, data.ranges, hardware)
+            for model, rows in by_model(est, models).items()}
+
+
+def by_model(frame: pl.DataFrame, models: list[str]) -> dict[str, pl.DataFrame]:
+    """frame's rows per model, in their order, for each of models (none: an empty frame): one pass, not a filter a
+    model."""
+    parts = {key[0]: rows for key, rows in frame.partition_by("model", as_dict=True, maintain_order=True).items()}
+    return {model: parts.get(model, frame.clear()) for model in models}
 
 
 def request(estimates: pl.DataFrame) -> dict:
@@ -98,25 +113,33 @@ def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str
                price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD, engine: str | None = None,
                ) -> dict[tuple[str, int, int], Calculator]:
     """Page 001's table and cards for each (precision, context, streams): one estimate pass, one pricing pass."""
+    return calculators(data, [model], names, settings, price_kind, method, engine)[model]
+
+
+def calculators(data: Day, models: list[str], names: list[str], settings: list[tuple[str, int, int]],
+                price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD, engine: str | None = None,
+                ) -> dict[str, dict[tuple[str, int, int], Calculator]]:
+    """`calculator` of each model, by model, with one estimate pass and one pricing pass for them all: a replica
+    price of a (GPU, TP) is the same whichever model asks for it, and the day's capacity is the same for all."""
     names = names or data.gpus["name"].to_list()
     precisions = sorted({p for p, _, _ in settings})
-    grid = pl.concat([estimator.make_grid([model], names, [p], [c], [s]) for p, c, s in settings]
-                     + [estimator.make_grid([model], names, precisions, [ONE_STREAM[0]], [ONE_STREAM[1]])]).unique(
+    grid = pl.concat([estimator.make_grid(models, names, [p], [c], [s]) for p, c, s in settings]
+                     + [estimator.make_grid(models, names, precisions, [ONE_STREAM[0]], [ONE_STREAM[1]])]).unique(
         maintain_order=True)
     est = estimate(data, method, grid, engine)
     replicas = tables.cheapest_replicas(
         costs.replica_prices(data.offers, est["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
     capacity = deployability.capacity(data.offers, data.gpus)
     out = {}
-    for precision, context, streams in settings:
-        at = est.filter((pl.col("precision") == precision) & (pl.col("context_tokens") == context)
-                        & (pl.col("streams") == streams))
-        one = est.filter((pl.col("precision") == precision) & (pl.col("context_tokens") == ONE_STREAM[0])
-                         & (pl.col("streams") == ONE_STREAM[1]))
-        table = tables.calculator_view(at, data.gpus, replicas, capacity)
-        out[(precision, context, streams)] = Calculator(at, one, replicas, table,
-                                                        tables.calculator_cards(table, one, replicas),
-                                                        tables.deployment_note(table, at, replicas, capacity))
+    for model, rows in by_model(est, models).items():
+        at = rows.partition_by("precision", "context_tokens", "streams", as_dict=True, maintain_order=True)
+        out[model] = {}
+        for setting in settings:
+            precision = setting[0]
+            here, one = (at.get(key, rows.clear()) for key in (setting, (precision, *ONE_STREAM)))
+            table = tables.calculator_view(here, data.gpus, replicas, capacity)
+            out[model][setting] = Calculator(here, one, replicas, table, tables.calculator_cards(table, one, replicas),
+                                             tables.deployment_note(table, here, replicas, capacity))
     return out
 
 
@@ -170,11 +193,18 @@ def frontier(data: Day, model: str, names: list[str], precision: str | None, con
     api_usd_per_mtok: its output price plus the prompts at its input price, per M output tokens), or None. The
     measured method serves with `engine` (one of engines.ENGINES' names; None: the default); every point names
     it."""
+    return frontiers(data, [model], names, precision, context, prompt, answer, price_kind, engine)[model]
+
+
+def frontiers(data: Day, models: list[str], names: list[str], precision: str | None, context: int,
+              prompt: int | None, answer: int | None, price_kind: str = "on_demand", engine: str | None = None,
+              ) -> dict[str, tuple[pl.DataFrame, dict | None]]:
+    """`frontier` of each model, by model: one pass of curves and prices for them all."""
     params = method_params(presets.MEASURED.name, input_per_output(), engine)
     gpus = estimator.apply_overlay(data.gpus, data.overlays, params.name)
     priced_parts = data.offers["gpu"].drop_nulls().unique().to_list()
     names = names or [g for g in gpus["name"].to_list() if g in set(priced_parts)]
-    grid = estimator.make_grid([model], names, [precision], [context], [1]).with_columns(
+    grid = estimator.make_grid(models, names, [precision], [context], [1]).with_columns(
         input_tokens=pl.lit(prompt, dtype=pl.Int64), output_tokens=pl.lit(answer, dtype=pl.Int64))
     try:
         points = speed.curves(data.models, gpus, grid, params)
@@ -182,11 +212,16 @@ def frontier(data: Day, model: str, names: list[str], precision: str | None, con
         raise ViewError(str(exc)) from None
     prices = costs.replica_prices(data.offers, points["tp"].unique().to_list(), data.gpus).filter(
         (pl.col("price_kind") == price_kind) & pl.col("deployable"))
-    cheapest = speed.priced(points, prices).sort("usd_per_mtok").group_by(["gpu", "tp", "streams"]).first()
-    out = speed.envelope(cheapest, ["gpu"]).select(FRONTIER_COLUMNS)
-    api = data.api.filter(pl.col("model") == model)
-    if api.is_empty() or points.is_empty():
-        return out, None
-    row, ratio = api.row(0, named=True), points["input_tokens"][0] / points["output_tokens"][0]
-    return out, {"api_provider": row["api_provider"], "api_model_id": row["api_model_id"],
-                 "api_usd_per_mtok": row["usd_per_mtok_output"] + ratio * row["usd_per_mtok_input"]}
+    cheapest = speed.priced(points, prices).sort("usd_per_mtok").group_by(["model", "gpu", "tp", "streams"]).first()
+    curves = by_model(speed.envelope(cheapest, ["model", "gpu"]), models)
+    requests, apis = ({row["model"]: row for row in frame.group_by("model").first().iter_rows(named=True)}
+                      for frame in (points, data.api))
+    out = {}
+    for model in models:
+        row, first = apis.get(model), requests.get(model)
+        api = None if row is None or first is None else {
+            "api_provider": row["api_provider"], "api_model_id": row["api_model_id"],
+            "api_usd_per_mtok": row["usd_per_mtok_output"]
+            + first["input_tokens"] / first["output_tokens"] * row["usd_per_mtok_input"]}
+        out[model] = (curves[model].select(FRONTIER_COLUMNS), api)
+    return out
