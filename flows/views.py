@@ -130,16 +130,26 @@ def calculators(data: Day, models: list[str], names: list[str], settings: list[t
     replicas = tables.cheapest_replicas(
         costs.replica_prices(data.offers, est["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
     capacity = deployability.capacity(data.offers, data.gpus)
+    # every model's table and cards at every setting in one pass, grouped by model and setting
+    keys = ("model", "precision", "context_tokens", "streams")
+    wanted = pl.DataFrame(settings, schema={"precision": pl.String, "context_tokens": pl.Int64, "streams": pl.Int64},
+                          orient="row")
+    table = tables.calculator_view(est.join(wanted, on=keys[1:], how="semi", maintain_order="left"), data.gpus,
+                                   replicas, capacity, by=keys)
+    one = est.filter((pl.col("context_tokens") == ONE_STREAM[0]) & (pl.col("streams") == ONE_STREAM[1])).drop(
+        keys[2:]).join(wanted, on="precision", maintain_order="left")  # each setting's cards read its precision's
+    cards = tables.calculator_cards(table, one, replicas, by=keys)
+    estimates, tables_at, cards_at = (frame.partition_by(keys, as_dict=True, include_key=include, maintain_order=True)
+                                      for frame, include in ((est, True), (table, False), (cards, False)))
     out = {}
-    for model, rows in by_model(est, models).items():
-        at = rows.partition_by("precision", "context_tokens", "streams", as_dict=True, maintain_order=True)
+    for model in models:
         out[model] = {}
         for setting in settings:
-            precision = setting[0]
-            here, one = (at.get(key, rows.clear()) for key in (setting, (precision, *ONE_STREAM)))
-            table = tables.calculator_view(here, data.gpus, replicas, capacity)
-            out[model][setting] = Calculator(here, one, replicas, table, tables.calculator_cards(table, one, replicas),
-                                             tables.deployment_note(table, here, replicas, capacity))
+            here, one = (estimates.get((model, *key), est.clear()) for key in (setting, (setting[0], *ONE_STREAM)))
+            table_at = tables_at.get((model, *setting), table.clear().drop(keys))
+            out[model][setting] = Calculator(here, one, replicas, table_at, cards_at.get((model, *setting),
+                                                                                         cards.clear().drop(keys)),
+                                             tables.deployment_note(table_at, here, replicas, capacity))
     return out
 
 
