@@ -221,33 +221,61 @@ class ModelFrames:
     """What a model page is drawn from, computed for many models at once (`model_frames`)."""
 
     calculators: dict[tuple[str, int, int], views.Calculator]
+    tables: dict[tuple[str, int, int], tuple[pl.DataFrame, list[int], pl.DataFrame]]  # split_table's, per setting
+    cards: dict[tuple[str, int, int], pl.DataFrame]  # card_rows', per setting
+    own: pl.DataFrame  # the night's own_vs_rent rows of the model
+    own_rows: dict[tuple[str, int, int], pl.DataFrame]  # own_rows', per setting
     ceiling: pl.DataFrame  # page 000's cards
     frontier: tuple[pl.DataFrame, dict | None]
-    own: pl.DataFrame  # the night's own_vs_rent rows of the model
     tiers: pl.DataFrame  # per speed tier, the cheapest on-demand answer
 
 
 BATCH_MODELS = 64  # models whose frames one pass computes: the passes' fixed cost shared, their frames kept small
 
 
+def _groups(frame: pl.DataFrame, keys: tuple[str, ...]) -> dict[tuple, pl.DataFrame]:
+    """frame's rows per group of keys, without them; a group with no rows is missing (`_group`)."""
+    return frame.partition_by(keys, as_dict=True, include_key=False, maintain_order=True)
+
+
+def _group(groups: dict[tuple, pl.DataFrame], key: tuple, frame: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
+    return groups[key] if key in groups else frame.clear().drop(keys)
+
+
 def model_frames(data: views.Day, con: duckdb.DuckDBPyConnection, models: list[str],
                  settings: list[tuple[str, int, int]]) -> dict[str, ModelFrames]:
-    """Each model's ModelFrames, by model: every estimate, price and query behind the pages in one pass for all of
-    them (a pass per model cost ~2,000 small operations a page)."""
+    """Each model's ModelFrames, by model: every estimate, price, label and query behind the pages in one pass for
+    all of them (a pass per model and setting cost ~2,000 small operations a page)."""
+    keys = views.CALCULATOR_KEYS
     calculators = views.calculators(data, models, [], settings, method=METHOD)
+    parts, order, night = pages.split_table(pages.table_rows(calculators.table, by=keys), by=keys)
+    parts_at, order_at, night_at = (_groups(frame, keys) for frame in (parts, order, night))
+    cards = pages.card_rows(calculators.cards, calculators.replicas)
+    cards_at = _groups(cards, keys)
+    own = con.sql("select * from own_vs_rent where snapshot_date = ? and method = ? and list_contains(?, model)",
+                  params=[data.day, METHOD, models]).pl()
+    owned = pages.own_rows(own, by=keys)
+    owned_at = _groups(owned, keys)
     ceiling = views.estimate_cards_of(data, models, METHOD, [], None, presets.DEFAULT_CONTEXT_TOKENS,
                                       presets.DEFAULT_STREAMS)
     frontiers = views.frontiers(data, models, [], None, SPEED_CONTEXT_TOKENS, None, None)
-    own = views.by_model(con.sql(
-        "select * from own_vs_rent where snapshot_date = ? and method = ? and list_contains(?, model)",
-        params=[data.day, METHOD, models]).pl(), models)
     tiers = views.by_model(con.sql(
         "select model, speed_tier, min_user_tok_s, max_ttft_s, gpu, tp, provider, streams, user_tok_s, ttft_s, "
         "usd_per_mtok from cost_at_speed where snapshot_date = ? and list_contains(?, model) and price_kind = 'on_demand' "
         "qualify row_number() over (partition by model, speed_tier order by usd_per_mtok, gpu, provider) = 1 "
         "order by model, min_user_tok_s nulls first", params=[data.day, models]).pl(), models)
-    return {model: ModelFrames(calculators[model], ceiling[model], frontiers[model], own[model],
-                               tiers[model].drop("model")) for model in models}
+    owns = views.by_model(own, models)
+    out = {}
+    for model in models:
+        at = [(setting, (model, *setting)) for setting in settings]
+        out[model] = ModelFrames(
+            calculators.views[model],
+            {s: (_group(parts_at, k, parts, keys), _group(order_at, k, order, keys)["at"].to_list(),
+                 _group(night_at, k, night, keys)) for s, k in at},
+            {s: _group(cards_at, k, cards, keys) for s, k in at}, owns[model],
+            {s: _group(owned_at, k, owned, keys) for s, k in at},
+            ceiling[model], frontiers[model], tiers[model].drop("model"))
+    return out
 
 
 def model_page(data: views.Day, model: str, frames: ModelFrames, replicas: Replicas) -> dict:
@@ -260,20 +288,17 @@ def model_page(data: views.Day, model: str, frames: ModelFrames, replicas: Repli
     calculator table before `table_rows`, a further price line (e.g. an API price) appends to `price_lines`.
     """
     card = data.models.filter(pl.col("model_id") == model).row(0, named=True)
-    own = frames.own
     bytes_per_param = presets.preset(METHOD).bytes_per_param
     entries, shared = {}, {}
     for setting, calc in frames.calculators.items():
-        p, c, s = setting
-        own_at = own.filter((pl.col("precision") == p) & (pl.col("context_tokens") == c) & (pl.col("streams") == s))
-        parts, order, night = pages.split_table(pages.table_rows(calc.table))
+        parts, order, night = frames.tables[setting]
         shared[_key(setting)] = _column_lists(parts)
         entries[_key(setting)] = {
             "table": {"order": order, "rows": _column_lists(replicas.refer(night))},
-            "cards": _column_lists(pages.card_rows(calc.cards, calc.replicas)),
+            "cards": _column_lists(frames.cards[setting]),
             "faq": pages.faq(card, setting, calc.table, calc.one_stream, calc.cards, bytes_per_param, data.day, METHOD,
                              calc.note),
-            "own": _column_lists(pages.own_rows(own_at)),
+            "own": _column_lists(frames.own_rows[setting]),
         }
     price_lines = pages.api_price_lines(data.api, model)  # shown above the cards
     curve, api = frames.frontier
@@ -292,7 +317,7 @@ def model_page(data: views.Day, model: str, frames: ModelFrames, replicas: Repli
             "default": _key(default),
             "columns": [{"key": k, "label": label} for k, label in pages.TABLE_COLUMNS],
             "pricing": pages.PRICING_TEXT,
-            "ownership": pages.ownership_terms(own),
+            "ownership": pages.ownership_terms(frames.own),
             "views": entries,
             "frontier": {"points": _column_lists(pages.compact(curve.select(FRONTIER_SHOWN))), "api": api},
             "estimate_cards": _environment().get_template("estimate_cards.html.j2").render(

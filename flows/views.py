@@ -113,14 +113,28 @@ def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str
                price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD, engine: str | None = None,
                ) -> dict[tuple[str, int, int], Calculator]:
     """Page 001's table and cards for each (precision, context, streams): one estimate pass, one pricing pass."""
-    return calculators(data, [model], names, settings, price_kind, method, engine)[model]
+    return calculators(data, [model], names, settings, price_kind, method, engine).views[model]
+
+
+CALCULATOR_KEYS = ("model", "precision", "context_tokens", "streams")  # the groups of a Calculators' tall frames
+
+
+@dataclass
+class Calculators:
+    """`calculator` of several models: by model and setting (`views`), and every table and card of them as one frame
+    each, grouped by CALCULATOR_KEYS (the groups' columns first), for what is computed from them all at once."""
+
+    views: dict[str, dict[tuple[str, int, int], Calculator]]
+    table: pl.DataFrame
+    cards: pl.DataFrame
+    replicas: pl.DataFrame  # the replica prices every table and card is priced with
 
 
 def calculators(data: Day, models: list[str], names: list[str], settings: list[tuple[str, int, int]],
                 price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD, engine: str | None = None,
-                ) -> dict[str, dict[tuple[str, int, int], Calculator]]:
-    """`calculator` of each model, by model, with one estimate pass and one pricing pass for them all: a replica
-    price of a (GPU, TP) is the same whichever model asks for it, and the day's capacity is the same for all."""
+                ) -> Calculators:
+    """`calculator` of each model with one estimate pass and one pricing pass for them all: a replica price of a
+    (GPU, TP) is the same whichever model asks for it, and the day's capacity is the same for all."""
     names = names or data.gpus["name"].to_list()
     precisions = sorted({p for p, _, _ in settings})
     grid = pl.concat([estimator.make_grid(models, names, [p], [c], [s]) for p, c, s in settings]
@@ -131,7 +145,7 @@ def calculators(data: Day, models: list[str], names: list[str], settings: list[t
         costs.replica_prices(data.offers, est["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
     capacity = deployability.capacity(data.offers, data.gpus)
     # every model's table and cards at every setting in one pass, grouped by model and setting
-    keys = ("model", "precision", "context_tokens", "streams")
+    keys = CALCULATOR_KEYS
     wanted = pl.DataFrame(settings, schema={"precision": pl.String, "context_tokens": pl.Int64, "streams": pl.Int64},
                           orient="row")
     table = tables.calculator_view(est.join(wanted, on=keys[1:], how="semi", maintain_order="left"), data.gpus,
@@ -150,7 +164,7 @@ def calculators(data: Day, models: list[str], names: list[str], settings: list[t
             out[model][setting] = Calculator(here, one, replicas, table_at, cards_at.get((model, *setting),
                                                                                          cards.clear().drop(keys)),
                                              tables.deployment_note(table_at, here, replicas, capacity))
-    return out
+    return Calculators(out, table, cards, replicas)
 
 
 SPEED_COLUMNS = ["streams", "user_tok_s", "ttft_s", "stopped_by"]

@@ -101,9 +101,10 @@ def compact(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS))
 
 
-def table_rows(table: pl.DataFrame) -> pl.DataFrame:
+def table_rows(table: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
     """The calculator view as the page's table: the TABLE_COLUMNS' raw values to sort and plot by, their labels,
-    and where each price came from (provider, price kind, listings, when they were seen)."""
+    and where each price came from (provider, price kind, listings, when they were seen); with `by`, the tables of
+    calculator_view's groups, the groups' columns first."""
     approx = pl.col("fp4_estimated").fill_null(False)
     tok = [
         pl.struct(c, approx.alias("_a")).map_elements(
@@ -127,7 +128,7 @@ def table_rows(table: pl.DataFrame) -> pl.DataFrame:
     )
     shown = [k for k, _ in TABLE_COLUMNS]
     extra = ["vendor", "price_kind", "offer_ids", "price_observed_at", "uncertain"]
-    return compact(labelled.select(*shown, *(c for c in extra if c not in shown),
+    return compact(labelled.select(*by, *shown, *(c for c in extra if c not in shown),
                                    *(c for c in labelled.columns if c.endswith("_label"))))
 
 
@@ -143,14 +144,19 @@ REPLICA_COLUMNS = ("provider", "price_kind", "replica_pricing", "replica_pricing
                    "replica_usd_per_hr_label", "offer_ids", "price_observed_at", "not_deployable_reason")
 
 
-def split_table(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[int], pl.DataFrame]:
+def split_table(rows: pl.DataFrame, by: tuple[str, ...] = ()) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """A page's table (table_rows) as what the estimator determines, ESTIMATE_COLUMNS, one row per part in name
-    order; the table's order as positions in it (a row's rank is one more than its index); and the price columns
-    of the rows a price or a reason touches, each with its position `at`: what the night adds."""
-    night = [c for c in rows.columns if c not in ESTIMATE_COLUMNS and c != "rank"]
-    parts = rows.with_row_index("_row").sort("gpu", "tp", "_row").with_row_index("at")
+    order; the table's order as positions in it, `at` (a row's rank is one more than its index); and the price
+    columns of the rows a price or a reason touches, each with its position `at`: what the night adds. With `by`,
+    each group of table_rows' groups split alike, the groups' columns first in all three."""
+    keys = list(by)
+    night = [c for c in rows.columns if c not in ESTIMATE_COLUMNS and c != "rank" and c not in keys]
+    index = pl.int_range(pl.len(), dtype=pl.UInt32)
+    index = index.over(keys) if keys else index
+    parts = rows.with_columns(index.alias("_row")).sort(*keys, "gpu", "tp", "_row").with_columns(index.alias("at"))
     touched = parts.filter(pl.any_horizontal(pl.col(night).is_not_null())) if night else parts.clear()
-    return parts.select(ESTIMATE_COLUMNS), parts.sort("_row")["at"].to_list(), touched.select("at", *night)
+    return (parts.select(*keys, *ESTIMATE_COLUMNS), parts.sort(*keys, "_row").select(*keys, "at"),
+            touched.select(*keys, "at", *night))
 
 
 def card_rows(cards: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
@@ -180,11 +186,14 @@ def part_label(card: dict) -> str:
     return text
 
 
-def own_rows(own_vs_rent: pl.DataFrame) -> pl.DataFrame:
-    """Owning against renting at one setting: per part and hardware price whose replica fits one server (the
-    deployable configurations), cheapest own $/M first."""
-    return compact(own_vs_rent.filter(pl.col("deployable"))).sort(pl.col("rent_usd_per_mtok").is_null(), "own_usd_per_mtok").select(
-        "gpu", "price_kind", "gpu_count", "tp", "replicas", "hardware_usd", "quoted_on", "own_usd_per_hr",
+def own_rows(own_vs_rent: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Owning against renting at one setting (with `by`, at each group's, the groups' columns first): per part and
+    hardware price whose replica fits one server (the deployable configurations), cheapest own $/M first (sorted
+    before the digits are cut: two $/M that round alike keep their order); rows of one $/M (a part's list and
+    market price alike) by part, then price kind, the same order in every run."""
+    return compact(own_vs_rent.filter(pl.col("deployable")).sort(
+        *by, pl.col("rent_usd_per_mtok").is_null(), "own_usd_per_mtok", "gpu", "tp", "gpu_count", "price_kind")).select(
+        *by, "gpu", "price_kind", "gpu_count", "tp", "replicas", "hardware_usd", "quoted_on", "own_usd_per_hr",
         "own_usd_per_mtok", "capacity_mtok_per_month", "rent_usd_per_mtok", "rent_provider",
         "breakeven_mtok_per_month",
     )
