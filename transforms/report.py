@@ -101,28 +101,41 @@ def compact(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS))
 
 
+def _labels(label, *columns: pl.Series, skip_nulls: bool = True) -> pl.Series:
+    """label(*values) of each row of the columns, computed once per distinct values (a label is a function of its
+    values alone; a batch of pages repeats most of them); with skip_nulls, a row whose first value is null has none,
+    as polars' map_elements leaves it."""
+    cache: dict[tuple, str | None] = {}
+
+    def one(values: tuple) -> str | None:
+        if skip_nulls and values[0] is None:
+            return None
+        if values not in cache:
+            cache[values] = label(*values)
+        return cache[values]
+
+    return pl.Series([one(values) for values in zip(*(c.to_list() for c in columns), strict=True)], dtype=pl.String)
+
+
+def _band_label(low: float | None, high: float | None) -> str | None:
+    """The measured method's calibrated band (sorted by its high end); the reference methods have none."""
+    return None if high is None else f"{display.usd_label(low)}-{display.usd_label(high)}"
+
+
 def table_rows(table: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
     """The calculator view as the page's table: the TABLE_COLUMNS' raw values to sort and plot by, their labels,
     and where each price came from (provider, price kind, listings, when they were seen); with `by`, the tables of
     calculator_view's groups, the groups' columns first."""
-    approx = pl.col("fp4_estimated").fill_null(False)
-    tok = [
-        pl.struct(c, approx.alias("_a")).map_elements(
-            lambda r, c=c: display.compact_label(r[c], approx=bool(r["_a"])), return_dtype=pl.String
-        ).alias(f"{c}_label")
-        for c in ("agg_tok_s", "per_stream_tok_s")
-    ]
+    approx = table["fp4_estimated"].fill_null(False)
     labelled = table.with_columns(
-        *tok,
-        pl.col("memory_used_pct").map_elements(display.pct_label, return_dtype=pl.String).alias("memory_used_pct_label"),
-        pl.col("power_kw").map_elements(display.kw_label, return_dtype=pl.String).alias("power_kw_label"),
-        pl.col("replica_usd_per_hr").map_elements(display.usd_label, return_dtype=pl.String).alias("replica_usd_per_hr_label"),
-        pl.col("usd_per_mtok").map_elements(display.usd_label, return_dtype=pl.String).alias("usd_per_mtok_label"),
-        # the measured method's calibrated band (sorted by its high end); the reference methods have none
-        pl.struct("usd_per_mtok_low", "usd_per_mtok_high").map_elements(
-            lambda r: None if r["usd_per_mtok_high"] is None
-            else f"{display.usd_label(r['usd_per_mtok_low'])}-{display.usd_label(r['usd_per_mtok_high'])}",
-            return_dtype=pl.String).alias("usd_per_mtok_high_label"),
+        *(_labels(lambda v, a: display.compact_label(v, approx=bool(a)), table[c], approx, skip_nulls=False)
+          .alias(f"{c}_label") for c in ("agg_tok_s", "per_stream_tok_s")),
+        _labels(display.pct_label, table["memory_used_pct"]).alias("memory_used_pct_label"),
+        _labels(display.kw_label, table["power_kw"]).alias("power_kw_label"),
+        _labels(display.usd_label, table["replica_usd_per_hr"]).alias("replica_usd_per_hr_label"),
+        _labels(display.usd_label, table["usd_per_mtok"]).alias("usd_per_mtok_label"),
+        _labels(_band_label, table["usd_per_mtok_low"], table["usd_per_mtok_high"], skip_nulls=False).alias(
+            "usd_per_mtok_high_label"),
         pl.col("replica_pricing").replace_strict(PRICING_LABEL, default=None).alias("replica_pricing_label"),
         pl.col("price_observed_at").dt.strftime("%Y-%m-%d %H:%M UTC").alias("price_observed_at"),
     )
