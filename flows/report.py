@@ -218,13 +218,16 @@ class Replicas:
 
 @dataclass
 class ModelFrames:
-    """What a model page is drawn from, computed for many models at once (`model_frames`)."""
+    """What a model page is drawn from, computed for many models at once (`model_frames`); per setting, the parts of
+    its entry as the page embeds them (_column_lists)."""
 
     calculators: dict[tuple[str, int, int], views.Calculator]
-    tables: dict[tuple[str, int, int], tuple[pl.DataFrame, list[int], pl.DataFrame]]  # split_table's, per setting
-    cards: dict[tuple[str, int, int], pl.DataFrame]  # card_rows', per setting
+    shared: dict[tuple[str, int, int], dict[str, list]]  # split_table's estimate columns
+    order: dict[tuple[str, int, int], list[int]]  # split_table's order
+    night: dict[tuple[str, int, int], dict[str, list]]  # split_table's night rows, their replicas by index
+    cards: dict[tuple[str, int, int], dict[str, list]]  # card_rows'
+    own_rows: dict[tuple[str, int, int], dict[str, list]]  # own_rows'
     own: pl.DataFrame  # the night's own_vs_rent rows of the model
-    own_rows: dict[tuple[str, int, int], pl.DataFrame]  # own_rows', per setting
     ceiling: pl.DataFrame  # page 000's cards
     frontier: tuple[pl.DataFrame, dict | None]
     tiers: pl.DataFrame  # per speed tier, the cheapest on-demand answer
@@ -233,29 +236,29 @@ class ModelFrames:
 BATCH_MODELS = 64  # models whose frames one pass computes: the passes' fixed cost shared, their frames kept small
 
 
-def _groups(frame: pl.DataFrame, keys: tuple[str, ...]) -> dict[tuple, pl.DataFrame]:
-    """frame's rows per group of keys, without them; a group with no rows is missing (`_group`)."""
-    return frame.partition_by(keys, as_dict=True, include_key=False, maintain_order=True)
-
-
-def _group(groups: dict[tuple, pl.DataFrame], key: tuple, frame: pl.DataFrame, keys: tuple[str, ...]) -> pl.DataFrame:
-    return groups[key] if key in groups else frame.clear().drop(keys)
+def _group_lists(frame: pl.DataFrame, keys: tuple[str, ...], wanted: list[tuple]) -> dict[tuple, dict[str, list]]:
+    """_column_lists of frame's rows per group of keys (without them), for each wanted group (no rows: empty)."""
+    frame = frame.with_columns(pl.col(pl.Date, pl.Datetime).cast(pl.String))
+    groups = frame.partition_by(keys, as_dict=True, include_key=False, maintain_order=True)
+    empty = {column: [] for column in frame.columns if column not in keys}
+    return {key: groups[key].to_dict(as_series=False) if key in groups else empty for key in wanted}
 
 
 def model_frames(data: views.Day, con: duckdb.DuckDBPyConnection, models: list[str],
-                 settings: list[tuple[str, int, int]]) -> dict[str, ModelFrames]:
+                 settings: list[tuple[str, int, int]], replicas: Replicas) -> dict[str, ModelFrames]:
     """Each model's ModelFrames, by model: every estimate, price, label and query behind the pages in one pass for
-    all of them (a pass per model and setting cost ~2,000 small operations a page)."""
+    all of them (a pass per model and setting cost ~2,000 small operations a page). The night rows' replicas are
+    registered in `replicas` in the pages' order: model by model as given, setting by setting."""
     keys = views.CALCULATOR_KEYS
+    wanted = [(model, *setting) for model in models for setting in settings]
     calculators = views.calculators(data, models, [], settings, method=METHOD)
     parts, order, night = pages.split_table(pages.table_rows(calculators.table, by=keys), by=keys)
-    parts_at, order_at, night_at = (_groups(frame, keys) for frame in (parts, order, night))
-    cards = pages.card_rows(calculators.cards, calculators.replicas)
-    cards_at = _groups(cards, keys)
+    page_order = pl.DataFrame(wanted, schema=dict.fromkeys(keys), orient="row").with_row_index("_page")
+    night = replicas.refer(night.join(page_order, on=keys).sort("_page", "at").drop("_page"))
     own = con.sql("select * from own_vs_rent where snapshot_date = ? and method = ? and list_contains(?, model)",
                   params=[data.day, METHOD, models]).pl()
-    owned = pages.own_rows(own, by=keys)
-    owned_at = _groups(owned, keys)
+    shared, orders, nights, cards, owned = (_group_lists(frame, keys, wanted) for frame in (
+        parts, order, night, pages.card_rows(calculators.cards, calculators.replicas), pages.own_rows(own, by=keys)))
     ceiling = views.estimate_cards_of(data, models, METHOD, [], None, presets.DEFAULT_CONTEXT_TOKENS,
                                       presets.DEFAULT_STREAMS)
     frontiers = views.frontiers(data, models, [], None, SPEED_CONTEXT_TOKENS, None, None)
@@ -269,20 +272,17 @@ def model_frames(data: views.Day, con: duckdb.DuckDBPyConnection, models: list[s
     for model in models:
         at = [(setting, (model, *setting)) for setting in settings]
         out[model] = ModelFrames(
-            calculators.views[model],
-            {s: (_group(parts_at, k, parts, keys), _group(order_at, k, order, keys)["at"].to_list(),
-                 _group(night_at, k, night, keys)) for s, k in at},
-            {s: _group(cards_at, k, cards, keys) for s, k in at}, owns[model],
-            {s: _group(owned_at, k, owned, keys) for s, k in at},
-            ceiling[model], frontiers[model], tiers[model].drop("model"))
+            calculators.views[model], {s: shared[k] for s, k in at}, {s: orders[k]["at"] for s, k in at},
+            {s: nights[k] for s, k in at}, {s: cards[k] for s, k in at}, {s: owned[k] for s, k in at},
+            owns[model], ceiling[model], frontiers[model], tiers[model].drop("model"))
     return out
 
 
-def model_page(data: views.Day, model: str, frames: ModelFrames, replicas: Replicas) -> dict:
+def model_page(data: views.Day, model: str, frames: ModelFrames) -> dict:
     """A model page's context: every setting's table, cards, FAQ and own-vs-rent, and page 000's cards; `shared`,
     packed, is what of the tables the estimator alone determines (transforms.report.split_table), written once
     to a file every night's page of the model loads while the estimator and catalogue stay the same; the table's
-    replicas are registered in `replicas` (the night's file of them) and named by index.
+    replicas are named by their index in the night's file of them (Replicas).
 
     Each setting's entry is built here and only here: a further column (another method's $/M) joins the
     calculator table before `table_rows`, a further price line (e.g. an API price) appends to `price_lines`.
@@ -291,14 +291,13 @@ def model_page(data: views.Day, model: str, frames: ModelFrames, replicas: Repli
     bytes_per_param = presets.preset(METHOD).bytes_per_param
     entries, shared = {}, {}
     for setting, calc in frames.calculators.items():
-        parts, order, night = frames.tables[setting]
-        shared[_key(setting)] = _column_lists(parts)
+        shared[_key(setting)] = frames.shared[setting]
         entries[_key(setting)] = {
-            "table": {"order": order, "rows": _column_lists(replicas.refer(night))},
-            "cards": _column_lists(frames.cards[setting]),
+            "table": {"order": frames.order[setting], "rows": frames.night[setting]},
+            "cards": frames.cards[setting],
             "faq": pages.faq(card, setting, calc.table, calc.one_stream, calc.cards, bytes_per_param, data.day, METHOD,
                              calc.note),
-            "own": _column_lists(frames.own_rows[setting]),
+            "own": frames.own_rows[setting],
         }
     price_lines = pages.api_price_lines(data.api, model)  # shown above the cards
     curve, api = frames.frontier
@@ -412,8 +411,8 @@ def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: da
     replicas = Replicas()
     contexts = {}
     for start in range(0, len(model_ids), BATCH_MODELS):
-        frames = model_frames(data, con, model_ids[start:start + BATCH_MODELS], settings)
-        contexts |= {model: model_page(data, model, frames[model], replicas) for model in frames}
+        frames = model_frames(data, con, model_ids[start:start + BATCH_MODELS], settings, replicas)
+        contexts |= {model: model_page(data, model, frames[model]) for model in frames}
     night = _replicas_file(folder, replicas)
     for model, context in contexts.items():
         written.append(folder / f"{model}.html")
