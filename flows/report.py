@@ -233,7 +233,10 @@ class ModelFrames:
     tiers: pl.DataFrame  # per speed tier, the cheapest on-demand answer
 
 
-BATCH_MODELS = 64  # models whose frames one pass computes: the passes' fixed cost shared, their frames kept small
+# Models whose frames one pass computes. Measured on a 1x bench night (58 models) and 64 models of a 10x one: 64 a
+# pass took 0.12 / 0.13 s of CPU a page and peaked at 562 / 820 MB in process, 16 a pass 0.14-0.17 / 0.17 s and 376 / 505
+# MB (a page alone, before batches: 0.55 / 0.92 s and 295 / 601 MB). The memory is the batch's estimates.
+BATCH_MODELS = 16
 
 
 def _group_lists(frame: pl.DataFrame, keys: tuple[str, ...], wanted: list[tuple]) -> dict[tuple, dict[str, list]]:

@@ -1,8 +1,9 @@
 """The published views' data: what one date's tables are built from, and the frames both `gpuledger table`
 and `gpuledger report` show, so a number on a page and in the terminal come from the same code."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 
 import duckdb
 import polars as pl
@@ -30,6 +31,24 @@ class Day:
     ranges: pl.DataFrame
     quality: str | None
     api: pl.DataFrame  # per model, the cheapest API price fetched on or before the day
+    _prices: dict[int, pl.DataFrame] = field(default_factory=dict, repr=False)  # replica_prices' rows, by TP
+
+    def replica_prices(self, tps: list[int]) -> pl.DataFrame:
+        """costs.replica_prices of the day's offers at these TPs. A TP's prices do not depend on the other TPs asked,
+        so each is computed once a Day however many models ask (the report asks once a batch of models)."""
+        new = sorted(set(tps) - self._prices.keys())
+        if new or not tps:
+            prices = costs.replica_prices(self.offers, new, self.gpus)
+            parts = prices.partition_by("tp", as_dict=True)
+            self._prices |= {tp: parts.get((tp,), prices.clear()) for tp in new}
+            if not tps:
+                return prices
+        return pl.concat([self._prices[tp] for tp in sorted(set(tps))]).sort(costs.REPLICA_PRICE_KEY)
+
+    @cached_property
+    def capacity(self) -> pl.DataFrame:
+        """deployability.capacity of the day's offers."""
+        return deployability.capacity(self.offers, self.gpus)
 
 
 @dataclass
@@ -142,8 +161,8 @@ def calculators(data: Day, models: list[str], names: list[str], settings: list[t
         maintain_order=True)
     est = estimate(data, method, grid, engine)
     replicas = tables.cheapest_replicas(
-        costs.replica_prices(data.offers, est["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
-    capacity = deployability.capacity(data.offers, data.gpus)
+        data.replica_prices(est["tp"].drop_nulls().unique().to_list()), price_kind)
+    capacity = data.capacity
     # every model's table and cards at every setting in one pass, grouped by model and setting
     keys = CALCULATOR_KEYS
     wanted = pl.DataFrame(settings, schema={"precision": pl.String, "context_tokens": pl.Int64, "streams": pl.Int64},
@@ -192,8 +211,8 @@ def calculator_at_target(data: Day, model: str, names: list[str], precision: str
         raise ViewError(str(exc)) from None
     reached = answers.filter(pl.col("reaches"))
     replicas = tables.cheapest_replicas(
-        costs.replica_prices(data.offers, reached["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
-    table = tables.calculator_view(reached, data.gpus, replicas, deployability.capacity(data.offers, data.gpus))
+        data.replica_prices(reached["tp"].drop_nulls().unique().to_list()), price_kind)
+    table = tables.calculator_view(reached, data.gpus, replicas, data.capacity)
     shown = speed_shown(target)
     table = table.join(reached.select("gpu", *shown), on="gpu", how="left", maintain_order="left")
     table = table.select(*table.columns[:4], *shown, *(c for c in table.columns[4:] if c not in shown))
@@ -234,8 +253,12 @@ def frontiers(data: Day, models: list[str], names: list[str], precision: str | N
         points = speed.curves(data.models, gpus, grid, params)
     except estimator.EstimatorError as exc:
         raise ViewError(str(exc)) from None
-    prices = costs.replica_prices(data.offers, points["tp"].unique().to_list(), data.gpus).filter(
+    prices = data.replica_prices(points["tp"].unique().to_list()).filter(
         (pl.col("price_kind") == price_kind) & pl.col("deployable"))
+    # A point's cheapest $/M is at its replica's cheapest $/hr (the same tokens/s divide every price of it): one price
+    # per GPU and TP is joined, not every provider's (a batch of models' points times every price was most of the
+    # report's memory).
+    prices = prices.sort("replica_usd_per_hr", "provider", "replica_pricing").group_by("gpu", "tp").first()
     cheapest = speed.priced(points, prices).sort("usd_per_mtok").group_by(["model", "gpu", "tp", "streams"]).first()
     curves = by_model(speed.envelope(cheapest, ["model", "gpu"]), models)
     requests, apis = ({row["model"]: row for row in frame.group_by("model").first().iter_rows(named=True)}
