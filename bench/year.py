@@ -1,6 +1,7 @@
 """A year of nights: `gpuledger nightly --no-prefect` night after night on a pinned clock, at today's breadth and at
 ten times the models and offers; per night its wall time, peak memory and the bytes each part of the store holds,
-then the analyst's queries through the CLI on the last night.
+then the report of the last night drawn again (the nightly's stage that grows with the catalogue), then the analyst's
+queries through the CLI on the last night.
 
 Each night is the whole nightly process against the replay server (pacing off): the bundled recordings, with the
 vast.ai answer replaced by OFFERS x breadth offers cloned from the real market's (tests/fixtures/real: every
@@ -202,6 +203,11 @@ def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
         slowest = max(w for w, _, _ in done)
         print(f"    nights: first {done[0][0]:.1f} s, median of the others {sorted(later)[len(later) // 2]:.1f} s "
               f"({drift:+.0%}), slowest {slowest:.1f} s; peak memory up to {max(p for _, p, _ in done):.0f} MB")
+        # the nightly's report stage alone: what of a night grows with the catalogue (a page per model)
+        drawn = run([*GPULEDGER, "report", "--out", str(tmp / "report-again")], env)
+        pages = len(list((tmp / "report-again").glob("date=*/*.html")))
+        print(f"    the report of night {nights} drawn again (`gpuledger report`, whole process): {pages} pages in "
+              f"{drawn.wall_s:.1f} s ({drawn.cpu_s:.1f} s CPU, {drawn.cpu_s / max(pages - 2, 1):.3f} s CPU a model page)")
         print(f"    the analyst's queries on night {nights} ({last}), whole `gpuledger` process, best of 3 (its CPU):")
         asked = {
             "table --model llama-3.3-70b": ["table", "--model", "llama-3.3-70b"],

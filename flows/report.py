@@ -21,6 +21,7 @@ index, never every model, so a page's size and drawing time do not grow with the
 """
 
 import base64
+import functools
 import gzip
 import hashlib
 import json
@@ -109,6 +110,7 @@ def _span(low, high) -> str:
     return f"${low:,.0f}–${high:,.0f}"
 
 
+@functools.cache  # one per process: a template is compiled once, not once a page
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -214,61 +216,114 @@ class Replicas:
         return {column: [key[i] for key in self.index] for i, column in enumerate(pages.REPLICA_COLUMNS)}
 
 
-def model_page(data: views.Day, con: duckdb.DuckDBPyConnection, model: str,
-               settings: list[tuple[str, int, int]], replicas: Replicas) -> dict:
+@dataclass
+class ModelFrames:
+    """What a model page is drawn from, computed for many models at once (`model_frames`); per setting, the parts of
+    its entry as the page embeds them (_column_lists)."""
+
+    calculators: dict[tuple[str, int, int], views.Calculator]
+    shared: dict[tuple[str, int, int], dict[str, list]]  # split_table's estimate columns
+    order: dict[tuple[str, int, int], list[int]]  # split_table's order
+    night: dict[tuple[str, int, int], dict[str, list]]  # split_table's night rows, their replicas by index
+    cards: dict[tuple[str, int, int], dict[str, list]]  # card_rows'
+    own_rows: dict[tuple[str, int, int], dict[str, list]]  # own_rows'
+    own: pl.DataFrame  # the night's own_vs_rent rows of the model
+    ceiling: pl.DataFrame  # page 000's cards
+    frontier: tuple[pl.DataFrame, dict | None]
+    tiers: pl.DataFrame  # per speed tier, the cheapest on-demand answer
+
+
+# Models whose frames one pass computes. Measured on a 1x bench night (58 models) and 64 models of a 10x one: 64 a
+# pass took 0.12 / 0.13 s of CPU a page and peaked at 562 / 820 MB in process, 16 a pass 0.14-0.17 / 0.17 s and 376 / 505
+# MB (a page alone, before batches: 0.55 / 0.92 s and 295 / 601 MB). The memory is the batch's estimates.
+BATCH_MODELS = 16
+
+
+def _group_lists(frame: pl.DataFrame, keys: tuple[str, ...], wanted: list[tuple]) -> dict[tuple, dict[str, list]]:
+    """_column_lists of frame's rows per group of keys (without them), for each wanted group (no rows: empty)."""
+    frame = frame.with_columns(pl.col(pl.Date, pl.Datetime).cast(pl.String))
+    groups = frame.partition_by(keys, as_dict=True, include_key=False, maintain_order=True)
+    empty = {column: [] for column in frame.columns if column not in keys}
+    return {key: groups[key].to_dict(as_series=False) if key in groups else empty for key in wanted}
+
+
+def model_frames(data: views.Day, con: duckdb.DuckDBPyConnection, models: list[str],
+                 settings: list[tuple[str, int, int]], replicas: Replicas) -> dict[str, ModelFrames]:
+    """Each model's ModelFrames, by model: every estimate, price, label and query behind the pages in one pass for
+    all of them (a pass per model and setting cost ~2,000 small operations a page). The night rows' replicas are
+    registered in `replicas` in the pages' order: model by model as given, setting by setting."""
+    keys = views.CALCULATOR_KEYS
+    wanted = [(model, *setting) for model in models for setting in settings]
+    calculators = views.calculators(data, models, [], settings, method=METHOD)
+    parts, order, night = pages.split_table(pages.table_rows(calculators.table, by=keys), by=keys)
+    page_order = pl.DataFrame(wanted, schema=dict.fromkeys(keys), orient="row").with_row_index("_page")
+    night = replicas.refer(night.join(page_order, on=keys).sort("_page", "at").drop("_page"))
+    own = con.sql("select * from own_vs_rent where snapshot_date = ? and method = ? and list_contains(?, model)",
+                  params=[data.day, METHOD, models]).pl()
+    shared, orders, nights, cards, owned = (_group_lists(frame, keys, wanted) for frame in (
+        parts, order, night, pages.card_rows(calculators.cards, calculators.replicas), pages.own_rows(own, by=keys)))
+    ceiling = views.estimate_cards_of(data, models, METHOD, [], None, presets.DEFAULT_CONTEXT_TOKENS,
+                                      presets.DEFAULT_STREAMS)
+    frontiers = views.frontiers(data, models, [], None, SPEED_CONTEXT_TOKENS, None, None)
+    tiers = views.by_model(con.sql(
+        "select model, speed_tier, min_user_tok_s, max_ttft_s, gpu, tp, provider, streams, user_tok_s, ttft_s, "
+        "usd_per_mtok from cost_at_speed where snapshot_date = ? and list_contains(?, model) and price_kind = 'on_demand' "
+        "qualify row_number() over (partition by model, speed_tier order by usd_per_mtok, gpu, provider) = 1 "
+        "order by model, min_user_tok_s nulls first", params=[data.day, models]).pl(), models)
+    owns = views.by_model(own, models)
+    out = {}
+    for model in models:
+        at = [(setting, (model, *setting)) for setting in settings]
+        out[model] = ModelFrames(
+            calculators.views[model], {s: shared[k] for s, k in at}, {s: orders[k]["at"] for s, k in at},
+            {s: nights[k] for s, k in at}, {s: cards[k] for s, k in at}, {s: owned[k] for s, k in at},
+            owns[model], ceiling[model], frontiers[model], tiers[model].drop("model"))
+    return out
+
+
+def model_page(data: views.Day, model: str, frames: ModelFrames) -> dict:
     """A model page's context: every setting's table, cards, FAQ and own-vs-rent, and page 000's cards; `shared`,
     packed, is what of the tables the estimator alone determines (transforms.report.split_table), written once
     to a file every night's page of the model loads while the estimator and catalogue stay the same; the table's
-    replicas are registered in `replicas` (the night's file of them) and named by index.
+    replicas are named by their index in the night's file of them (Replicas).
 
     Each setting's entry is built here and only here: a further column (another method's $/M) joins the
     calculator table before `table_rows`, a further price line (e.g. an API price) appends to `price_lines`.
     """
     card = data.models.filter(pl.col("model_id") == model).row(0, named=True)
-    frames = views.calculator(data, model, [], settings, method=METHOD)
-    own = con.sql("select * from own_vs_rent where snapshot_date = ? and model = ? and method = ?",
-                  params=[data.day, model, METHOD]).pl()
     bytes_per_param = presets.preset(METHOD).bytes_per_param
     entries, shared = {}, {}
-    for setting, calc in frames.items():
-        p, c, s = setting
-        own_at = own.filter((pl.col("precision") == p) & (pl.col("context_tokens") == c) & (pl.col("streams") == s))
-        parts, order, night = pages.split_table(pages.table_rows(calc.table))
-        shared[_key(setting)] = _column_lists(parts)
+    for setting, calc in frames.calculators.items():
+        shared[_key(setting)] = frames.shared[setting]
         entries[_key(setting)] = {
-            "table": {"order": order, "rows": _column_lists(replicas.refer(night))},
-            "cards": _column_lists(pages.card_rows(calc.cards, calc.replicas)),
+            "table": {"order": frames.order[setting], "rows": frames.night[setting]},
+            "cards": frames.cards[setting],
             "faq": pages.faq(card, setting, calc.table, calc.one_stream, calc.cards, bytes_per_param, data.day, METHOD,
                              calc.note),
-            "own": _column_lists(pages.own_rows(own_at)),
+            "own": frames.own_rows[setting],
         }
-    ceiling = views.estimate_cards(data, model, METHOD, [], None, presets.DEFAULT_CONTEXT_TOKENS, presets.DEFAULT_STREAMS)
     price_lines = pages.api_price_lines(data.api, model)  # shown above the cards
-    curve, api = views.frontier(data, model, [], None, SPEED_CONTEXT_TOKENS, None, None)
-    tiers = con.sql(
-        "select speed_tier, min_user_tok_s, max_ttft_s, gpu, tp, provider, streams, user_tok_s, ttft_s, usd_per_mtok "
-        "from cost_at_speed where snapshot_date = ? and model = ? and price_kind = 'on_demand' "
-        "qualify row_number() over (partition by speed_tier order by usd_per_mtok, gpu, provider) = 1 "
-        "order by min_user_tok_s nulls first", params=[data.day, model]).pl()
-    default = DEFAULT_SETTING if DEFAULT_SETTING in frames or not frames else next(iter(frames))  # none: no listing
+    curve, api = frames.frontier
+    calculators = frames.calculators
+    default = DEFAULT_SETTING if DEFAULT_SETTING in calculators or not calculators else next(iter(calculators))
     return {
         "model": card,
         "shared": packed({"views": shared}),
         "price_lines": price_lines,
-        "tiers": _records(tiers),
+        "tiers": _records(frames.tiers),
         "frontier_api": api,
         "frontier_tokens": (curve["input_tokens"][0], curve["output_tokens"][0]) if curve.height else None,
         "data": packed({
             "settings": [{"key": _key(st), "precision": st[0], "context": st[1], "streams": st[2],
-                          **views.request(calc.estimates)} for st, calc in frames.items()],
+                          **views.request(calc.estimates)} for st, calc in calculators.items()],
             "default": _key(default),
             "columns": [{"key": k, "label": label} for k, label in pages.TABLE_COLUMNS],
             "pricing": pages.PRICING_TEXT,
-            "ownership": pages.ownership_terms(own),
+            "ownership": pages.ownership_terms(frames.own),
             "views": entries,
             "frontier": {"points": _column_lists(pages.compact(curve.select(FRONTIER_SHOWN))), "api": api},
             "estimate_cards": _environment().get_template("estimate_cards.html.j2").render(
-                estimate_cards=_records(ceiling), day=data.day.isoformat()),
+                estimate_cards=_records(frames.ceiling), day=data.day.isoformat()),
         }),
     }
 
@@ -357,7 +412,10 @@ def write_site(con: duckdb.DuckDBPyConnection, root: Path | None = None, day: da
     _atomic_write(written[0], env.get_template("market.html.j2").render(**common, **market_page(con, data.day)))
     _atomic_write(written[1], models_index(common, data.models.filter(pl.col("model_id").is_in(model_ids))))
     replicas = Replicas()
-    contexts = {model: model_page(data, con, model, settings, replicas) for model in model_ids}
+    contexts = {}
+    for start in range(0, len(model_ids), BATCH_MODELS):
+        frames = model_frames(data, con, model_ids[start:start + BATCH_MODELS], settings, replicas)
+        contexts |= {model: model_page(data, model, frames[model]) for model in frames}
     night = _replicas_file(folder, replicas)
     for model, context in contexts.items():
         written.append(folder / f"{model}.html")

@@ -1,8 +1,9 @@
 """The published views' data: what one date's tables are built from, and the frames both `gpuledger table`
 and `gpuledger report` show, so a number on a page and in the terminal come from the same code."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 
 import duckdb
 import polars as pl
@@ -30,6 +31,24 @@ class Day:
     ranges: pl.DataFrame
     quality: str | None
     api: pl.DataFrame  # per model, the cheapest API price fetched on or before the day
+    _prices: dict[int, pl.DataFrame] = field(default_factory=dict, repr=False)  # replica_prices' rows, by TP
+
+    def replica_prices(self, tps: list[int]) -> pl.DataFrame:
+        """costs.replica_prices of the day's offers at these TPs. A TP's prices do not depend on the other TPs asked,
+        so each is computed once a Day however many models ask (the report asks once a batch of models)."""
+        new = sorted(set(tps) - self._prices.keys())
+        if new or not tps:
+            prices = costs.replica_prices(self.offers, new, self.gpus)
+            parts = prices.partition_by("tp", as_dict=True)
+            self._prices |= {tp: parts.get((tp,), prices.clear()) for tp in new}
+            if not tps:
+                return prices
+        return pl.concat([self._prices[tp] for tp in sorted(set(tps))]).sort(costs.REPLICA_PRICE_KEY)
+
+    @cached_property
+    def capacity(self) -> pl.DataFrame:
+        """deployability.capacity of the day's offers."""
+        return deployability.capacity(self.offers, self.gpus)
 
 
 @dataclass
@@ -77,11 +96,26 @@ def estimate(data: Day, method: str, grid: pl.DataFrame, engine: str | None = No
 def estimate_cards(data: Day, model: str, method: str, names: list[str], precision: str | None, context: int,
                    streams: int, engine: str | None = None) -> pl.DataFrame:
     """Page 000's cards as one table: every named part, or the labelled and the rented ones."""
+    return estimate_cards_of(data, [model], method, names, precision, context, streams, engine)[model]
+
+
+def estimate_cards_of(data: Day, models: list[str], method: str, names: list[str], precision: str | None,
+                      context: int, streams: int, engine: str | None = None) -> dict[str, pl.DataFrame]:
+    """`estimate_cards` of each model, by model: one estimate pass for them all (the report draws every model)."""
     priced = set(data.ranges["gpu"].to_list())
     names = names or [g for g, label in zip(data.gpus["name"], data.gpus["label_000"], strict=True)
                       if label or g in priced]
-    est = estimate(data, method, estimator.make_grid([model], names, [precision], [context], [streams]), engine)
-    return tables.estimate_view(est, data.gpus, data.ranges, hardware_usd(data.hardware, data.fx_rates, data.day))
+    est = estimate(data, method, estimator.make_grid(models, names, [precision], [context], [streams]), engine)
+    hardware = hardware_usd(data.hardware, data.fx_rates, data.day)
+    return {model: tables.estimate_view(rows, data.gpus, data.ranges, hardware)
+            for model, rows in by_model(est, models).items()}
+
+
+def by_model(frame: pl.DataFrame, models: list[str]) -> dict[str, pl.DataFrame]:
+    """frame's rows per model, in their order, for each of models (none: an empty frame): one pass, not a filter a
+    model."""
+    parts = {key[0]: rows for key, rows in frame.partition_by("model", as_dict=True, maintain_order=True).items()}
+    return {model: parts.get(model, frame.clear()) for model in models}
 
 
 def request(estimates: pl.DataFrame) -> dict:
@@ -98,26 +132,58 @@ def calculator(data: Day, model: str, names: list[str], settings: list[tuple[str
                price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD, engine: str | None = None,
                ) -> dict[tuple[str, int, int], Calculator]:
     """Page 001's table and cards for each (precision, context, streams): one estimate pass, one pricing pass."""
+    return calculators(data, [model], names, settings, price_kind, method, engine).views[model]
+
+
+CALCULATOR_KEYS = ("model", "precision", "context_tokens", "streams")  # the groups of a Calculators' tall frames
+
+
+@dataclass
+class Calculators:
+    """`calculator` of several models: by model and setting (`views`), and every table and card of them as one frame
+    each, grouped by CALCULATOR_KEYS (the groups' columns first), for what is computed from them all at once."""
+
+    views: dict[str, dict[tuple[str, int, int], Calculator]]
+    table: pl.DataFrame
+    cards: pl.DataFrame
+    replicas: pl.DataFrame  # the replica prices every table and card is priced with
+
+
+def calculators(data: Day, models: list[str], names: list[str], settings: list[tuple[str, int, int]],
+                price_kind: str = "on_demand", method: str = presets.DEFAULT_COST_METHOD, engine: str | None = None,
+                ) -> Calculators:
+    """`calculator` of each model with one estimate pass and one pricing pass for them all: a replica price of a
+    (GPU, TP) is the same whichever model asks for it, and the day's capacity is the same for all."""
     names = names or data.gpus["name"].to_list()
     precisions = sorted({p for p, _, _ in settings})
-    grid = pl.concat([estimator.make_grid([model], names, [p], [c], [s]) for p, c, s in settings]
-                     + [estimator.make_grid([model], names, precisions, [ONE_STREAM[0]], [ONE_STREAM[1]])]).unique(
+    grid = pl.concat([estimator.make_grid(models, names, [p], [c], [s]) for p, c, s in settings]
+                     + [estimator.make_grid(models, names, precisions, [ONE_STREAM[0]], [ONE_STREAM[1]])]).unique(
         maintain_order=True)
     est = estimate(data, method, grid, engine)
     replicas = tables.cheapest_replicas(
-        costs.replica_prices(data.offers, est["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
-    capacity = deployability.capacity(data.offers, data.gpus)
+        data.replica_prices(est["tp"].drop_nulls().unique().to_list()), price_kind)
+    capacity = data.capacity
+    # every model's table and cards at every setting in one pass, grouped by model and setting
+    keys = CALCULATOR_KEYS
+    wanted = pl.DataFrame(settings, schema={"precision": pl.String, "context_tokens": pl.Int64, "streams": pl.Int64},
+                          orient="row")
+    table = tables.calculator_view(est.join(wanted, on=keys[1:], how="semi", maintain_order="left"), data.gpus,
+                                   replicas, capacity, by=keys)
+    one = est.filter((pl.col("context_tokens") == ONE_STREAM[0]) & (pl.col("streams") == ONE_STREAM[1])).drop(
+        keys[2:]).join(wanted, on="precision", maintain_order="left")  # each setting's cards read its precision's
+    cards = tables.calculator_cards(table, one, replicas, by=keys)
+    estimates, tables_at, cards_at = (frame.partition_by(keys, as_dict=True, include_key=include, maintain_order=True)
+                                      for frame, include in ((est, True), (table, False), (cards, False)))
     out = {}
-    for precision, context, streams in settings:
-        at = est.filter((pl.col("precision") == precision) & (pl.col("context_tokens") == context)
-                        & (pl.col("streams") == streams))
-        one = est.filter((pl.col("precision") == precision) & (pl.col("context_tokens") == ONE_STREAM[0])
-                         & (pl.col("streams") == ONE_STREAM[1]))
-        table = tables.calculator_view(at, data.gpus, replicas, capacity)
-        out[(precision, context, streams)] = Calculator(at, one, replicas, table,
-                                                        tables.calculator_cards(table, one, replicas),
-                                                        tables.deployment_note(table, at, replicas, capacity))
-    return out
+    for model in models:
+        out[model] = {}
+        for setting in settings:
+            here, one = (estimates.get((model, *key), est.clear()) for key in (setting, (setting[0], *ONE_STREAM)))
+            table_at = tables_at.get((model, *setting), table.clear().drop(keys))
+            out[model][setting] = Calculator(here, one, replicas, table_at, cards_at.get((model, *setting),
+                                                                                         cards.clear().drop(keys)),
+                                             tables.deployment_note(table_at, here, replicas, capacity))
+    return Calculators(out, table, cards, replicas)
 
 
 SPEED_COLUMNS = ["streams", "user_tok_s", "ttft_s", "stopped_by"]
@@ -145,8 +211,8 @@ def calculator_at_target(data: Day, model: str, names: list[str], precision: str
         raise ViewError(str(exc)) from None
     reached = answers.filter(pl.col("reaches"))
     replicas = tables.cheapest_replicas(
-        costs.replica_prices(data.offers, reached["tp"].drop_nulls().unique().to_list(), data.gpus), price_kind)
-    table = tables.calculator_view(reached, data.gpus, replicas, deployability.capacity(data.offers, data.gpus))
+        data.replica_prices(reached["tp"].drop_nulls().unique().to_list()), price_kind)
+    table = tables.calculator_view(reached, data.gpus, replicas, data.capacity)
     shown = speed_shown(target)
     table = table.join(reached.select("gpu", *shown), on="gpu", how="left", maintain_order="left")
     table = table.select(*table.columns[:4], *shown, *(c for c in table.columns[4:] if c not in shown))
@@ -170,23 +236,39 @@ def frontier(data: Day, model: str, names: list[str], precision: str | None, con
     api_usd_per_mtok: its output price plus the prompts at its input price, per M output tokens), or None. The
     measured method serves with `engine` (one of engines.ENGINES' names; None: the default); every point names
     it."""
+    return frontiers(data, [model], names, precision, context, prompt, answer, price_kind, engine)[model]
+
+
+def frontiers(data: Day, models: list[str], names: list[str], precision: str | None, context: int,
+              prompt: int | None, answer: int | None, price_kind: str = "on_demand", engine: str | None = None,
+              ) -> dict[str, tuple[pl.DataFrame, dict | None]]:
+    """`frontier` of each model, by model: one pass of curves and prices for them all."""
     params = method_params(presets.MEASURED.name, input_per_output(), engine)
     gpus = estimator.apply_overlay(data.gpus, data.overlays, params.name)
     priced_parts = data.offers["gpu"].drop_nulls().unique().to_list()
     names = names or [g for g in gpus["name"].to_list() if g in set(priced_parts)]
-    grid = estimator.make_grid([model], names, [precision], [context], [1]).with_columns(
+    grid = estimator.make_grid(models, names, [precision], [context], [1]).with_columns(
         input_tokens=pl.lit(prompt, dtype=pl.Int64), output_tokens=pl.lit(answer, dtype=pl.Int64))
     try:
         points = speed.curves(data.models, gpus, grid, params)
     except estimator.EstimatorError as exc:
         raise ViewError(str(exc)) from None
-    prices = costs.replica_prices(data.offers, points["tp"].unique().to_list(), data.gpus).filter(
+    prices = data.replica_prices(points["tp"].unique().to_list()).filter(
         (pl.col("price_kind") == price_kind) & pl.col("deployable"))
-    cheapest = speed.priced(points, prices).sort("usd_per_mtok").group_by(["gpu", "tp", "streams"]).first()
-    out = speed.envelope(cheapest, ["gpu"]).select(FRONTIER_COLUMNS)
-    api = data.api.filter(pl.col("model") == model)
-    if api.is_empty() or points.is_empty():
-        return out, None
-    row, ratio = api.row(0, named=True), points["input_tokens"][0] / points["output_tokens"][0]
-    return out, {"api_provider": row["api_provider"], "api_model_id": row["api_model_id"],
-                 "api_usd_per_mtok": row["usd_per_mtok_output"] + ratio * row["usd_per_mtok_input"]}
+    # A point's cheapest $/M is at its replica's cheapest $/hr (the same tokens/s divide every price of it): one price
+    # per GPU and TP is joined, not every provider's (a batch of models' points times every price was most of the
+    # report's memory).
+    prices = prices.sort("replica_usd_per_hr", "provider", "replica_pricing").group_by("gpu", "tp").first()
+    cheapest = speed.priced(points, prices).sort("usd_per_mtok").group_by(["model", "gpu", "tp", "streams"]).first()
+    curves = by_model(speed.envelope(cheapest, ["model", "gpu"]), models)
+    requests, apis = ({row["model"]: row for row in frame.group_by("model").first().iter_rows(named=True)}
+                      for frame in (points, data.api))
+    out = {}
+    for model in models:
+        row, first = apis.get(model), requests.get(model)
+        api = None if row is None or first is None else {
+            "api_provider": row["api_provider"], "api_model_id": row["api_model_id"],
+            "api_usd_per_mtok": row["usd_per_mtok_output"]
+            + first["input_tokens"] / first["output_tokens"] * row["usd_per_mtok_input"]}
+        out[model] = (curves[model].select(FRONTIER_COLUMNS), api)
+    return out

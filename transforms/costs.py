@@ -36,6 +36,9 @@ def _with_price_provenance(offers: pl.DataFrame) -> pl.DataFrame:
     return offers.filter(pl.col("gpu").is_not_null()).with_columns(**extra)
 
 
+REPLICA_PRICE_KEY = ("snapshot_date", "gpu", "provider", "price_kind", "tp", "replica_pricing")  # a replica price's, and its order
+
+
 def replica_prices(offers: pl.DataFrame, tps: list[int], gpus: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per date × gpu × provider × price_kind × tp × replica_pricing: the cheapest $/hr for one replica, whether
     someone could deploy it, and if not why (`gpus`, the catalogue, says which parts may span hosts).
@@ -57,7 +60,7 @@ def replica_prices(offers: pl.DataFrame, tps: list[int], gpus: pl.DataFrame | No
         (MULTI_LISTING, per_gpu & (pl.col("tp") > pl.col("max_gpu_count")), by_gpu),
         (SINGLE_GPU_LISTINGS, fixed & (pl.col("gpu_count") == 1) & (pl.col("tp") > 1), pl.col("usd_per_hr") * pl.col("tp")),
     ]
-    keys = ["snapshot_date", "gpu", "provider", "price_kind", "tp", "replica_pricing"]
+    keys = list(REPLICA_PRICE_KEY)
     columns = [*keys, "replica_usd_per_hr", *PRICE_COLUMNS]
     singles = pl.concat([
         candidates.filter(where).with_columns(pl.lit(how).alias("replica_pricing"), price.alias("replica_usd_per_hr"),

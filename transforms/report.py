@@ -101,33 +101,47 @@ def compact(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(pl.Float64).round_sig_figs(SIGNIFICANT_DIGITS))
 
 
-def table_rows(table: pl.DataFrame) -> pl.DataFrame:
+def _labels(label, *columns: pl.Series, skip_nulls: bool = True) -> pl.Series:
+    """label(*values) of each row of the columns, computed once per distinct values (a label is a function of its
+    values alone; a batch of pages repeats most of them); with skip_nulls, a row whose first value is null has none,
+    as polars' map_elements leaves it."""
+    cache: dict[tuple, str | None] = {}
+
+    def one(values: tuple) -> str | None:
+        if skip_nulls and values[0] is None:
+            return None
+        if values not in cache:
+            cache[values] = label(*values)
+        return cache[values]
+
+    return pl.Series([one(values) for values in zip(*(c.to_list() for c in columns), strict=True)], dtype=pl.String)
+
+
+def _band_label(low: float | None, high: float | None) -> str | None:
+    """The measured method's calibrated band (sorted by its high end); the reference methods have none."""
+    return None if high is None else f"{display.usd_label(low)}-{display.usd_label(high)}"
+
+
+def table_rows(table: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
     """The calculator view as the page's table: the TABLE_COLUMNS' raw values to sort and plot by, their labels,
-    and where each price came from (provider, price kind, listings, when they were seen)."""
-    approx = pl.col("fp4_estimated").fill_null(False)
-    tok = [
-        pl.struct(c, approx.alias("_a")).map_elements(
-            lambda r, c=c: display.compact_label(r[c], approx=bool(r["_a"])), return_dtype=pl.String
-        ).alias(f"{c}_label")
-        for c in ("agg_tok_s", "per_stream_tok_s")
-    ]
+    and where each price came from (provider, price kind, listings, when they were seen); with `by`, the tables of
+    calculator_view's groups, the groups' columns first."""
+    approx = table["fp4_estimated"].fill_null(False)
     labelled = table.with_columns(
-        *tok,
-        pl.col("memory_used_pct").map_elements(display.pct_label, return_dtype=pl.String).alias("memory_used_pct_label"),
-        pl.col("power_kw").map_elements(display.kw_label, return_dtype=pl.String).alias("power_kw_label"),
-        pl.col("replica_usd_per_hr").map_elements(display.usd_label, return_dtype=pl.String).alias("replica_usd_per_hr_label"),
-        pl.col("usd_per_mtok").map_elements(display.usd_label, return_dtype=pl.String).alias("usd_per_mtok_label"),
-        # the measured method's calibrated band (sorted by its high end); the reference methods have none
-        pl.struct("usd_per_mtok_low", "usd_per_mtok_high").map_elements(
-            lambda r: None if r["usd_per_mtok_high"] is None
-            else f"{display.usd_label(r['usd_per_mtok_low'])}-{display.usd_label(r['usd_per_mtok_high'])}",
-            return_dtype=pl.String).alias("usd_per_mtok_high_label"),
+        *(_labels(lambda v, a: display.compact_label(v, approx=bool(a)), table[c], approx, skip_nulls=False)
+          .alias(f"{c}_label") for c in ("agg_tok_s", "per_stream_tok_s")),
+        _labels(display.pct_label, table["memory_used_pct"]).alias("memory_used_pct_label"),
+        _labels(display.kw_label, table["power_kw"]).alias("power_kw_label"),
+        _labels(display.usd_label, table["replica_usd_per_hr"]).alias("replica_usd_per_hr_label"),
+        _labels(display.usd_label, table["usd_per_mtok"]).alias("usd_per_mtok_label"),
+        _labels(_band_label, table["usd_per_mtok_low"], table["usd_per_mtok_high"], skip_nulls=False).alias(
+            "usd_per_mtok_high_label"),
         pl.col("replica_pricing").replace_strict(PRICING_LABEL, default=None).alias("replica_pricing_label"),
         pl.col("price_observed_at").dt.strftime("%Y-%m-%d %H:%M UTC").alias("price_observed_at"),
     )
     shown = [k for k, _ in TABLE_COLUMNS]
     extra = ["vendor", "price_kind", "offer_ids", "price_observed_at", "uncertain"]
-    return compact(labelled.select(*shown, *(c for c in extra if c not in shown),
+    return compact(labelled.select(*by, *shown, *(c for c in extra if c not in shown),
                                    *(c for c in labelled.columns if c.endswith("_label"))))
 
 
@@ -143,14 +157,19 @@ REPLICA_COLUMNS = ("provider", "price_kind", "replica_pricing", "replica_pricing
                    "replica_usd_per_hr_label", "offer_ids", "price_observed_at", "not_deployable_reason")
 
 
-def split_table(rows: pl.DataFrame) -> tuple[pl.DataFrame, list[int], pl.DataFrame]:
+def split_table(rows: pl.DataFrame, by: tuple[str, ...] = ()) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """A page's table (table_rows) as what the estimator determines, ESTIMATE_COLUMNS, one row per part in name
-    order; the table's order as positions in it (a row's rank is one more than its index); and the price columns
-    of the rows a price or a reason touches, each with its position `at`: what the night adds."""
-    night = [c for c in rows.columns if c not in ESTIMATE_COLUMNS and c != "rank"]
-    parts = rows.with_row_index("_row").sort("gpu", "tp", "_row").with_row_index("at")
+    order; the table's order as positions in it, `at` (a row's rank is one more than its index); and the price
+    columns of the rows a price or a reason touches, each with its position `at`: what the night adds. With `by`,
+    each group of table_rows' groups split alike, the groups' columns first in all three."""
+    keys = list(by)
+    night = [c for c in rows.columns if c not in ESTIMATE_COLUMNS and c != "rank" and c not in keys]
+    index = pl.int_range(pl.len(), dtype=pl.UInt32)
+    index = index.over(keys) if keys else index
+    parts = rows.with_columns(index.alias("_row")).sort(*keys, "gpu", "tp", "_row").with_columns(index.alias("at"))
     touched = parts.filter(pl.any_horizontal(pl.col(night).is_not_null())) if night else parts.clear()
-    return parts.select(ESTIMATE_COLUMNS), parts.sort("_row")["at"].to_list(), touched.select("at", *night)
+    return (parts.select(*keys, *ESTIMATE_COLUMNS), parts.sort(*keys, "_row").select(*keys, "at"),
+            touched.select(*keys, "at", *night))
 
 
 def card_rows(cards: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
@@ -180,11 +199,14 @@ def part_label(card: dict) -> str:
     return text
 
 
-def own_rows(own_vs_rent: pl.DataFrame) -> pl.DataFrame:
-    """Owning against renting at one setting: per part and hardware price whose replica fits one server (the
-    deployable configurations), cheapest own $/M first."""
-    return compact(own_vs_rent.filter(pl.col("deployable"))).sort(pl.col("rent_usd_per_mtok").is_null(), "own_usd_per_mtok").select(
-        "gpu", "price_kind", "gpu_count", "tp", "replicas", "hardware_usd", "quoted_on", "own_usd_per_hr",
+def own_rows(own_vs_rent: pl.DataFrame, by: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Owning against renting at one setting (with `by`, at each group's, the groups' columns first): per part and
+    hardware price whose replica fits one server (the deployable configurations), cheapest own $/M first (sorted
+    before the digits are cut: two $/M that round alike keep their order); rows of one $/M (a part's list and
+    market price alike) by part, then price kind, the same order in every run."""
+    return compact(own_vs_rent.filter(pl.col("deployable")).sort(
+        *by, pl.col("rent_usd_per_mtok").is_null(), "own_usd_per_mtok", "gpu", "tp", "gpu_count", "price_kind")).select(
+        *by, "gpu", "price_kind", "gpu_count", "tp", "replicas", "hardware_usd", "quoted_on", "own_usd_per_hr",
         "own_usd_per_mtok", "capacity_mtok_per_month", "rent_usd_per_mtok", "rent_provider",
         "breakeven_mtok_per_month",
     )

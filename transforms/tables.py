@@ -100,44 +100,60 @@ def estimate_view(
 
 
 def calculator_view(estimates: pl.DataFrame, gpus: pl.DataFrame, replicas: pl.DataFrame,
-                    capacity: pl.DataFrame | None = None) -> pl.DataFrame:
+                    capacity: pl.DataFrame | None = None, by: tuple[str, ...] = ()) -> pl.DataFrame:
     """Page 001's table: every part the model fits on (one node), priced parts first by $/M, then by tokens/s; a
-    part with listings but no deployable replica says why (`priced`)."""
+    part with listings but no deployable replica says why (`priced`). With `by` (e.g. model and setting), a table
+    per group in one pass: the groups' columns first, each group ranked on its own."""
+    keys = list(by)
     fits = estimates.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node"))
     table = priced(fits, replicas, capacity).join(gpus.select(pl.col("name").alias("gpu"), "vendor"), on="gpu",
                                                   how="left")
-    ordered = table.sort(pl.col("usd_per_mtok").is_null(), "usd_per_mtok", pl.col("agg_tok_s"),
-                         descending=[False, False, True], nulls_last=True)
-    return ordered.with_row_index("rank", offset=1).select(
-        "rank", "gpu", "vendor", "tp", "memory_used_pct", "agg_tok_s", "per_stream_tok_s", "max_streams",
+    ordered = table.sort(*keys, pl.col("usd_per_mtok").is_null(), "usd_per_mtok", pl.col("agg_tok_s"),
+                         descending=[*(False,) * len(keys), False, False, True], nulls_last=True)
+    ranked = (ordered.with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over(keys)) if keys
+              else ordered.with_row_index("rank", offset=1))
+    return ranked.select(
+        *keys, "rank", "gpu", "vendor", "tp", "memory_used_pct", "agg_tok_s", "per_stream_tok_s", "max_streams",
         "replica_usd_per_hr", "usd_per_mtok", "usd_per_mtok_low", "usd_per_mtok_high", "power_kw", "provider",
         "price_kind", "replica_pricing", "offer_ids", "price_observed_at", "not_deployable_reason", "fp4_estimated",
         "uncertain", "method",
     )
 
 
-def calculator_cards(table: pl.DataFrame, one_stream: pl.DataFrame, replicas: pl.DataFrame) -> pl.DataFrame:
+def calculator_cards(table: pl.DataFrame, one_stream: pl.DataFrame, replicas: pl.DataFrame,
+                     by: tuple[str, ...] = ()) -> pl.DataFrame:
     """Page 001's cards: bare minimum and cheapest per hour (one stream, short context), cheapest per M tokens,
-    and each vendor's best value and fewest GPUs, as rows card, gpu, tp, tok/s, $/hr, $/M, memory %."""
+    and each vendor's best value and fewest GPUs, as rows card, gpu, tp, tok/s, $/hr, $/M, memory %. With `by`,
+    the cards of each group of `table` and `one_stream` (calculator_view's groups) in one pass, the groups'
+    columns first."""
     columns = ["gpu", "tp", "agg_tok_s", "replica_usd_per_hr", "usd_per_mtok", "memory_used_pct", "provider"]
+    keys = list(by) or ["_all"]  # no groups: one group of every row
+    table, one_stream = (frame.with_columns(_all=pl.lit(0)) if not by else frame for frame in (table, one_stream))
     small = priced(one_stream.filter(pl.col("tp").is_not_null() & ~pl.col("multi_node")), replicas)
     small_priced = small.filter(pl.col("usd_per_mtok").is_not_null())
     table_priced = table.filter(pl.col("usd_per_mtok").is_not_null())
-    # Among parts of one group size, one with a throughput figure first: a card shows what is known.
+    vendors = table.filter(pl.col("vendor").is_not_null())
+
+    def first(frame: pl.DataFrame, group: list[str], order: list[str], descending: list[bool]) -> pl.DataFrame:
+        return (frame.sort(*group, *order, descending=[*(False,) * len(group), *descending], nulls_last=True)
+                .group_by(group, maintain_order=True).first())
+
+    # Among parts of one group size, one with a throughput figure first: a card shows what is known. The cards in
+    # order: the three of the whole table, then each vendor's (by name) best value and fewest GPUs.
+    fewest = (["tp", "agg_tok_s"], [False, True])
     cards = [
-        ("bare minimum (1 stream)", small_priced.sort("tp", "agg_tok_s", descending=[False, True], nulls_last=True).head(1)),
-        ("cheapest per hour (1 stream)", small_priced.sort("replica_usd_per_hr").head(1)),
-        ("cheapest per M tokens", table_priced.sort("usd_per_mtok").head(1)),
+        (first(small_priced, keys, *fewest), pl.lit("bare minimum (1 stream)"), None, 0),
+        (first(small_priced, keys, ["replica_usd_per_hr"], [False]), pl.lit("cheapest per hour (1 stream)"), None, 1),
+        (first(table_priced, keys, ["usd_per_mtok"], [False]), pl.lit("cheapest per M tokens"), None, 2),
+        (first(vendors.filter(pl.col("usd_per_mtok").is_not_null()), [*keys, "vendor"], ["usd_per_mtok"], [False]),
+         pl.col("vendor") + ": best value", pl.col("vendor"), 3),
+        (first(vendors, [*keys, "vendor"], *fewest), pl.col("vendor") + ": fewest GPUs", pl.col("vendor"), 4),
     ]
-    for vendor in sorted(table["vendor"].drop_nulls().unique().to_list()):
-        rows = table.filter(pl.col("vendor") == vendor)
-        cards.append((f"{vendor}: best value", rows.filter(pl.col("usd_per_mtok").is_not_null()).sort("usd_per_mtok").head(1)))
-        cards.append((f"{vendor}: fewest GPUs", rows.sort("tp", "agg_tok_s", descending=[False, True],
-                                                             nulls_last=True).head(1)))
-    frames = [frame.select(columns).with_columns(pl.lit(card).alias("card")) for card, frame in cards if frame.height]
-    if not frames:
-        return pl.DataFrame(schema={"card": pl.String, **{c: table.schema.get(c, pl.String) for c in columns}})
-    return pl.concat(frames, how="vertical_relaxed").select("card", *columns)
+    frames = [frame.select(*keys, card.alias("card"), *columns, (vendor if vendor is not None else pl.lit(None,
+                           dtype=pl.String)).alias("_vendor"), pl.lit(i).alias("_card")) for frame, card, vendor, i in cards]
+    every = pl.concat(frames, how="vertical_relaxed").sort(*keys, "_vendor", "_card", nulls_last=False)
+    return every.select(*(by or ()), "card", *columns).with_columns(
+        pl.col(c).cast(table.schema[c]) for c in columns if c in table.schema)
 
 
 def deployment_note(table: pl.DataFrame, estimates: pl.DataFrame, replicas: pl.DataFrame,

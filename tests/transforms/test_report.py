@@ -180,3 +180,27 @@ def test_the_api_price_line_is_the_models_cheapest_api_price_dated_by_its_fetch(
     assert report.api_price_lines(api, "m") == [{"label": "API", "value": "$0.16/M out, $0.08/M in",
                                                 "source": "openrouter x/m, fetched 2026-08-19"}]
     assert report.api_price_lines(api, "other") == []
+
+
+def test_every_groups_table_is_labelled_and_split_in_one_pass_as_it_is_alone(calculator):
+    table, _, _ = calculator
+    # a second group: the same parts in the other order, one price gone
+    other = table.reverse().with_columns(pl.col("usd_per_mtok").shift(1), model=pl.lit("n"))
+    tall = pl.concat([table.with_columns(model=pl.lit("m")), other]).select("model", *table.columns)
+    parts, order, night = report.split_table(report.table_rows(tall, by=("model",)), by=("model",))
+    for model, alone in (("m", table), ("n", other.drop("model"))):
+        want = report.split_table(report.table_rows(alone))
+        got = [frame.filter(pl.col("model") == model).drop("model") for frame in (parts, order, night)]
+        assert all(g.equals(w) for g, w in zip(got, want, strict=True)), model
+    assert order.rows() == [("m", 1), ("m", 0), ("n", 0), ("n", 1)]  # parts by name: B200 at 0, H200 at 1
+
+
+def test_own_rows_of_one_cost_are_ordered_by_part_then_price_kind():
+    own = pl.DataFrame([dict(gpu="H200 SXM", price_kind=k, gpu_count=8, tp=8, replicas=1, hardware_usd=1.0,
+                             quoted_on=DAY, own_usd_per_hr=1.0, own_usd_per_mtok=1.0, capacity_mtok_per_month=1.0,
+                             rent_usd_per_mtok=None, rent_provider=None, breakeven_mtok_per_month=None, deployable=True)
+                        for k in ("market", "list")])
+    assert report.own_rows(own)["price_kind"].to_list() == ["list", "market"]
+    grouped = report.own_rows(pl.concat([own.with_columns(model=pl.lit(m)) for m in "nm"]), by=("model",))
+    assert grouped.select("model", "price_kind").rows() == [("m", "list"), ("m", "market"), ("n", "list"),
+                                                            ("n", "market")]

@@ -50,3 +50,23 @@ def test_the_estimate_view_joins_rentals_of_its_own_group_size_and_converted_har
         17.52, 27.12, "vastai,verda")
     assert row["market_usd_low"] == 225_000.0 and row["list_usd_low"] is None
     assert row["usd_per_mtok"] == pytest.approx(17.52 * 1e6 / (4080 * 3600))
+
+
+def test_grouped_tables_and_cards_are_each_groups_own_in_one_pass():
+    # two models (a group each) on the same replicas: by=("model",) gives what a call per model gives
+    one = estimates(dict(gpu="H200 SXM", tp=2, agg_tok_s=800.0), dict(gpu="B200 SXM", tp=1, agg_tok_s=1500.0))
+    other = estimates(dict(gpu="H200 SXM", tp=1, agg_tok_s=300.0), dict(gpu="B200 SXM", tp=2, agg_tok_s=2500.0)
+                      ).with_columns(model=pl.lit("n"))
+    replicas = tables.cheapest_replicas(replica_prices(offers(dict(gpu_count=2, usd_per_gpu_hr=2.0),
+                                                              dict(gpu="B200 SXM", gpu_count=2, usd_per_gpu_hr=5.0)),
+                                                       tps=[1, 2]))
+    both = pl.concat([one, other])
+    view = tables.calculator_view(both, GPUS, replicas, by=("model",))
+    cards = tables.calculator_cards(view, both, replicas, by=("model",))
+    for model, est in (("m", one), ("n", other)):
+        alone = tables.calculator_view(est, GPUS, replicas)
+        assert view.filter(pl.col("model") == model).drop("model").equals(alone)
+        assert cards.filter(pl.col("model") == model).drop("model").equals(tables.calculator_cards(alone, est, replicas))
+    assert view.filter(pl.col("model") == "n")["rank"].to_list() == [1, 2]
+    assert cards.filter(pl.col("model") == "n")["card"].to_list()[:3] == [
+        "bare minimum (1 stream)", "cheapest per hour (1 stream)", "cheapest per M tokens"]
