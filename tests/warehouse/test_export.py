@@ -175,3 +175,18 @@ def test_a_day_read_span_by_span_comes_in_the_order_of_one_sort_of_the_whole_day
         batches, column = export._batches(con, "own_vs_rent", DAY, "parquet")
         assert column == "snapshot_date" and batches.num_rows == 200
         assert pl.from_arrow(batches.read().read_all()).equals(whole)
+
+
+def test_the_days_held_by_a_view_are_the_days_of_what_it_is_computed_from(con):
+    """own_vs_rent's days are those of own_hardware (the facts it is computed from) and of own_vs_rent_stored (the days
+    derived before it was a view); the view is never computed to find them."""
+    con.execute("""insert into own_hardware (snapshot_date, gpu, price_kind, gpu_count, usd_low, usd_high, quoted_on,
+        years, usd_per_kwh, maintenance_usd_per_month, utilisation, grid_sha256)
+        values ('2026-11-20', 'H100 SXM5 80GB', 'list', 8, 2e5, 3e5, '2026-09-16', 3, 0.1, 500, 0.5, 'no-such-grid')""")
+    con.execute("""insert into own_vs_rent_stored (snapshot_date, model, gpu, precision, context_tokens, streams, method,
+        price_kind, gpu_count, tp, replicas, hardware_usd, quoted_on, years, usd_per_kwh, maintenance_usd_per_month,
+        utilisation, own_usd_per_hr, power_unknown, estimator_version) values ('2026-11-18', 'm', 'g', 'bf16', 4096, 1,
+        'measured', 'list', 8, 1, 8, 1e5, '2026-09-16', 3, 0.1, 500, 0.5, 5, false, '1')""")
+    assert con.execute("select count(*) from own_vs_rent").fetchall() == [(1,)]  # the grid named holds no estimate
+    assert export.held_days(con, ["own_vs_rent"], date(2026, 11, 1), date(2026, 11, 19)) == [date(2026, 11, 18)]
+    assert export.held_days(con, ["own_vs_rent"], date(2026, 11, 1), DAY) == [date(2026, 11, 20), date(2026, 11, 18)]
