@@ -14,9 +14,10 @@ A year of 365 nights at 10x does not fit a shared 2-core machine in one sitting,
 are parameters: GPULEDGER_BENCH_YEAR_NIGHTS ("10,3": 10 nights at the first breadth, 3 at the second),
 GPULEDGER_BENCH_YEAR_BREADTH ("1,10"). The year is extrapolated from the nights run: the store's bytes as the
 first night's plus 364 times the mean growth of the nights after it, and the extrapolation is printed as such.
-The analyst's queries run on the last night, and the sql ones on cost_per_mtok again over a year of days: in a copy
-of the warehouse, the last night's replica prices copied onto the 364 days before the first (cost_per_mtok is a view
-of them, migration 0025), so what a year of history costs a query is measured, not extrapolated.
+The analyst's queries run on the last night, and the sql ones again over a year of days: in a copy
+of the warehouse, the last night's replica and hardware prices copied onto the 364 days before the first (cost_per_mtok
+and own_vs_rent are views of them, migrations 0025 and 0026), so what a year of history costs a query is measured, not
+extrapolated.
 Baseline, in the same run: the warehouse's tables written as zstd Parquet (the same rows, DuckDB's COPY).
 Targets (issue 35): a year <= 3 GB at 1x and <= 20 GB at 10x; a night <= 60 s at 1x and <= 300 s at 10x; the
 last night within 10 % of the first; every analyst query < 1 s through the CLI.
@@ -125,8 +126,9 @@ def _baseline(home: Path, out: Path) -> dict[str, list[int]]:
     return last_json(run([sys.executable, "-c", BASELINE, str(home / "gpuledger.duckdb"), str(out)]))
 
 
-# The last night's replica prices copied onto the YEAR - 1 days before the first night (prices moved +-3 %), in a
-# copy of the warehouse: cost_per_mtok, a view of them (migration 0025), then holds a year of days to query.
+# The last night's replica prices (moved +-3 %) and hardware prices copied onto the YEAR - 1 days before the first
+# night, in a copy of the warehouse: cost_per_mtok and own_vs_rent, views of them (migrations 0025, 0026), then hold a
+# year of days to query.
 YEAR_OF_PRICES = """
 import duckdb, sys
 con = duckdb.connect(sys.argv[1])
@@ -135,18 +137,21 @@ con.execute(\"""insert into replica_prices select p.* replace (f.first - i::inte
                replica_usd_per_hr * (1 + 0.03 * sin(i)) as replica_usd_per_hr)
                from replica_prices p, (select min(snapshot_date) as first, max(snapshot_date) as last from replica_prices) f,
                range(1, ?) t(i) where p.snapshot_date = f.last\""", [int(sys.argv[2])])
+con.execute(\"""insert into own_hardware select h.* replace (f.first - i::integer as snapshot_date)
+               from own_hardware h, (select min(snapshot_date) as first, max(snapshot_date) as last from own_hardware) f,
+               range(1, ?) t(i) where h.snapshot_date = f.last\""", [int(sys.argv[2])])
 print(con.execute("select count(*), count(distinct snapshot_date) from replica_prices").fetchall()[0])
 """
 
 
 def _year_of_prices(home: Path, copy: Path, env: dict[str, str]) -> list[tuple[str, Run]]:
-    """The sql queries on cost_per_mtok over a year of replica prices (a copy of the warehouse), one run each."""
+    """The sql queries over a year of replica and hardware prices (a copy of the warehouse), one run each."""
     copy.mkdir(parents=True, exist_ok=True)
     (copy / "gpuledger.duckdb").write_bytes((home / "gpuledger.duckdb").read_bytes())
     done = run([sys.executable, "-c", YEAR_OF_PRICES, str(copy / "gpuledger.duckdb"), str(YEAR)])
     print(f"    a year of replica prices (a copy of the warehouse; rows, days): {done.stdout.strip()}")
     return [(name, run([*GPULEDGER, "sql", query], env | {"GPULEDGER_HOME": str(copy)}))
-            for name, query in QUERIES.items() if "cost_per_mtok" in query]
+            for name, query in QUERIES.items()]
 
 
 def _night_line(n: int, wall_s: float, peak_mb: float, parts: dict[str, int]) -> str:
@@ -221,7 +226,7 @@ def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
             best = min((run([*GPULEDGER, *args], env) for _ in range(3)), key=lambda r: r.wall_s)
             slowest_query = max(slowest_query, best.wall_s)
             print(f"      {best.wall_s:5.2f} s ({best.cpu_s:4.2f} s CPU)  {name}")
-        print(f"    the sql queries on cost_per_mtok over {YEAR} nights of replica prices, one run each:")
+        print(f"    the sql queries over {YEAR} nights of replica and hardware prices, one run each:")
         for name, ran in _year_of_prices(home, tmp / "year", env):
             slowest_query = max(slowest_query, ran.wall_s)
             print(f"      {ran.wall_s:5.2f} s ({ran.cpu_s:4.2f} s CPU)  {name}")

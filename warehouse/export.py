@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from warehouse import config, csv_safe, db, delta, lake, queries
+from warehouse import config, csv_safe, db, delta, derived, lake, queries
 
 FORMATS = ("parquet", "csv")
 DATE_COLUMNS = ("snapshot_date", "date")  # the column that dates a table's rows, in order of preference
@@ -68,8 +68,10 @@ def exportable(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 def held_days(con: duckdb.DuckDBPyConnection, tables, start: date, end: date) -> list[date]:
     """The days from start to end that a run was made for or that one of the tables holds rows of, latest first:
-    the days an export has something to publish (any other would be an empty commit per table)."""
-    held = ["select snapshot_date as day from runs", *(f'select "{date_column(con, t)}" from "{t}"' for t in tables)]
+    the days an export has something to publish (any other would be an empty commit per table). A view's days are
+    its stored tables' (queries.latest_date): its own would be computed for every day first."""
+    held = ["select snapshot_date as day from runs",
+            *(f'select "{date_column(con, t)}" from "{stored}"' for t in tables for stored in derived.VIEWS.get(t, (t,)))]
     return [day for (day,) in con.execute(f"select distinct day from ({' union all '.join(held)}) "
                                           "where day between ? and ? order by 1 desc", [start, end]).fetchall()]
 

@@ -187,18 +187,22 @@ def row_counts(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> duckd
 
 
 def published_days(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], limit: int = 7) -> duckdb.DuckDBPyRelation:
-    """The latest published dates: their quality and each derived table's rows on that date."""
-    counts = " ".join(
-        f", (select count(*) from {t} where snapshot_date = d.snapshot_date) as {t}" for t in tables
-    )
+    """The latest published dates: their quality and each derived table's rows on that date. Each count names its
+    date as a literal: a view (cost_at_speed, own_vs_rent) is then computed for that day alone, where a date joined in
+    from the runs would compute every day's rows first (minutes over a year)."""
+    days = [d for (d,) in con.execute("select distinct snapshot_date from runs where status != 'failed' "
+                                      "order by snapshot_date desc limit ?", [limit]).fetchall()]
+    per_day = " union all ".join(
+        f"select date '{day.isoformat()}' as snapshot_date"
+        + "".join(f", (select count(*) from {t} where snapshot_date = date '{day.isoformat()}') as {t}" for t in tables)
+        for day in days
+    ) or "select null::date as snapshot_date" + "".join(f", null::bigint as {t}" for t in tables) + " where false"
     return con.sql(
         f"""
-        select d.snapshot_date, arg_max(r.quality, r.started_at) as quality, count(r.run_id) as runs {counts}
-        from (select distinct snapshot_date from runs where status != 'failed'
-              order by snapshot_date desc limit $limit) d
-        join runs r using (snapshot_date) group by d.snapshot_date order by d.snapshot_date desc
-        """,
-        params={"limit": limit},
+        select d.snapshot_date, arg_max(r.quality, r.started_at) as quality, count(r.run_id) as runs,
+               {", ".join(f"any_value(d.{t}) as {t}" for t in tables)}
+        from ({per_day}) d join runs r using (snapshot_date) group by d.snapshot_date order by d.snapshot_date desc
+        """
     )
 
 

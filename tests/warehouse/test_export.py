@@ -193,3 +193,18 @@ def test_the_window_ages_out_only_dates_whose_replica_prices_the_lake_holds(tmp_
     assert export.age_out(store, 1, "upkeep") == {"cost_per_mtok": [days[1]]}  # own_vs_rent...: not in this lake
     held = delta.held(delta.open_table(delta.table_uri(store.url, "cost_per_mtok")))
     assert held == {days[0], days[2]}  # days[0] stays: nothing in the lake could compute it again
+
+
+def test_the_days_held_by_a_view_are_the_days_of_what_it_is_computed_from(con):
+    """own_vs_rent's days are those of own_hardware (the facts it is computed from) and of own_vs_rent_stored (the days
+    derived before it was a view); the view is never computed to find them."""
+    con.execute("""insert into own_hardware (snapshot_date, gpu, price_kind, gpu_count, usd_low, usd_high, quoted_on,
+        years, usd_per_kwh, maintenance_usd_per_month, utilisation, grid_sha256)
+        values ('2026-11-20', 'H100 SXM5 80GB', 'list', 8, 2e5, 3e5, '2026-09-16', 3, 0.1, 500, 0.5, 'no-such-grid')""")
+    con.execute("""insert into own_vs_rent_stored (snapshot_date, model, gpu, precision, context_tokens, streams, method,
+        price_kind, gpu_count, tp, replicas, hardware_usd, quoted_on, years, usd_per_kwh, maintenance_usd_per_month,
+        utilisation, own_usd_per_hr, power_unknown, estimator_version) values ('2026-11-18', 'm', 'g', 'bf16', 4096, 1,
+        'measured', 'list', 8, 1, 8, 1e5, '2026-09-16', 3, 0.1, 500, 0.5, 5, false, '1')""")
+    assert con.execute("select count(*) from own_vs_rent").fetchall() == [(1,)]  # the grid named holds no estimate
+    assert export.held_days(con, ["own_vs_rent"], date(2026, 11, 1), date(2026, 11, 19)) == [date(2026, 11, 18)]
+    assert export.held_days(con, ["own_vs_rent"], date(2026, 11, 1), DAY) == [date(2026, 11, 20), date(2026, 11, 18)]
