@@ -80,6 +80,11 @@ def test_the_window_ages_the_old_day_out_of_the_derived_tables_and_keeps_the_fac
     assert [v["aged_out"] for v in history if v["aged_out"]] == [[SNAPSHOT.isoformat()]]
     shown = invoke("lake", "history", "--table", "cost_at_speed", "--table", "speed_answers").output
     assert f"aged out {SNAPSHOT}" in shown and "speed_sha256 " in shown
+    counted = invoke("status").output  # the warehouse's row counts name the new facts
+    with db.connect(read_only=True) as con:
+        for table in ("speed_answers", "own_hardware"):
+            rows = con.execute(f"select count(*) from {table}").fetchall()[0][0]
+            assert rows > 0 and re.search(rf"│ {table}\s+│\s+{rows} │", counted), table
 
 
 @pytest.mark.slow
