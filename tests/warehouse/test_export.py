@@ -209,3 +209,8 @@ def test_a_lake_without_the_key_column_holds_no_date_of_its_facts(tmp_path):
     delta.publish_day(delta.table_uri(store.url, "replica_prices"), "replica_prices", "snapshot_date", DAY, rows, {}, 30)
     assert export.fact_dates(store, "replica_prices", "speed_sha256") == set()
     assert export.fact_dates(store, "own_hardware", "grid_sha256") == set()  # no such table yet
+    later = DAY + timedelta(days=1)  # the next night's prices add the column: the old date reads it as NULL
+    rows = pl.DataFrame({"snapshot_date": [later], "usd": [1.0], "speed_sha256": ["s"]}).to_arrow()
+    delta.publish_day(delta.table_uri(store.url, "replica_prices"), "replica_prices", "snapshot_date", later, rows, {},
+                      30)
+    assert export.fact_dates(store, "replica_prices", "speed_sha256") == {later}
