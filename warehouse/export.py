@@ -283,8 +283,12 @@ def fact_dates(store: lake.Store, fact: str, key: str) -> set[date]:
     table, held = delta.held_at(delta.table_uri(store.url, fact))
     if table is None or key not in [field.name for field in table.schema().fields]:
         return set()
-    read = table.to_pyarrow_dataset().to_table(columns=["snapshot_date"], filter=pc.field(key).is_valid())
-    return set(pc.unique(read.column("snapshot_date")).to_pylist()) & held
+    dates: set[date] = set()
+    # filtered batch by batch after reading: a filter on the key pushed into the scan kept a file written before the
+    # column existed (pyarrow 26 through deltalake 1.6, measured), and the whole column of a year is not held at once
+    for batch in table.to_pyarrow_dataset().to_batches(columns=["snapshot_date", key]):
+        dates |= set(pc.unique(pc.filter(batch.column(0), pc.is_valid(batch.column(1)))).to_pylist())
+    return dates & held
 
 
 def record(con: duckdb.DuckDBPyConnection, pub: Publication, fmt: str, run_id: str, tables) -> None:
