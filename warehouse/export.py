@@ -14,6 +14,7 @@ succeeded), never an interrupted or superseded run's; CSV text is spreadsheet-sa
 import io
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -269,26 +270,29 @@ def age_out(store: lake.Store, keep: int | None, run_id: str, tables=WINDOWED) -
     for table in (t for t in WINDOWED if t in tables):
         fact, key = WINDOWED[table]
         if (fact, key) not in facts:
-            facts[fact, key] = fact_dates(store, fact, key)
+            facts[fact, key] = fact_holds(store, fact, key)
         removed[table] = delta.age_out(delta.table_uri(store.url, table), table, keep, about,
-                                       kept=lambda day, held=facts[fact, key]: day not in held)
+                                       kept=lambda day, holds=facts[fact, key]: not holds(day))
     return {table: days for table, days in removed.items() if days}
 
 
-def fact_dates(store: lake.Store, fact: str, key: str) -> set[date]:
-    """The dates the lake's fact table holds rows of that name their answers' key (none: no such table, or a table
-    published before it had the key's column)."""
+def fact_holds(store: lake.Store, fact: str, key: str) -> Callable[[date], bool]:
+    """Whether the lake's fact table holds rows of a date that name their answers' key (never: no such table, or one
+    published before it had the key's column). A date is read alone (a night ages out a date or two, not the year's
+    facts), its key's values batch by batch after reading: a filter on the key pushed into the scan kept a file
+    written before the column existed (pyarrow 26 through deltalake 1.6, measured)."""
     import pyarrow.compute as pc
 
     table, held = delta.held_at(delta.table_uri(store.url, fact))
     if table is None or key not in [field.name for field in table.schema().fields]:
-        return set()
-    dates: set[date] = set()
-    # filtered batch by batch after reading: a filter on the key pushed into the scan kept a file written before the
-    # column existed (pyarrow 26 through deltalake 1.6, measured), and the whole column of a year is not held at once
-    for batch in table.to_pyarrow_dataset().to_batches(columns=["snapshot_date", key]):
-        dates |= set(pc.unique(pc.filter(batch.column(0), pc.is_valid(batch.column(1)))).to_pylist())
-    return dates & held
+        return lambda day: False
+
+    def holds(day: date) -> bool:
+        if day not in held:
+            return False
+        dataset = table.to_pyarrow_dataset(file_pruning_predicate=[(delta.date_column(table), "=", day.isoformat())])
+        return any(pc.any(pc.is_valid(batch.column(0))).as_py() for batch in dataset.to_batches(columns=[key]))
+    return holds
 
 
 def record(con: duckdb.DuckDBPyConnection, pub: Publication, fmt: str, run_id: str, tables) -> None:

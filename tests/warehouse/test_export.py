@@ -207,10 +207,11 @@ def test_a_lake_without_the_key_column_holds_no_date_of_its_facts(tmp_path):
     store = lake.open_store(tmp_path / "lake")
     rows = pl.DataFrame({"snapshot_date": [DAY], "usd": [1.0]}).to_arrow()  # replica prices as published before 0026
     delta.publish_day(delta.table_uri(store.url, "replica_prices"), "replica_prices", "snapshot_date", DAY, rows, {}, 30)
-    assert export.fact_dates(store, "replica_prices", "speed_sha256") == set()
-    assert export.fact_dates(store, "own_hardware", "grid_sha256") == set()  # no such table yet
+    assert not export.fact_holds(store, "replica_prices", "speed_sha256")(DAY)
+    assert not export.fact_holds(store, "own_hardware", "grid_sha256")(DAY)  # no such table yet
     later = DAY + timedelta(days=1)  # the next night's prices add the column: the old date reads it as NULL
     rows = pl.DataFrame({"snapshot_date": [later], "usd": [1.0], "speed_sha256": ["s"]}).to_arrow()
     delta.publish_day(delta.table_uri(store.url, "replica_prices"), "replica_prices", "snapshot_date", later, rows, {},
                       30)
-    assert export.fact_dates(store, "replica_prices", "speed_sha256") == {later}
+    holds = export.fact_holds(store, "replica_prices", "speed_sha256")
+    assert [holds(day) for day in (DAY, later, later + timedelta(days=1))] == [False, True, False]
