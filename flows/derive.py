@@ -28,8 +28,8 @@ log = logging.getLogger("gpuledger.derive")
 # The requests cost_at_speed, the frontier and the model pages' chart price: a chat turn's length (3,072 in + 1,024 out
 # at the default 3:1 mix).
 SPEED_CONTEXT_TOKENS = 4096
-EXPORTED = ("offers", "daily_prices", "rental_ranges", "replica_prices", "cost_per_mtok", "own_vs_rent", "price_index",
-            "own_rent_api", "cost_at_speed")
+EXPORTED = ("offers", "daily_prices", "rental_ranges", "replica_prices", "own_hardware", "cost_per_mtok", "own_vs_rent",
+            "price_index", "own_rent_api", "cost_at_speed")
 
 
 def made_by(quality: str | None = None) -> dict[str, str]:

@@ -89,7 +89,7 @@ def lake_upkeep(con, run_id: str) -> None:
                      ", ".join(map(str, days)), table)
     except OSError as exc:
         log.warning("lake window left for the next run: %s", exc)
-    due = export.upkeep_due(con, store.url, (*EXPORTED, export.GRIDS), config.utc_now(), config.lake_upkeep_days())
+    due = export.upkeep_due(con, store.url, (*EXPORTED, *export.KEYED), config.utc_now(), config.lake_upkeep_days())
     if not due:
         return
     log.info("phase upkeep %s", ", ".join(due))

@@ -180,7 +180,8 @@ def parse_as_of(text: str) -> int | datetime:
 
 
 def open_table(uri: str, as_of: int | datetime | None = None) -> DeltaTable:
-    """The table at uri, at its current version or as of a version or time (the last commit at or before it)."""
+    """The table at uri, at its current version or as of a version or time (the last commit at or before it; a time
+    before the table's first commit is refused: delta-rs loads version 0 for it, measured with deltalake 1.6)."""
     try:
         table = DeltaTable(uri, storage_options=storage_options(uri))
     except TableNotFoundError:
@@ -190,6 +191,10 @@ def open_table(uri: str, as_of: int | datetime | None = None) -> DeltaTable:
             table.load_as_version(as_of)
         except (DeltaError, ValueError) as exc:
             raise NotPublished(f"{uri}: no version as of {as_of}: {message(exc)}") from None
+        if isinstance(as_of, datetime) and table.version() == 0:
+            first = next((info for info in table.history() if info.get("version") == 0), None)
+            if first and committed_at(first) > as_of.astimezone(UTC).replace(tzinfo=None):
+                raise NotPublished(f"{uri}: no version as of {as_of}: the table was created later")
     return table
 
 
@@ -258,6 +263,7 @@ def history(table: DeltaTable) -> list[dict[str, Any]]:
         found.append({
             "version": info["version"], "committed_at": committed_at(info), "operation": info.get("operation"),
             "date": ours.get("date"), "aged_out": ours.get("aged_out"), "grid_sha256": ours.get("grid_sha256"),
+            "speed_sha256": ours.get("speed_sha256"),
             "run_id": ours.get("run_id"),
             "rows": ours.get("rows", metrics.get("num_added_rows")), "replaced_rows": ours.get("replaced_rows"),
             "quality": ours.get("quality"), "estimator_version": ours.get("estimator_version"),

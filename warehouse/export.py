@@ -14,6 +14,7 @@ succeeded), never an interrupted or superseded run's; CSV text is spreadsheet-sa
 import io
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -91,10 +92,32 @@ BATCH_ROWS = 65_536  # rows per Arrow batch a publication reads from the warehou
 
 # The lake keeps its facts for ever and what is derived from them for a window of recent dates
 # ($GPULEDGER_LAKE_DERIVED_DAYS): a night of cost_per_mtok is ~5 MB of distinct doubles no Parquet setting shortens,
-# while the night's replica prices and the estimate grid they name (written once) make it again by one join
-# (docs/lake.md). FACTS is the night's replica prices; GRIDS the estimates, a partition per grid_sha256.
+# while the night's facts and the answers they name (written once) make it again by the warehouse view's SQL
+# (docs/lake.md, lake_query). FACTS is the night's replica prices; KEYED the answers written once per key, a partition
+# per key, the key a column of the replica prices (GRIDS: the estimates, per grid_sha256).
 FACTS, GRIDS = "replica_prices", "estimates"
-WINDOWED = ("cost_per_mtok", "own_vs_rent", "cost_at_speed")
+KEYED = {GRIDS: "grid_sha256", "speed_answers": "speed_sha256"}
+# Each windowed table, and the nightly fact whose dates make it again: a date the lake's fact does not hold (published
+# before the lake kept it, or, for cost_at_speed, replica prices without a speed_sha256) stays in the window's table.
+WINDOWED = {"cost_per_mtok": (FACTS, "grid_sha256"), "own_vs_rent": ("own_hardware", "grid_sha256"),
+            "cost_at_speed": (FACTS, "speed_sha256")}
+
+
+VIEW = re.compile(r"^CREATE (?:OR REPLACE )?VIEW (\w+) AS\n(.*?);$", re.S | re.M)
+
+
+def lake_query(table: str) -> str:
+    """The SQL that computes a WINDOWED table from the lake's facts (FACTS, KEYED, own_hardware, under their own
+    names): the warehouse view's, as the newest migration defining it wrote it, without the view's last branch, which
+    reads the rows the warehouse stored for the days derived before the view (the lake keeps those days in the
+    windowed table itself: WINDOWED). One text for both, so the lake's answer is the warehouse's, double for double."""
+    if table not in WINDOWED:
+        raise ExportError(f"{table!r} is not computed from the lake's facts: those are {', '.join(WINDOWED)}")
+    body = [text for _, _, sql in db.migrations() for name, text in VIEW.findall(sql) if name == table][-1]
+    computed, _, stored = body.rpartition("\nUNION ALL\n")
+    if not computed or f"{table}_stored" not in stored:
+        raise ExportError(f"the view {table} does not end in a UNION ALL of {table}_stored: lake_query cannot cut it")
+    return computed
 
 
 def date_column(con: duckdb.DuckDBPyConnection, table: str) -> str:
@@ -208,48 +231,70 @@ def export_table(con: duckdb.DuckDBPyConnection, table: str, day: date, store: l
     return Written(table, day, commit.rows, delta.table_uri(store.url, table), commit.version)
 
 
-def publish_grids(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, run_id: str,
+def publish_keyed(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, run_id: str,
                   made_by: dict[str, Any] | None = None) -> list[Written]:
-    """The estimate grids the date's replica prices name that the lake lacks, one commit each, as the warehouse
-    stores them (a grid never changes, so one the lake holds is never written again). The rows are read in the
-    warehouse's order, never sorted: a grid at 10x is millions of rows."""
-    uri = delta.table_uri(store.url, GRIDS)
-    _, held = delta.held_at(uri)
-    named = con.execute(f"select distinct grid_sha256 from {FACTS} where snapshot_date = ? order by 1",
-                        [day]).fetchall()
+    """The answers (estimate grids, speed answers) the date's replica prices name that the lake lacks, one commit per
+    key, as the warehouse stores them (a key's answers never change, so one the lake holds is never written again).
+    The rows are read in the warehouse's order, never sorted: a grid at 10x is millions of rows."""
     written = []
-    for grid in (g for (g,) in named if g not in held):
-        relation = con.sql(f"select * from {GRIDS} where grid_sha256 = ?", params=[grid])
-        rows = delta.Batches(lambda relation=relation: relation.to_arrow_reader(BATCH_ROWS),
-                             relation.count("*").fetchall()[0][0])
-        commit = delta.publish_day(uri, GRIDS, "grid_sha256", grid, rows, provenance(con, day, run_id, made_by),
-                                   config.lake_retention_days())
-        written.append(Written(GRIDS, day, commit.rows, uri, commit.version))
+    for table, key in KEYED.items():
+        uri = delta.table_uri(store.url, table)
+        _, held = delta.held_at(uri)
+        named = con.execute(f"select distinct {key} from {FACTS} where snapshot_date = ? and {key} is not null "
+                            "order by 1", [day]).fetchall()
+        for value in (v for (v,) in named if v not in held):
+            relation = con.sql(f"select * from {table} where {key} = ?", params=[value])
+            rows = delta.Batches(lambda relation=relation: relation.to_arrow_reader(BATCH_ROWS),
+                                 relation.count("*").fetchall()[0][0])
+            commit = delta.publish_day(uri, table, key, value, rows, provenance(con, day, run_id, made_by),
+                                       config.lake_retention_days())
+            written.append(Written(table, day, commit.rows, uri, commit.version))
     return written
 
 
 def export_date(con: duckdb.DuckDBPyConnection, day: date, store: lake.Store, tables, fmt: str = "parquet",
                 run_id: str | None = None, made_by: dict[str, Any] | None = None) -> list[Written]:
     """Export the given tables for one date, a commit (or a CSV folder) each; with the replica prices, first the
-    grids they name that the lake lacks, so a reader never finds prices naming a grid it cannot read."""
+    answers they name that the lake lacks, so a reader never finds prices naming a key it cannot read."""
     run_id = run_id or f"export-{config.utc_now():%Y%m%dT%H%M%SZ}"
-    grids = publish_grids(con, day, store, run_id, made_by) if fmt == "parquet" and FACTS in tables else []
-    return grids + [export_table(con, table, day, store, fmt, run_id, made_by) for table in tables]
+    keyed = publish_keyed(con, day, store, run_id, made_by) if fmt == "parquet" and FACTS in tables else []
+    return keyed + [export_table(con, table, day, store, fmt, run_id, made_by) for table in tables]
 
 
 def age_out(store: lake.Store, keep: int | None, run_id: str, tables=WINDOWED) -> dict[str, list[date]]:
     """Delete from each WINDOWED table of the lake (of those in tables) every date but its `keep` newest (None: keep
-    every date), one commit a table; a date whose replica prices the lake does not hold (published before the lake
-    kept them) stays, so whatever leaves the lake can be computed again from it. The dates removed, by table."""
+    every date), one commit a table; a date its fact does not hold in the lake (WINDOWED) stays, so whatever leaves
+    the lake can be computed again from it (lake_query). The dates removed, by table."""
     if keep is None:
         return {}
-    _, facts = delta.held_at(delta.table_uri(store.url, FACTS))
     about = {"run_id": run_id, "schema_version": db.schema_version(), "written_at": config.utc_now().isoformat()}
-    removed = {}
+    removed, facts = {}, {}
     for table in (t for t in WINDOWED if t in tables):
+        fact, key = WINDOWED[table]
+        if (fact, key) not in facts:
+            facts[fact, key] = fact_holds(store, fact, key)
         removed[table] = delta.age_out(delta.table_uri(store.url, table), table, keep, about,
-                                       kept=lambda day: day not in facts)
+                                       kept=lambda day, holds=facts[fact, key]: not holds(day))
     return {table: days for table, days in removed.items() if days}
+
+
+def fact_holds(store: lake.Store, fact: str, key: str) -> Callable[[date], bool]:
+    """Whether the lake's fact table holds rows of a date that name their answers' key (never: no such table, or one
+    published before it had the key's column). A date is read alone (a night ages out a date or two, not the year's
+    facts), its key's values batch by batch after reading: a filter on the key pushed into the scan kept a file
+    written before the column existed (pyarrow 26 through deltalake 1.6, measured)."""
+    import pyarrow.compute as pc
+
+    table, held = delta.held_at(delta.table_uri(store.url, fact))
+    if table is None or key not in [field.name for field in table.schema().fields]:
+        return lambda day: False
+
+    def holds(day: date) -> bool:
+        if day not in held:
+            return False
+        dataset = table.to_pyarrow_dataset(file_pruning_predicate=[(delta.date_column(table), "=", day.isoformat())])
+        return any(pc.any(pc.is_valid(batch.column(0))).as_py() for batch in dataset.to_batches(columns=[key]))
+    return holds
 
 
 def record(con: duckdb.DuckDBPyConnection, pub: Publication, fmt: str, run_id: str, tables) -> None:

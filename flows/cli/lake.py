@@ -32,10 +32,12 @@ def chosen_tables(store: lake.Store, chosen: list[str] | None) -> list[str]:
 
 
 def touched(version: dict) -> str | None:
-    """What a version changed, for the terminal: the date it replaced, the dates it aged out, or the grid it wrote."""
+    """What a version changed, for the terminal: the date it replaced, the dates it aged out, or the key (grid, speed
+    answers) it wrote."""
     if version["aged_out"]:
         return f"aged out {spans([date.fromisoformat(d) for d in version['aged_out']])}"
-    return f"grid {version['grid_sha256'][:12]}" if version["grid_sha256"] else version["date"]
+    key = next((f"{column} {version[column][:12]}" for column in export.KEYED.values() if version[column]), None)
+    return key or version["date"]
 
 
 @app.command()
@@ -78,8 +80,8 @@ def status(
     table: TableOption = None,
     fmt: FormatOption = Format.table,
 ) -> None:
-    """What each lake table holds now: its dates (the estimates: its grids) and whether it keeps them all or a window
-    of the newest ($GPULEDGER_LAKE_DERIVED_DAYS)."""
+    """What each lake table holds now: its dates (the estimates and speed answers: their keys) and whether it keeps
+    them all or a window of the newest ($GPULEDGER_LAKE_DERIVED_DAYS)."""
     try:
         store = lake.exports_store()
         keep = config.lake_derived_days()
@@ -87,18 +89,31 @@ def status(
         for name in chosen_tables(store, table):
             published = delta.open_table(delta.table_uri(store.url, name))
             held = sorted(delta.held(published))
-            grids = name == export.GRIDS
+            keyed = export.KEYED.get(name)
             rows.append({"table": name, "version": published.version(),
-                         "keeps": ("each grid once" if grids else f"the newest {keep} dates"
+                         "keeps": (f"each {keyed} once" if keyed else f"the newest {keep} dates"
                                    if keep and name in export.WINDOWED else "every date"),
-                         "partitions": len(held), "first": None if grids or not held else held[0],
-                         "last": None if grids or not held else held[-1],
-                         "held": ", ".join(g[:12] for g in held) if grids else spans(held)})
+                         "partitions": len(held), "first": None if keyed or not held else held[0],
+                         "last": None if keyed or not held else held[-1],
+                         "held": ", ".join(k[:12] for k in held) if keyed else spans(held)})
     except (ValueError, OSError) as exc:
         raise fail(str(exc)) from None
     if not rows:
         raise fail(f"no lake table in {config.exports_location()} yet: `gpuledger nightly` publishes them")
     render(pl.DataFrame(rows, infer_schema_length=None), fmt, title=f"What the lake in {store.url} holds")
+
+
+@app.command()
+def query(
+    table: Annotated[str, typer.Argument(help="A table the lake keeps for a window: "
+                                              f"{', '.join(export.WINDOWED)}.")],
+) -> None:
+    """Print the SQL that computes TABLE, every date of it, from the lake's facts, as the warehouse's view does:
+    run it with `gpuledger sql --lake` on the tables it names, or in any engine that reads Delta."""
+    try:
+        typer.echo(export.lake_query(table))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
 
 
 @app.command()

@@ -117,8 +117,9 @@ def export_cmd(
 
 
 def _export_as_of(tables: list[str] | None, as_of: str, end: date | None, days: int, fmt: str, out: Path | None) -> None:
-    """Each table (default: those the nightly run exports that the lake holds: a lake published before replica_prices
-    has none) as the lake held it at as_of (of the dates ending at end, or all) to <out>/<table>.parquet."""
+    """Each table (default: those the nightly run exports that the lake held at as_of: a lake published before
+    replica_prices or own_hardware has none, or had none then) as the lake held it at as_of (of the dates ending at
+    end, or all) to <out>/<table>.parquet."""
     import polars as pl
 
     from flows.cli.lake import chosen_tables
@@ -136,11 +137,18 @@ def _export_as_of(tables: list[str] | None, as_of: str, end: date | None, days: 
             raise fail("a version number belongs to one table: name it with --table (or give a timestamp)")
         store = lake.exports_store()
         # a table's name is a folder in the lake and a file in --out
-        tables = chosen_tables(store, tables) if tables else [t for t in EXPORTED if t in delta.tables(store)]
+        named = chosen_tables(store, tables) if tables else [t for t in EXPORTED if t in delta.tables(store)]
         read = {}
-        for table in tables:
-            published = delta.open_table(delta.table_uri(store.url, table), point)
+        for table in named:
+            try:
+                published = delta.open_table(delta.table_uri(store.url, table), point)
+            except delta.NotPublished:
+                if tables:  # a table asked for by name is refused; by default, one the lake began later is left out
+                    raise
+                continue
             read[table] = (published.version(), pl.from_arrow(delta.read(published, dates)))
+        if not read:
+            raise fail(f"the lake in {store.url} held none of {', '.join(named) or 'the nightly tables'} as of {as_of}")
     except (ValueError, OSError) as exc:  # NotPublished is a ValueError; OSError: the store
         raise fail(str(exc)) from None
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,8 @@
 """`gpuledger lake`, `export --as-of` and `sql --lake` on a lake folder: what was published, version by version."""
 
 import json
+import time
+from datetime import UTC, datetime
 
 import polars as pl
 import pytest
@@ -54,6 +56,20 @@ def test_export_as_of_a_time_without_tables_reads_the_nightly_tables_the_lake_ho
     invoke("export", "--as-of", "2999-01-01", "--out", str(tmp_path / "t"))
     assert [f.name for f in (tmp_path / "t").iterdir()] == ["price_index.parquet"]
     assert pl.read_parquet(tmp_path / "t" / "price_index.parquet")["listings"].to_list() == [3]
+    # own_hardware begins later: as of a time before its first commit it is left out, as of later it is read
+    between = datetime.now(UTC)
+    time.sleep(0.01)  # commit times are milliseconds
+    with db.connect() as con:
+        con.execute("insert into own_hardware (snapshot_date, gpu, price_kind, gpu_count, usd_low, usd_high, quoted_on, "
+                    "years, usd_per_kwh, maintenance_usd_per_month, utilisation, grid_sha256) values ('2026-11-27', "
+                    "'H100', 'retail', 8, 250000, 300000, '2026-11-01', 4, 0.15, 500, 0.6, 'g')")
+    invoke("export", "--table", "own_hardware", "--date", "2026-11-27")
+    invoke("export", "--as-of", between.isoformat(), "--out", str(tmp_path / "before"))
+    assert [f.name for f in (tmp_path / "before").iterdir()] == ["price_index.parquet"]
+    invoke("export", "--as-of", "2999-01-01", "--out", str(tmp_path / "after"))
+    assert sorted(f.name for f in (tmp_path / "after").iterdir()) == ["own_hardware.parquet", "price_index.parquet"]
+    assert "no version as of" in invoke("export", "--as-of", between.isoformat(), "--table", "own_hardware",
+                                        "--out", str(tmp_path / "x"), code=1).output
 
 
 @pytest.mark.usefixtures("two_versions")

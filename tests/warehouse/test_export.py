@@ -177,22 +177,44 @@ def test_a_day_read_span_by_span_comes_in_the_order_of_one_sort_of_the_whole_day
         assert pl.from_arrow(batches.read().read_all()).equals(whole)
 
 
-def test_the_window_ages_out_only_dates_whose_replica_prices_the_lake_holds(tmp_path):
+def test_the_window_ages_out_only_dates_whose_facts_the_lake_holds(tmp_path):
     store = lake.open_store(tmp_path / "lake")
     days = [DAY + timedelta(days=n) for n in range(3)]
 
-    def day_of(table: str, day: date) -> None:
-        rows = pl.DataFrame({"snapshot_date": [day], "usd": [1.0]}).to_arrow()
+    def day_of(table: str, day: date, **columns) -> None:
+        rows = pl.DataFrame({"snapshot_date": [day], "usd": [1.0]} | {k: [v] for k, v in columns.items()},
+                            schema_overrides={k: pl.String for k in columns}).to_arrow()
         delta.publish_day(delta.table_uri(store.url, table), table, "snapshot_date", day, rows, {}, 30)
 
     for day in days:
         day_of("cost_per_mtok", day)
-    for day in days[1:]:  # the first day was published before the lake kept replica prices
-        day_of("replica_prices", day)
+        day_of("cost_at_speed", day)
+        day_of("own_vs_rent", day)
+    # the first day was published before the lake kept replica prices; the second before they named speed answers
+    day_of("replica_prices", days[1], grid_sha256="g", speed_sha256=None)
+    day_of("replica_prices", days[2], grid_sha256="g", speed_sha256="s")
+    day_of("own_hardware", days[2], grid_sha256="g")  # own_hardware begins on the third day
     assert export.age_out(store, None, "upkeep") == {}  # `all`: nothing leaves
-    assert export.age_out(store, 1, "upkeep") == {"cost_per_mtok": [days[1]]}  # own_vs_rent...: not in this lake
-    held = delta.held(delta.open_table(delta.table_uri(store.url, "cost_per_mtok")))
-    assert held == {days[0], days[2]}  # days[0] stays: nothing in the lake could compute it again
+    assert export.age_out(store, 1, "upkeep") == {"cost_per_mtok": [days[1]]}
+    held = {table: delta.held(delta.open_table(delta.table_uri(store.url, table))) for table in export.WINDOWED}
+    assert held == {"cost_per_mtok": {days[0], days[2]},  # days[0] stays: nothing in the lake could compute it again
+                    "cost_at_speed": set(days), "own_vs_rent": set(days)}
+    day_of("own_hardware", days[1], grid_sha256="g")
+    assert export.age_out(store, 1, "upkeep", ["own_vs_rent", "cost_at_speed"]) == {"own_vs_rent": [days[1]]}
+
+
+def test_a_lake_without_the_key_column_holds_no_date_of_its_facts(tmp_path):
+    store = lake.open_store(tmp_path / "lake")
+    rows = pl.DataFrame({"snapshot_date": [DAY], "usd": [1.0]}).to_arrow()  # replica prices as published before 0026
+    delta.publish_day(delta.table_uri(store.url, "replica_prices"), "replica_prices", "snapshot_date", DAY, rows, {}, 30)
+    assert not export.fact_holds(store, "replica_prices", "speed_sha256")(DAY)
+    assert not export.fact_holds(store, "own_hardware", "grid_sha256")(DAY)  # no such table yet
+    later = DAY + timedelta(days=1)  # the next night's prices add the column: the old date reads it as NULL
+    rows = pl.DataFrame({"snapshot_date": [later], "usd": [1.0], "speed_sha256": ["s"]}).to_arrow()
+    delta.publish_day(delta.table_uri(store.url, "replica_prices"), "replica_prices", "snapshot_date", later, rows, {},
+                      30)
+    holds = export.fact_holds(store, "replica_prices", "speed_sha256")
+    assert [holds(day) for day in (DAY, later, later + timedelta(days=1))] == [False, True, False]
 
 
 def test_the_days_held_by_a_view_are_the_days_of_what_it_is_computed_from(con):
