@@ -259,7 +259,7 @@ def derive_date(
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),
         # cost_per_mtok, cost_at_speed and own_vs_rent are views of these joined to the stored grid and answers: the
-        # rows of `cost`, of speed.cost_at_speed and of `own` (tested equal)
+        # rows of costs.cost_per_mtok, speed.cost_at_speed and costs.own_vs_rent (tested equal)
         "replica_prices": prices.join(joined, on=["gpu", "tp"], how="semi").with_columns(
             grid_sha256=pl.lit(key), speed_sha256=pl.lit(speed_sha256)),
         "own_hardware": own_hardware(hardware, plan.ownership, cats["gpus"]).with_columns(grid_sha256=pl.lit(key)),

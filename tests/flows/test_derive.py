@@ -35,10 +35,10 @@ def stored_way(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> pl.Da
     return costs.cost_per_mtok(grid, prices).with_columns(quality=pl.lit(verdict.quality))
 
 
-def stored_before_the_views(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> dict[str, pl.DataFrame]:
-    """The day's cost_at_speed and own_vs_rent rows as the derive stored them before the views: the answers at each
-    tier priced at their cheapest deployable replica (transforms/speed.cost_at_speed), and owning each estimate
-    against renting it (transforms/costs.own_vs_rent), labelled with the day's quality."""
+def whole_night(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> dict:
+    """The day's frames as the derive built them before the views, the whole night at once: the grid, the replica
+    prices, the hardware in USD, cost_per_mtok and own_vs_rent of every method, model and GPU (transforms/costs),
+    the cheapest API prices, and one speed search over every request at every tier (transforms/speed)."""
     cats = derive.catalogues(con)
     offers, _, verdict = derive.gate(con, SNAPSHOT, queries.offers_for_date(con, SNAPSHOT), plan.quality)
     grid = derive.estimate_grid(cats, plan)
@@ -47,13 +47,24 @@ def stored_before_the_views(con: duckdb.DuckDBPyConnection, plan: derive.DeriveP
     prices = costs.replica_prices(offers, sorted({*grid["tp"].to_list(), *(1 << k for k in range(widest.bit_length()))}),
                                   cats["gpus"])
     hardware = derive.hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), SNAPSHOT)
-    own = costs.own_vs_rent(grid, hardware, costs.cost_per_mtok(grid, prices), plan.ownership, cats["gpus"])
+    cost = costs.cost_per_mtok(grid, prices)
     measured = derive.method_params(presets.MEASURED.name, plan.input_per_output)
     found = speed.answers_each(cats["models"], estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], "measured"),
-                               derive.speed_grid(cats, offers), measured, plan.speed_tiers)
-    quality = pl.lit(verdict.quality).alias("quality")
-    return {"cost_at_speed": speed.cost_at_speed(found, prices).with_columns(quality),
-            "own_vs_rent": own.with_columns(quality)}
+                               derive.speed_grid(cats, offers), measured, (*plan.speed_tiers, plan.own_rent_api_tier))
+    return {"cats": cats, "quality": pl.lit(verdict.quality).alias("quality"), "grid": grid, "prices": prices,
+            "hardware": hardware, "cost": cost, "own": costs.own_vs_rent(grid, hardware, cost, plan.ownership, cats["gpus"]),
+            "api": derive.cheapest_api(con, SNAPSHOT, cats["models"], plan.input_per_output), "measured": measured,
+            "found": found}
+
+
+def stored_before_the_views(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> dict[str, pl.DataFrame]:
+    """The day's cost_at_speed and own_vs_rent rows as the derive stored them before the views: the answers at each
+    tier priced at their cheapest deployable replica (transforms/speed.cost_at_speed), and owning each estimate
+    against renting it (transforms/costs.own_vs_rent), labelled with the day's quality."""
+    night = whole_night(con, plan)
+    found = {tier: night["found"][tier] for tier in plan.speed_tiers}
+    return {"cost_at_speed": speed.cost_at_speed(found, night["prices"]).with_columns(night["quality"]),
+            "own_vs_rent": night["own"].with_columns(night["quality"])}
 
 
 def differing(con: duckdb.DuckDBPyConnection, expected: pl.DataFrame) -> tuple[int, int]:
@@ -122,26 +133,13 @@ def test_the_speed_and_own_views_give_the_doubles_the_derive_stored_before_them(
 
 
 def whole_night_own_rent_api(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> pl.DataFrame:
-    """The day's own_rent_api as the derive built it from the whole night at once: cost_per_mtok and own_vs_rent of
-    every method, model and GPU (transforms/costs), and one speed search over every request (transforms/speed)."""
-    cats = derive.catalogues(con)
-    offers, _, verdict = derive.gate(con, SNAPSHOT, queries.offers_for_date(con, SNAPSHOT), plan.quality)
-    grid = derive.estimate_grid(cats, plan)
-    widest = max(grid["tp"].max(), presets.MEASURED.node_gpus)
-    prices = costs.replica_prices(offers, sorted({*grid["tp"].to_list(), *(1 << k for k in range(widest.bit_length()))}),
-                                  cats["gpus"])
-    hardware = derive.hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), SNAPSHOT)
-    cost = costs.cost_per_mtok(grid, prices)
-    own = costs.own_vs_rent(grid, hardware, cost, plan.ownership, cats["gpus"])
-    api = derive.cheapest_api(con, SNAPSHOT, cats["models"], plan.input_per_output)
-    measured = derive.method_params(presets.MEASURED.name, plan.input_per_output)
-    found = speed.answers_each(cats["models"], estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], "measured"),
-                               derive.speed_grid(cats, offers), measured, (*plan.speed_tiers, plan.own_rent_api_tier))
+    """The day's own_rent_api as the derive built it from the whole night's frames (whole_night)."""
+    n = whole_night(con, plan)
     return pl.concat([
-        api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
-        speed.own_rent_api_at(found[plan.own_rent_api_tier], measured, plan.own_rent_api_tier, prices, hardware,
-                              plan.ownership, cats["gpus"], api, plan.input_per_output),
-    ], how="diagonal_relaxed").with_columns(quality=pl.lit(verdict.quality))
+        api_prices.own_rent_api(n["cost"], n["own"], n["grid"], n["api"], input_per_output=plan.input_per_output),
+        speed.own_rent_api_at(n["found"][plan.own_rent_api_tier], n["measured"], plan.own_rent_api_tier, n["prices"],
+                              n["hardware"], plan.ownership, n["cats"]["gpus"], n["api"], plan.input_per_output),
+    ], how="diagonal_relaxed").with_columns(n["quality"])
 
 
 def test_own_rent_api_built_a_few_models_and_requests_at_a_time_is_the_whole_nights(recorded_day, monkeypatch):
