@@ -188,6 +188,40 @@ def gate(con: duckdb.DuckDBPyConnection, day: date, offers: pl.DataFrame, rules:
     return kept, quarantined, gates.verdict(reasons)
 
 
+# requests one step of the speed search answers: its transient grows with the requests asked together
+SPEED_REQUESTS = 512
+
+
+def speed_search(models: pl.DataFrame, gpus: pl.DataFrame, requests: pl.DataFrame, params: presets.Params,
+                 tiers: tuple[speed.Target, ...]) -> dict[speed.Target, pl.DataFrame]:
+    """speed.answers_each over the requests SPEED_REQUESTS at a time: each request's search is its own, so the
+    answers are the same rows in the same order as one search over them all would give (`_grid_row` numbering
+    the requests of the whole grid)."""
+    steps = [{tier: found.with_columns(pl.col("_grid_row") + start) for tier, found in
+              speed.answers_each(models, gpus, requests.slice(start, SPEED_REQUESTS), params, tiers).items()}
+             for start in range(0, max(requests.height, 1), SPEED_REQUESTS)]
+    return {tier: pl.concat([step[tier] for step in steps], how="vertical_relaxed") for tier in steps[0]}
+
+
+# models whose cost rows one step of own_rent_api builds: a night's whole cost_per_mtok is the views' to give
+OWN_RENT_API_MODELS = 8
+
+
+def own_rent_api(grid: pl.DataFrame, prices: pl.DataFrame, hardware: pl.DataFrame, api: pl.DataFrame,
+                 plan: DerivePlan, gpus: pl.DataFrame) -> pl.DataFrame:
+    """own_rent_api at the plan's numbers of streams: the cost method's rows of cost_per_mtok and own_vs_rent, built
+    a few models at a time (every row of it is one model's), never the whole night's at once."""
+    method = grid.filter(pl.col("method") == presets.DEFAULT_COST_METHOD)
+    models = method["model"].unique().sort().to_list()
+    parts = []
+    for start in range(0, max(len(models), 1), OWN_RENT_API_MODELS):  # once over none: the empty table
+        some = method.filter(pl.col("model").is_in(models[start:start + OWN_RENT_API_MODELS]))
+        cost = costs.cost_per_mtok(some, prices)
+        own = costs.own_vs_rent(some, hardware, cost, plan.ownership, gpus)
+        parts.append(api_prices.own_rent_api(cost, own, some, api, input_per_output=plan.input_per_output))
+    return pl.concat(parts, how="vertical_relaxed")
+
+
 def derive_date(
     con: duckdb.DuckDBPyConnection, day: date, plan: DerivePlan | None = None
 ) -> tuple[dict[str, int], gates.Verdict]:
@@ -205,41 +239,41 @@ def derive_date(
     widest = max(grid["tp"].max() or 1, presets.MEASURED.node_gpus)
     tps = {*grid["tp"].drop_nulls().unique().to_list(), *(1 << k for k in range(widest.bit_length()))}
     prices = costs.replica_prices(offers, sorted(tps), cats["gpus"])
-    cost = costs.cost_per_mtok(grid, prices)
     hardware = hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), day)
-    own = costs.own_vs_rent(grid, hardware, cost, plan.ownership, cats["gpus"])
     api = cheapest_api(con, day, cats["models"], plan.input_per_output)
+    compared = own_rent_api(grid, prices, hardware, api, plan, cats["gpus"])
+    # the prices the views join: the estimates' replicas and the answers' (the other widths price nothing); the grid
+    # is let go before the speed search, the night's other large transient
+    estimated, grid_pairs = grid.height, grid.filter(pl.col("agg_tok_s") > 0).select("gpu", "tp").unique()
+    del grid
     # at a speed: the measured method on the requests of speed_grid
     measured = method_params(presets.MEASURED.name, plan.input_per_output)
     measured_gpus, requests = estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], measured.name), speed_grid(cats, offers)
     # one search for every tier (own_rent_api's too): the tiers share its estimates
-    found = speed.answers_each(cats["models"], measured_gpus, requests, measured,
-                               (*plan.speed_tiers, plan.own_rent_api_tier))
+    found = speed_search(cats["models"], measured_gpus, requests, measured, (*plan.speed_tiers, plan.own_rent_api_tier))
     # stored once per key, a GPU's the first night it is listed: cost_at_speed is a view of them and the day's prices
     answered, speed_sha256 = speed_answers(found, plan.speed_tiers), speed_key(cats, plan)
     estimates.store_answers(con, answered, speed_sha256)
-    # the prices the views join: the estimates' replicas and the answers' (the other widths price nothing)
-    joined = pl.concat([grid.filter(pl.col("agg_tok_s") > 0).select("gpu", "tp"), answered.select("gpu", "tp")],
-                       how="vertical_relaxed").unique()
+    joined = pl.concat([grid_pairs, answered.select("gpu", "tp")], how="vertical_relaxed").unique()
     frames = {
         "daily_prices": aggregate.daily_prices(offers),
         "rental_ranges": aggregate.rental_ranges(offers, gpus=cats["gpus"]),
         # cost_per_mtok, cost_at_speed and own_vs_rent are views of these joined to the stored grid and answers: the
-        # rows of `cost`, of speed.cost_at_speed and of `own` (tested equal)
+        # rows of costs.cost_per_mtok, speed.cost_at_speed and costs.own_vs_rent (tested equal)
         "replica_prices": prices.join(joined, on=["gpu", "tp"], how="semi").with_columns(
             grid_sha256=pl.lit(key), speed_sha256=pl.lit(speed_sha256)),
         "own_hardware": own_hardware(hardware, plan.ownership, cats["gpus"]).with_columns(grid_sha256=pl.lit(key)),
         "price_index": trends.price_index(offers, queries.price_index_before(con, day), day),
         "own_rent_api": pl.concat([
-            api_prices.own_rent_api(cost, own, grid, api, input_per_output=plan.input_per_output),
+            compared,
             speed.own_rent_api_at(found[plan.own_rent_api_tier], measured, plan.own_rent_api_tier, prices, hardware,
                                   plan.ownership, cats["gpus"], api, plan.input_per_output),
         ], how="diagonal_relaxed"),
     }
     labelled = {name: frame.with_columns(pl.lit(verdict.quality).alias("quality")) for name, frame in frames.items()}
     counts = derived.replace_for_date(con, day, labelled, quarantine=quarantined)
-    # the view's rows of the day, counted as the run's summary counted the stored ones
-    at_speed = con.execute("select count(*) from cost_at_speed where snapshot_date = ?", [day]).fetchall()[0][0]
-    return {"estimates": grid.height, "cost_per_mtok": cost.height, "own_vs_rent": own.height,
-            "cost_at_speed": at_speed, "speed_answers": answered.height, **counts,
+    # the views' rows of the day, counted as the run's summary counted the stored ones
+    viewed = {name: con.execute(f"select count(*) from {name} where snapshot_date = ?", [day]).fetchall()[0][0]
+              for name in ("cost_per_mtok", "own_vs_rent", "cost_at_speed")}
+    return {"estimates": estimated, **viewed, "speed_answers": answered.height, **counts,
             "quarantined": quarantined.height}, verdict

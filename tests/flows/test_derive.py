@@ -12,7 +12,7 @@ from flows import derive
 from tests.cli_support import gpuledger
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
-from transforms import costs, estimator, presets, speed
+from transforms import api_prices, costs, estimator, presets, speed
 from warehouse import db, derived, queries
 
 pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is not the report
@@ -35,10 +35,10 @@ def stored_way(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> pl.Da
     return costs.cost_per_mtok(grid, prices).with_columns(quality=pl.lit(verdict.quality))
 
 
-def stored_before_the_views(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> dict[str, pl.DataFrame]:
-    """The day's cost_at_speed and own_vs_rent rows as the derive stored them before the views: the answers at each
-    tier priced at their cheapest deployable replica (transforms/speed.cost_at_speed), and owning each estimate
-    against renting it (transforms/costs.own_vs_rent), labelled with the day's quality."""
+def whole_night(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> dict:
+    """The day's frames as the derive built them before the views, the whole night at once: the grid, the replica
+    prices, the hardware in USD, cost_per_mtok and own_vs_rent of every method, model and GPU (transforms/costs),
+    the cheapest API prices, and one speed search over every request at every tier (transforms/speed)."""
     cats = derive.catalogues(con)
     offers, _, verdict = derive.gate(con, SNAPSHOT, queries.offers_for_date(con, SNAPSHOT), plan.quality)
     grid = derive.estimate_grid(cats, plan)
@@ -47,13 +47,24 @@ def stored_before_the_views(con: duckdb.DuckDBPyConnection, plan: derive.DeriveP
     prices = costs.replica_prices(offers, sorted({*grid["tp"].to_list(), *(1 << k for k in range(widest.bit_length()))}),
                                   cats["gpus"])
     hardware = derive.hardware_usd(cats["hardware_prices"], queries.table(con, "fx_rates"), SNAPSHOT)
-    own = costs.own_vs_rent(grid, hardware, costs.cost_per_mtok(grid, prices), plan.ownership, cats["gpus"])
+    cost = costs.cost_per_mtok(grid, prices)
     measured = derive.method_params(presets.MEASURED.name, plan.input_per_output)
     found = speed.answers_each(cats["models"], estimator.apply_overlay(cats["gpus"], cats["gpu_overlays"], "measured"),
-                               derive.speed_grid(cats, offers), measured, plan.speed_tiers)
-    quality = pl.lit(verdict.quality).alias("quality")
-    return {"cost_at_speed": speed.cost_at_speed(found, prices).with_columns(quality),
-            "own_vs_rent": own.with_columns(quality)}
+                               derive.speed_grid(cats, offers), measured, (*plan.speed_tiers, plan.own_rent_api_tier))
+    return {"cats": cats, "quality": pl.lit(verdict.quality).alias("quality"), "grid": grid, "prices": prices,
+            "hardware": hardware, "cost": cost, "own": costs.own_vs_rent(grid, hardware, cost, plan.ownership, cats["gpus"]),
+            "api": derive.cheapest_api(con, SNAPSHOT, cats["models"], plan.input_per_output), "measured": measured,
+            "found": found}
+
+
+def stored_before_the_views(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> dict[str, pl.DataFrame]:
+    """The day's cost_at_speed and own_vs_rent rows as the derive stored them before the views: the answers at each
+    tier priced at their cheapest deployable replica (transforms/speed.cost_at_speed), and owning each estimate
+    against renting it (transforms/costs.own_vs_rent), labelled with the day's quality."""
+    night = whole_night(con, plan)
+    found = {tier: night["found"][tier] for tier in plan.speed_tiers}
+    return {"cost_at_speed": speed.cost_at_speed(found, night["prices"]).with_columns(night["quality"]),
+            "own_vs_rent": night["own"].with_columns(night["quality"])}
 
 
 def differing(con: duckdb.DuckDBPyConnection, expected: pl.DataFrame) -> tuple[int, int]:
@@ -119,6 +130,33 @@ def test_the_speed_and_own_views_give_the_doubles_the_derive_stored_before_them(
         hardware, answers = con.execute("select (select count(*) from own_hardware), (select count(*) from speed_answers)"
                                         ).fetchall()[0]
         assert hardware < 100 and answers > 0
+
+
+def whole_night_own_rent_api(con: duckdb.DuckDBPyConnection, plan: derive.DerivePlan) -> pl.DataFrame:
+    """The day's own_rent_api as the derive built it from the whole night's frames (whole_night)."""
+    n = whole_night(con, plan)
+    return pl.concat([
+        api_prices.own_rent_api(n["cost"], n["own"], n["grid"], n["api"], input_per_output=plan.input_per_output),
+        speed.own_rent_api_at(n["found"][plan.own_rent_api_tier], n["measured"], plan.own_rent_api_tier, n["prices"],
+                              n["hardware"], plan.ownership, n["cats"]["gpus"], n["api"], plan.input_per_output),
+    ], how="diagonal_relaxed").with_columns(n["quality"])
+
+
+def test_own_rent_api_built_a_few_models_and_requests_at_a_time_is_the_whole_nights(recorded_day, monkeypatch):
+    """The derive never builds the night's whole cost_per_mtok (the views give it): own_rent_api takes the cost
+    method's rows a few models at a time, the speed search a slice of requests at a time; the table is the one the
+    whole night gave, bit for bit, and the counts are the views'."""
+    monkeypatch.setattr(derive, "OWN_RENT_API_MODELS", 5)  # steps that end inside the catalogue, and a short last one
+    monkeypatch.setattr(derive, "SPEED_REQUESTS", 97)
+    with db.connect() as con:
+        counts, _ = derive.derive_date(con, SNAPSHOT)
+        stored = con.sql(f"select * from own_rent_api where snapshot_date = '{SNAPSHOT}'").pl()
+        expected = whole_night_own_rent_api(con, derive.DerivePlan()).select(stored.columns).cast(stored.schema)
+        assert stored.height > 100 and stored["model"].n_unique() > 2 * derive.OWN_RENT_API_MODELS
+        assert stored.sort(stored.columns, nulls_last=True).equals(expected.sort(expected.columns, nulls_last=True))
+        for view in ("cost_per_mtok", "own_vs_rent", "cost_at_speed"):
+            rows = con.execute(f"select count(*) from {view} where snapshot_date = ?", [SNAPSHOT]).fetchall()[0][0]
+            assert counts[view] == rows > 0, view
 
 
 def test_an_old_day_reads_the_same_after_the_catalogue_or_the_estimator_changes(recorded_day, monkeypatch):
