@@ -20,6 +20,7 @@ import hashlib
 import json
 import mimetypes
 import os
+import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -78,7 +79,8 @@ class LocalStore:
         folder = self._path(prefix)
         if not folder.is_dir():
             return []
-        return sorted(str(p.relative_to(self.root.resolve())) for p in folder.rglob("*") if p.is_file())
+        base = folder.relative_to(self.root.resolve()).as_posix()
+        return sorted(name if base == "." else f"{base}/{name}" for name, _ in _files(str(folder)))
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
@@ -172,11 +174,13 @@ def _digest(manifest: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _write_manifest_then_prune(store: Store, prefix: str, manifest: dict) -> dict:
-    """Steps 2 and 3: the manifest makes the new files the content; then nothing else stays under prefix."""
+def _write_manifest_then_prune(store: Store, prefix: str, manifest: dict, before: list[str] | None = None) -> dict:
+    """Steps 2 and 3: the manifest makes the new files the content; then nothing else stays under prefix (before:
+    the keys under prefix listed before step 1, when the caller listed them already)."""
     manifest = manifest | {"manifest_sha256": _digest(manifest)}
-    before = store.list(prefix)
-    store.put(f"{prefix}/{MANIFEST}", json.dumps(manifest, indent=1, sort_keys=True).encode())
+    before = store.list(prefix) if before is None else before
+    # One line: with indent, json encodes in Python (~10x slower), and the report's manifest lists a file a model a night.
+    store.put(f"{prefix}/{MANIFEST}", json.dumps(manifest, sort_keys=True).encode())
     keep = {f"{prefix}/{entry['file']}" for entry in manifest["files"]} | {f"{prefix}/{MANIFEST}"}
     for key in before:
         if key not in keep:
@@ -201,33 +205,84 @@ def replace_partition(store: Store, prefix: str, parts: list[tuple[bytes, int]],
     return _write_manifest_then_prune(store, prefix, manifest)
 
 
+# A published file's stat key: size, mtime_ns and ctime_ns, as git's index keeps them. Size and mtime alone (rsync's
+# quick check) miss a rewrite that keeps both: tools that copy or unpack with the old times (`cp -p`, `tar`,
+# `rsync -t`, os.utime) set mtime but cannot set ctime, which the kernel sets on every write and rename. A file whose
+# key equals the previous manifest's entry was not written since, so that entry (its sha256) is reused unread.
+STAT_FIELDS = ("mtime_ns", "ctime_ns")
+# A file written within one filesystem timestamp tick of the publication may be written again in that same tick,
+# after it was read, and keep its key ("racily clean", as git calls it). Such a file's entry gets no key, so the next
+# publication reads it again. 2 s covers the coarsest clocks (FAT, some network filesystems; local ones tick in ms).
+RACY_NS = 2_000_000_000
+
+
+def _stat_key(stat: os.stat_result) -> dict:
+    return {"bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "ctime_ns": stat.st_ctime_ns}
+
+
+def _unchanged(entry: dict | None, key: dict) -> bool:
+    """Whether entry (a previous manifest's) recorded this very key; an entry without one (a racy file, or a manifest
+    written before keys were kept) never matches: its file is read and hashed as before."""
+    return entry is not None and all(field in entry for field in STAT_FIELDS) and all(
+        entry[field] == value for field, value in key.items())
+
+
+def _files(folder: str, prefix: str = "") -> list[tuple[str, str]]:
+    """Every file under folder as (its name relative to folder with / between parts, its path), in Path order.
+    os.scandir rather than Path.rglob: a report holds a file a model a night, and this runs every night."""
+    found = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                found += _files(entry.path, f"{prefix}{entry.name}/")
+            elif entry.is_file():
+                found.append((f"{prefix}{entry.name}", entry.path))
+    return sorted(found, key=lambda item: item[0].split("/"))
+
+
+def _published_entry(path: str, name: str, previous: dict | None, started_ns: int) -> tuple[dict, bytes | None]:
+    """The file's manifest entry and, when it had to be read, its bytes (None: the previous entry holds, unread)."""
+    key = _stat_key(os.stat(path))
+    if _unchanged(previous, key):
+        return previous, None
+    data = Path(path).read_bytes()
+    after = _stat_key(os.stat(path))  # written while read: keep no key, so the next publication reads it again
+    entry = _file_entry(name, data, None)
+    if after == key and max(key["mtime_ns"], key["ctime_ns"]) < started_ns - RACY_NS:
+        entry |= key
+    return entry, data
+
+
 def publish_directory(local_dir: Path, prefix: str, run_id: str, store: Store | None = None) -> dict:
     """Publish every file under local_dir to `<exports>/<prefix>/` with its relative name (a static site
     links its files by name), then a manifest, then remove what the previous publication had and this lacks.
 
     For the report: `publish_directory(Path("build/report"), "report", run_id)`; local or s3 alike. A file the
     previous publication lists with the same sha256, and the store still holds, is not sent again: a night sends its
-    own pages, not every night's (what it sends does not grow with the history).
+    own pages, not every night's (what it sends does not grow with the history). A file whose size and times equal
+    those the previous publication recorded (STAT_FIELDS) is not read either: what a night reads does not grow with
+    the history.
     """
     store = store or exports_store()
-    files = sorted(p for p in local_dir.rglob("*") if p.is_file())
+    started_ns = time.time_ns()  # the wall clock the filesystem stamps files with, not config.utc_now (pinnable)
+    files = _files(str(local_dir)) if local_dir.is_dir() else []
     if not files:
         raise ValueError(f"{local_dir}: nothing to publish")
     try:
         previous = read_manifest(store, prefix) or {}
     except TornRead:  # replaced while read: send everything, as with no manifest
         previous = {}
-    present = set(store.list(prefix)) if previous else set()
-    held = {e["file"]: e["sha256"] for e in previous.get("files", []) if f"{prefix}/{e['file']}" in present}
+    before = store.list(prefix)
+    present = set(before) if previous else set()
+    held = {e["file"]: e for e in previous.get("files", []) if f"{prefix}/{e['file']}" in present}
     entries = []
-    for path in files:
-        name = path.relative_to(local_dir).as_posix()
-        data = path.read_bytes()
-        entries.append(_file_entry(name, data, None))
-        if held.get(name) != entries[-1]["sha256"]:
+    for name, path in files:
+        entry, data = _published_entry(path, name, held.get(name), started_ns)
+        entries.append(entry)
+        if data is not None and held.get(name, {}).get("sha256") != entry["sha256"]:
             store.put(f"{prefix}/{name}", data)
     manifest = {"run_id": run_id, "written_at": config.utc_now().isoformat(), "files": entries}
-    return _write_manifest_then_prune(store, prefix, manifest)
+    return _write_manifest_then_prune(store, prefix, manifest, before)
 
 
 class TornRead(ValueError):

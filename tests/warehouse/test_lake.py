@@ -1,4 +1,8 @@
+import hashlib
+import os
 import threading
+import time
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -125,6 +129,111 @@ def test_publish_directory_sends_only_the_files_the_last_publication_lacks_or_ho
     assert sent == ["report/_manifest.json"]
     assert [e["file"] for e in manifest["files"]] == ["date=2026-11-27/a.html", "date=2026-11-28/a.html", "index.html"]
     assert store.get("report/date=2026-11-27/a.html") == b"night 1" and store.get("report/index.html") == b"v2"
+
+
+def _night_pages(site, nights: int) -> None:
+    """A report root with a few nights' pages, a shared file and an index, as flows/report.py lays them out."""
+    (site / "shared").mkdir(parents=True)
+    (site / "shared" / "m-0123.js").write_text("window.shared = 1;")
+    for night in range(nights):
+        (site / f"date=2026-11-{night + 1:02d}").mkdir()
+        (site / f"date=2026-11-{night + 1:02d}" / "m.html").write_text(f"night {night + 1}")
+    (site / "index.html").write_text("days")
+
+
+@pytest.fixture
+def settled(monkeypatch):
+    """Files these tests write moments before publishing count as settled: the tmp filesystem stamps times in ticks
+    of a few ms at most, and a test that rewrites a file waits one out (SETTLE_S) first."""
+    monkeypatch.setattr(lake, "RACY_NS", 0)
+
+
+SETTLE_S = 0.05
+
+
+@pytest.fixture
+def reads(monkeypatch, tmp_path):
+    """The files under tmp_path/site whose bytes are read (a folder store reads its manifest the same way)."""
+    read, original = [], Path.read_bytes
+
+    def read_bytes(self):
+        if self.is_relative_to(tmp_path / "site"):
+            read.append(self.name)
+        return original(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    return read
+
+
+def _sent(store) -> list:
+    sent, put = [], store.put
+    store.put = lambda key, data: (sent.append(key), put(key, data))
+    return sent
+
+
+@pytest.mark.parametrize("where", ["folder", "s3"])
+def test_a_second_publication_of_an_unchanged_tree_reads_no_file(where, tmp_path, request, settled, reads):
+    _night_pages(tmp_path / "site", 3)
+    store = lake.open_store(tmp_path / "lake" if where == "folder" else request.getfixturevalue("s3") + "/lake")
+    first = lake.publish_directory(tmp_path / "site", "report", "run-1", store)
+    assert len(reads) == 5
+    reads.clear()
+    sent = _sent(store)
+    second = lake.publish_directory(tmp_path / "site", "report", "run-2", store)
+    assert reads == [] and sent == ["report/_manifest.json"]
+    assert second["files"] == first["files"]
+
+
+@pytest.mark.parametrize("where", ["folder", "s3"])
+def test_a_file_rewritten_in_place_is_sent_even_with_its_old_size_and_mtime(where, tmp_path, request, settled, reads):
+    site = tmp_path / "site"
+    _night_pages(site, 2)
+    store = lake.open_store(tmp_path / "lake" if where == "folder" else request.getfixturevalue("s3") + "/lake")
+    lake.publish_directory(site, "report", "run-1", store)
+    page = site / "date=2026-11-02" / "m.html"
+    before = page.stat()
+    time.sleep(SETTLE_S)
+    page.write_text("night X")  # same size
+    os.utime(page, ns=(before.st_atime_ns, before.st_mtime_ns))  # as `cp -p` or `tar` would leave it
+    reads.clear()
+    sent = _sent(store)
+    manifest = lake.publish_directory(site, "report", "run-2", store)
+    assert reads == ["m.html"] and sent == ["report/date=2026-11-02/m.html", "report/_manifest.json"]
+    assert store.get("report/date=2026-11-02/m.html") == b"night X"
+    assert lake.read_partition(store, "report")[1]["date=2026-11-02/m.html"] == b"night X"
+    assert {e["file"]: e["sha256"] for e in manifest["files"]}["date=2026-11-02/m.html"] == hashlib.sha256(
+        b"night X").hexdigest()
+
+
+def test_a_manifest_written_before_files_kept_their_times_is_read_by_hashing(tmp_path, settled, reads):
+    _night_pages(tmp_path / "site", 2)
+    store = lake.open_store(tmp_path / "lake")
+    first = lake.publish_directory(tmp_path / "site", "report", "run-1", store)
+    old = {k: v for k, v in first.items() if k != "manifest_sha256"} | {
+        "files": [{k: v for k, v in e.items() if k not in lake.STAT_FIELDS} for e in first["files"]]}
+    lake._write_manifest_then_prune(store, "report", old)  # as the version before this one wrote it
+    (tmp_path / "site" / "index.html").write_text("days, one more")
+    reads.clear()
+    sent = _sent(store)
+    second = lake.publish_directory(tmp_path / "site", "report", "run-2", store)
+    assert sorted(reads) == ["index.html", "m-0123.js", "m.html", "m.html"]
+    assert sent == ["report/index.html", "report/_manifest.json"]
+    assert all(field in e for e in second["files"] for field in lake.STAT_FIELDS)
+    reads.clear()
+    lake.publish_directory(tmp_path / "site", "report", "run-3", store)
+    assert reads == []
+
+
+def test_a_file_written_moments_before_a_publication_is_read_again_by_the_next(tmp_path, reads):
+    """Within RACY_NS of the publication a rewrite could keep the file's times (one clock tick): no key is kept."""
+    _night_pages(tmp_path / "site", 1)
+    store = lake.open_store(tmp_path / "lake")
+    first = lake.publish_directory(tmp_path / "site", "report", "run-1", store)
+    assert not any(field in e for e in first["files"] for field in lake.STAT_FIELDS)
+    reads.clear()
+    sent = _sent(store)
+    lake.publish_directory(tmp_path / "site", "report", "run-2", store)
+    assert len(reads) == 3 and sent == ["report/_manifest.json"]
 
 
 def test_publish_directory_defaults_to_the_exports_setting(tmp_path, monkeypatch):
