@@ -17,7 +17,7 @@ from flows import catalogue, fetch, ingest
 from flows.derive import EXPORTED, DerivePlan, derive_date, made_by, speed_tiers
 from scrapers import settings as source_settings
 from scrapers import sources as source_registry
-from warehouse import archive, config, db, export, lake, load, mirror
+from warehouse import archive, config, db, delta, export, lake, load, mirror
 from warehouse.load import FetchRow
 from warehouse.lock import writer_lock
 
@@ -105,6 +105,7 @@ def _write_report(con, day: date, run_id: str) -> None:
     from flows import report
 
     log.info("phase report %s", day)
+    delta.release_freed_heap()  # what the derive and the exports freed, before the report's frames (its docstring)
     try:
         site = report.write_site(con, report.report_root(), day)
         if not config.exports_local():

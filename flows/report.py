@@ -235,8 +235,11 @@ class ModelFrames:
 
 # Models whose frames one pass computes. Measured on a 1x bench night (58 models) and 64 models of a 10x one: 64 a
 # pass took 0.12 / 0.13 s of CPU a page and peaked at 562 / 820 MB in process, 16 a pass 0.14-0.17 / 0.17 s and 376 / 505
-# MB (a page alone, before batches: 0.55 / 0.92 s and 295 / 601 MB). The memory is the batch's estimates.
-BATCH_MODELS = 16
+# MB (a page alone, before batches: 0.55 / 0.92 s and 295 / 601 MB). The memory is the batch's estimates. 8 a pass:
+# in the whole 1x bench nightly the report's peak was 551 / 558 MB against 587-626 with 16 (two runs against five), the
+# pages byte for byte the same (diff -r of a night's report drawn both ways). The price: `gpuledger report` of
+# that night took 11.8-12.4 s of CPU instead of 9.7-10.3 (peak 343-348 MB instead of 414-416), two runs each.
+BATCH_MODELS = 8
 
 
 def _group_lists(frame: pl.DataFrame, keys: tuple[str, ...], wanted: list[tuple]) -> dict[tuple, dict[str, list]]:
