@@ -18,8 +18,10 @@ llama2-70b and mixtral-8x7b publish their mean answer (294.45 and 144.84 generat
 reference READMEs, language/llama2-70b/README.md and language/mixtral-8x7b/README.md) and their length limits
 (inputs below 1,024 tokens, language/llama2-70b/processorca.py; max_seq_len 2,048 per sub-dataset, the inference
 rules), but no source found publishes their mean prompt (searched: the MLCommons inference repository, its rules and
-benchmark posts, NVIDIA's and AMD's MLPerf posts and harnesses); half the limit is assumed and marked
-(input_assumed). `prompt_sensitivity` prints how the throughput at max load moves with that assumption.
+benchmark posts, NVIDIA's and AMD's MLPerf posts and harnesses). llama2-70b's is estimated from its public
+1,000-sample calibration subset (220 tokens, give or take 5; bench/calibration_import.py), mixtral-8x7b's assumed
+(half its limit); both stay marked (input_assumed). `prompt_sensitivity` prints how the throughput at max load moves
+with that prompt.
 
 Each row is asked twice: the limits held by the means (`--percentile mean`) and by the 99th percentiles
 (`--percentile p99`, as MLPerf judges them); the acceptance is the latter's. Figures are printed per round, and
@@ -51,7 +53,7 @@ MEDIAN_ERROR_MAX, WITHIN_2X_MIN = 0.30, 0.85
 # The rounds the p99 method's choices (which queues, which tail approximations) were judged on; v5.1 and v6.0 are
 # reported apart. Nothing is fitted: no factor or parameter was tuned on any round.
 CHOSEN_ON = ("v4.0", "v4.1", "v5.0")
-PROMPT_SCALES = (0.25, 0.5, 1.0, 2.0)  # the assumed prompts scaled, for the diagnosis only (prompt_sensitivity)
+PROMPT_SCALES = (0.25, 0.5, 1.0, 2.0)  # the unpublished prompts scaled, for the diagnosis only (prompt_sensitivity)
 
 
 def latency_rows(source_dir: Path | None) -> pl.DataFrame:
@@ -133,9 +135,9 @@ def offline_share(compared: pl.DataFrame, at_max: pl.DataFrame) -> pl.DataFrame:
 
 def prompt_sensitivity(rows: pl.DataFrame) -> pl.DataFrame:
     """The throughput the targets start from, on the families whose mean prompt no source publishes (input_assumed:
-    llama2-70b, mixtral-8x7b, half their benchmark's length limit assumed): the estimate at max load over measured
-    Offline (same systems, as `offline_share`) with that assumed prompt scaled by PROMPT_SCALES (2: the limit
-    itself). A diagnosis, never an input: nothing here picks a prompt."""
+    llama2-70b, estimated from its calibration subset; mixtral-8x7b, half its length limit assumed): the estimate at
+    max load over measured Offline (same systems, as `offline_share`) with that prompt scaled by PROMPT_SCALES
+    (mixtral-8x7b at 2: its limit itself). A diagnosis, never an input: nothing here picks a prompt."""
     assumed = rows.filter(pl.col("input_assumed").cast(pl.Boolean))
     out = []
     for scale in PROMPT_SCALES:
@@ -177,7 +179,7 @@ def main(source_dir: str | None = None) -> None:
         print("the throughput the targets start from: estimate at max load over measured Offline, same systems:")
         print(summary(alone.filter(pl.col("judged") == "p99").with_columns(
             ratio=pl.col("max_est") / pl.col("offline_tok_s_per_gpu").cast(pl.Float64)), ["family", "scenario"]))
-        print("the same, the assumed prompt (no source publishes these families' mean) scaled by "
+        print("the same, the estimated or assumed prompt (no source publishes these families' mean) scaled by "
               f"{', '.join(f'{x:g}' for x in PROMPT_SCALES)}: at max load the estimate is governed by the prompt")
         print(prompt_sensitivity(rows))
         overall = summary(compared.with_columns(all=pl.lit("all")), ["judged", "all"])
