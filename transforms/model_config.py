@@ -109,8 +109,10 @@ class _Config:
         self.top, self.repo, self.prefix = config, repo, prefix  # prefix: the block read ("vision_config.")
         self.text = config.get("text_config") or config
         self.in_text_config = "text_config" in config  # sizes left out fall to the text class (_TEXT_CONFIG_DEFAULTS)
-        # a vision tower beside the language model: a text_config, a vision_config, or Phi-3-vision's img_processor
-        self.multimodal = any(key in config for key in ("text_config", "vision_config", "img_processor"))
+        # a vision tower beside the language model: a text_config, a vision_config, Phi-3-vision's img_processor, or
+        # MiniCPM-V's vision_encoder (a timm model's name: the tower is named, its sizes are not stated)
+        self.multimodal = any(key in config for key in ("text_config", "vision_config", "img_processor",
+                                                         "vision_encoder"))
         self.model_type = self.text.get("model_type") or config.get("model_type")
         self.part = "shape"  # what the fields read now count towards (derive_with_keys)
         self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
@@ -367,7 +369,12 @@ _SHARED_EXPERTS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_exp
 
 
 def _experts(c: _Config) -> tuple[int, int]:
-    """(routed experts, experts per token) under the names the families use; (0, 0) for a dense model."""
+    """(routed experts, experts per token) under the names the families use; (0, 0) for a dense model, and for one
+    whose `use_moe` is false: MiniMind's config keeps its MoE variant's expert fields beside it (MiniMindBlock builds
+    its FeedForward unless use_moe)."""
+    if c.get("use_moe") is False:
+        c.notes.append("use_moe false: no layer routes to experts (the expert fields describe the MoE variant)")
+        return 0, 0
     count = next((k for k in _EXPERT_COUNTS if c.get(k)), None)
     if count is None:
         return 0, 0
@@ -405,9 +412,10 @@ def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
 # num_layers, ffn_hidden_size, kv_channels, padded_vocab_size, seq_length; MPT's and DBRX's d_model, n_layers,
 # max_seq_len and nested kv_n_heads, ffn_act_fn; OPT's and XGLM's ffn_dim; GPT-Neo's num_heads and window_size;
 # XGLM's attention_heads; Falcon's n_head_kv and activation; OLMo's own config vocabulary, which LLaDA's remote code
-# keeps: activation_type, weight_tying, include_qkv_bias): the same quantity.
+# keeps: activation_type, weight_tying, include_qkv_bias; Meta's LLaMA params.json dim, which MiniMind keeps): the same
+# quantity.
 _ALIASES = {
-    "hidden_size": ("d_model", "n_embd"),
+    "hidden_size": ("d_model", "n_embd", "dim"),
     "num_hidden_layers": ("num_layers", "n_layer", "n_layers"),
     "num_attention_heads": ("n_head", "n_heads", "num_heads", "attention_heads"),
     "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "n_head_kv", "kv_n_heads"),
@@ -463,6 +471,19 @@ _FAMILIES = {
     # Molmo (AllenAI's remote code config_molmo.py / modeling_molmo.py): no activation field; its MLP is SwiGLU
     # (MolmoSequentialBlock: ff_proj to intermediate_size, SwiGLU halving it, ff_out from intermediate_size / 2)
     "molmo": {"hidden_act": "swiglu"},
+    # TeleChat (China Telecom's remote code): TelechatMLP is gate_proj, up_proj (ffn_hidden_size) and down_proj
+    # around F.silu whatever hidden_act says (TelechatConfig's default "fastgelu" reaches no layer), and
+    # TelechatConfig takes no tie_word_embeddings (PretrainedConfig's True: TeleChat-7B's weight index holds
+    # 14,400,036,864 bytes, its tied count at 2 bytes). TeleChat-52B's own code (TELECHATMLP) reads the
+    # activation_function its config states, and TeleChat2's configs state tie_word_embeddings false: read by them.
+    "telechat": {"hidden_act": "silu", "tie_word_embeddings": True},
+    # CodeShell (remote code, model_type "kclgpt"): CodeShellForCausalLM's lm_head is tied to the input embedding
+    # (_tied_weights_keys; its config states no tie_word_embeddings, PretrainedConfig's True)
+    "kclgpt": {"tie_word_embeddings": True},
+    # MiniMind (remote code model.py, LLaMA's params.json vocabulary): FeedForward is w1, w3 and w2 around F.silu, and
+    # MiniMindLM assigns the output head's weight to the embedding (tok_embeddings.weight = output.weight); its config
+    # states neither
+    "minimind": {"hidden_act": "silu", "tie_word_embeddings": True},
 }
 # A multimodal config's text_config may leave sizes out: its class builds the text model's config as
 # CONFIG_MAPPING[text_config["model_type"]](**text_config) (LlavaConfig.__init__, which also defaults the model_type to
@@ -492,6 +513,10 @@ _QUIRKS = {
     # `n_inner if n_inner is not None else 4 * n_embd`)
     **dict.fromkeys(("gpt2", "gptj", "gpt_bigcode", "phi-msft", "codegen"), {"ungated_mlp", "mlp_width_4x_hidden"}),
     "phi": {"ungated_mlp"},  # transformers' PhiMLP (Phi-1.5, Phi-2 converted): fc1, fc2 around gelu_new
+    # CodeShellMLP (remote code, model_type "kclgpt"): c_fc, c_proj around its activation_function, as GPT2MLP;
+    # ruGPT-3 XL converted (remote code "rugpt3xl"): up_proj, down_proj around gelu_new (Megatron-LM's
+    # dense_h_to_4h, dense_4h_to_h)
+    **dict.fromkeys(("kclgpt", "rugpt3xl"), {"ungated_mlp"}),
     "gpt_neox": {"ungated_mlp"},  # GPTNeoXMLP: dense_h_to_4h, dense_4h_to_h
     # OPTDecoderLayer and XGLMDecoderLayer: fc1, fc2 around the activation (ReLU, GELU); MptMLP: up_proj, down_proj
     **dict.fromkeys(("opt", "xglm", "mpt"), {"ungated_mlp"}),
@@ -624,8 +649,9 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
 
 def _kv_heads(c: _Config, heads: int) -> int:
     """KV heads: num_key_value_heads (GQA; 1 is multi-query), ChatGLM's multi_query_group_num when its
-    multi_query_attention is on, Falcon's and StarCoder's multi_query flag (one); else one per query head (MHA, as
-    transformers reads a config without the field). MPT's attn_config names its kind (attn_type), which its
+    multi_query_attention is on, Megatron-LM's num_query_groups when its group_query_attention is on, Falcon's and
+    StarCoder's multi_query flag (one); else one per query head (MHA, as transformers reads a config without the
+    field). MPT's attn_config names its kind (attn_type), which its
     kv_n_heads (a default of llm-foundry's, stated under multi-head attention too) only counts for grouped-query."""
     kind = c.get("attn_type")
     if kind is not None:
@@ -642,6 +668,8 @@ def _kv_heads(c: _Config, heads: int) -> int:
         return c.number("num_key_value_heads")
     if c.get("multi_query_attention") is not None:
         return c.number("multi_query_group_num") if c.get("multi_query_attention") else heads
+    if c.get("group_query_attention") is not None:  # Megatron-LM's names (CodeShell): num_query_groups KV heads
+        return c.number("num_query_groups") if c.get("group_query_attention") else heads
     if c.get("multi_query") is not None:
         return 1 if c.get("multi_query") else heads
     return heads
@@ -690,7 +718,8 @@ def _read_transformer(c: _Config) -> _Shape:
     mla = c.has(*_MLA, *_DSA)
     types = ["full_attention"] * layers if mla else _layer_types(c, layers)
     expert_width = c.number("moe_intermediate_size", c.get("intermediate_size")) if experts else 0
-    shared_width, shared = _shared_experts(c, expert_width)
+    # use_moe false: the MoE variant's shared-expert field describes nothing either (MiniMind's is a flag, true)
+    shared_width, shared = _shared_experts(c, expert_width) if c.get("use_moe") is not False else (0, 0)
     out = []
     for i in range(layers):
         layer = _mla(c, hidden) if mla else _attention(c, hidden, types[i], output_gate=c.get("attn_output_gate", False))
@@ -721,6 +750,8 @@ def _dense_width(c: _Config) -> int:
         return width
     if c.get("block_type") is not None:  # OLMo's config vocabulary (LLaDA): the width by the block's kind
         return _olmo_width(c)
+    if not c.has("intermediate_size") and c.text.get("dim") is not None and c.get("hidden_dim") is not None:
+        return c.number("hidden_dim")  # MiniMind's FeedForward: w1, w3 dim -> hidden_dim, w2 back (beside dim only)
     if c.get("shared_intermediate_size"):  # GraniteMoeHybridDecoderLayer: its shared_mlp is the MLP of every layer,
         return c.number("shared_intermediate_size")  # the experts (none in a dense Granite 4.0-H) beside it
     width = c.number("intermediate_size_mlp" if c.has("intermediate_size_mlp") else "intermediate_size")
@@ -1200,7 +1231,8 @@ def vision_tower_params(config: dict, repo: str) -> float:
     pre- and post-LayerNorms), so that a publisher's whole-model figure is compared with the whole model. Any other
     tower is refused naming the field that describes it, never counted as nothing."""
     if not isinstance(config, dict) or not isinstance(config.get("vision_config"), dict):
-        field = next((k for k in ("img_processor", "vision_config", "embd_layer") if k in (config or {})),
+        field = next((k for k in ("img_processor", "vision_encoder", "vision_config", "embd_layer")
+                      if k in (config or {})),
                      "vision_config")
         raise ModelConfigError(f"{repo}: config.json field '{field}' does not state the vision tower's sizes")
     v = _Config(config["vision_config"], repo, prefix="vision_config.")
@@ -1237,6 +1269,9 @@ _PER_LAYER_WORDS = (("per_layer",), ("layer", "types"), ("block", "type"), ("typ
 # a switch saying the output head shares the input embedding, under a name other than the ones read
 # (tie_word_embeddings, share_embedding): stated true and not read, the head would be counted twice
 _TIED_WORDS = (("emb", "shar"), ("emb", "tie"))
+# a switch turning the experts off (MiniMind's use_moe, read), under a name not read: stated false in a config whose
+# expert fields are read, the experts would be counted for a model that builds none
+_MOE_SWITCH_WORDS = (("use", "moe"), ("enable", "moe"))
 _NOT_STRUCTURE = {"attention_types"}  # GPT-Neo's attention_layers spelled again (GPTNeoConfig expands one to the other)
 
 
@@ -1251,6 +1286,9 @@ def _unread_structure(c: _Config, moe: bool) -> None:
         if key not in known and value is True and any(all(w in name for w in words) for words in _TIED_WORDS):
             raise c.error(key, "says whether the output head shares the embedding under a name the reader does not "
                                "read (true)")
+        if (key not in known and value is False and moe
+                and any(all(w in name for w in words) for words in _MOE_SWITCH_WORDS)):
+            raise c.error(key, "may switch the experts off under a name the reader does not read (false)")
         if key in known or isinstance(value, bool) or name.startswith("mtp_") or "nextn" in name:
             continue  # multi-token-prediction layers are not served and not counted
         count = isinstance(value, int | float) and value
