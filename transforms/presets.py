@@ -173,8 +173,8 @@ class Params:
         for precision in self.ladder:
             normalise_precision(precision)
         if self.tokens_per_step > 1 + self.draft_tokens:
-            raise ParamError(f"tokens_per_step ({self.tokens_per_step:g}) is at most 1 + draft_tokens "
-                             f"({1 + self.draft_tokens}): a step keeps its own token and the drafts it accepts")
+            raise ParamError(f"tokens_per_step ({self.tokens_per_step:g}) is more than the 1 + draft_tokens = "
+                             f"{1 + self.draft_tokens} tokens a step checks: it keeps its own and the drafts it accepts")
         for item in fields(self):
             interval, value = item.metadata.get("range"), getattr(self, item.name)
             if interval and not _within(value, interval):
