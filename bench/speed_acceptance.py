@@ -23,6 +23,12 @@ benchmark posts, NVIDIA's and AMD's MLPerf posts and harnesses). llama2-70b's is
 (half its limit); both stay marked (input_assumed). `prompt_sensitivity` prints how the throughput at max load moves
 with that prompt.
 
+Speculative decoding (MLPerf allows it in the Interactive scenario from v6.0) is modelled only where a submission's
+published configuration says it ran, and only with a figure a source states: SPECULATIVE lists those submissions
+(their configuration files), each asked with `--set draft_tokens=K --set tokens_per_step=A` (Params); A is the
+DeepSeek-V3 technical report's acceptance of its MTP module's one draft (MTP_TOKENS_PER_STEP). The figures are printed
+with those rows asked as submitted and, beside, as every other row (no speculative decoding).
+
 Each row is asked twice: the limits held by the means (`--percentile mean`) and by the 99th percentiles
 (`--percentile p99`, as MLPerf judges them); the acceptance is the latter's. Figures are printed per round, and
 split into the rounds the p99 method's choices were judged on (CHOSEN_ON) and the later ones, held out.
@@ -53,6 +59,27 @@ MEDIAN_ERROR_MAX, WITHIN_2X_MIN = 0.30, 0.85
 # The rounds the p99 method's choices (which queues, which tail approximations) were judged on; v5.1 and v6.0 are
 # reported apart. Nothing is fitted: no factor or parameter was tuned on any round.
 CHOSEN_ON = ("v4.0", "v4.1", "v5.0")
+# Mean tokens a DeepSeek MTP step keeps: "the acceptance rate of the second token prediction ranges between 85% and
+# 90% across various generation topics" (DeepSeek-V3 Technical Report, arXiv:2412.19437, section 5.4.3,
+# "Multi-Token Prediction Evaluation"), at the low end: 1 + 0.85. The report measured one draft (its one MTP module);
+# a submission drafting more keeps at least this (its later drafts are accepted only after the first), and no
+# DeepSeek source states how many more, so with more drafts this is a floor. DeepSeek-R1 is the V3 architecture and
+# ships the same MTP module (config.json: num_nextn_predict_layers 1).
+MTP_TOKENS_PER_STEP = 1.85
+V60 = "gbeezybez/inference_results_v6.0@232fbf90fceb1d55b633030556fb02deddb4517b"  # a copy of MLPerf v6.0's results
+# Submissions whose published configuration decodes speculatively: the result directory (its rows' `source` starts
+# with it) -> (draft tokens per step, the tokens a step keeps, the configuration file that says so). Only these.
+SPECULATIVE = {
+    f"{V60.split('@')[0]}:closed/NVIDIA/results/GB200-NVL72_GB200-186GB_aarch64x72_TRT/deepseek-r1/Interactive/": (
+        3, MTP_TOKENS_PER_STEP, "closed/NVIDIA/configs/GB200-NVL72_GB200-186GB_aarch64x16/Interactive/disagg_decode/"
+        "deepseek-r1.yml: speculative_config decoding_type MTP, num_nextn_predict_layers 3"),
+    f"{V60.split('@')[0]}:closed/NVIDIA/results/GB300-NVL72_GB300-288GB_aarch64x72_TRT/deepseek-r1/Interactive/": (
+        3, MTP_TOKENS_PER_STEP, "closed/NVIDIA/configs/GB300-NVL72_GB300-288GB_aarch64x16/Interactive/disagg_decode/"
+        "deepseek-r1.yml: speculative_config decoding_type MTP, num_nextn_predict_layers 3"),
+    f"{V60.split('@')[0]}:closed/GigaComputing/results/G894-SD3-AAX7_B300-SXM-270GBx8_TRT/deepseek-r1/Interactive/": (
+        3, MTP_TOKENS_PER_STEP, "closed/GigaComputing/configs/G894-SD3-AAX7_B300-SXM-270GBx8/Interactive/"
+        "deepseek-r1.py: speculative_decoding decoding_type MTP, max_total_draft_tokens 3"),
+}
 PROMPT_SCALES = (0.25, 0.5, 1.0, 2.0)  # the unpublished prompts scaled, for the diagnosis only (prompt_sensitivity)
 
 
@@ -71,8 +98,14 @@ def latency_rows(source_dir: Path | None) -> pl.DataFrame:
     family = pl.col("benchmark").str.replace(r"-99(\.9)?$", "")
     limits = pl.DataFrame([(f, s, t, p) for (f, s), (t, p) in LIMITS.items()],
                           schema=["family", "scenario", "ttft_s", "tpot_ms"], orient="row")
+    documented = pl.col("source").fill_null("")
+    drafts, kept = pl.lit(0), pl.lit(1.0)
+    for prefix, (k, a, _) in SPECULATIVE.items():
+        drafts = pl.when(documented.str.starts_with(prefix)).then(k).otherwise(drafts)
+        kept = pl.when(documented.str.starts_with(prefix)).then(a).otherwise(kept)
     # llama2-70b's 99 and 99.9 rows are often one run reported twice: the same result counts once
-    return rows.with_columns(family=family).join(limits, on=["family", "scenario"], how="inner").unique(
+    return rows.with_columns(family=family, draft_tokens=drafts.cast(pl.Int64), tokens_per_step=kept.cast(pl.Float64)
+                             ).join(limits, on=["family", "scenario"], how="inner").unique(
         ["version", "submitter", "benchmark", "scenario", "family", "gpu", "gpus", "tok_s_per_gpu"]
     ).unique(["version", "submitter", "family", "scenario", "gpu", "gpus", "tok_s_per_gpu"], keep="first",
              maintain_order=True)
@@ -80,7 +113,8 @@ def latency_rows(source_dir: Path | None) -> pl.DataFrame:
 
 def estimates(rows: pl.DataFrame, targeted: bool = True, percentile: str = "p99") -> pl.DataFrame:
     """Per row the estimate at its target judged at `percentile` (tokens/s per GPU; 0 where no replica reaches it)
-    and estimate/measured; not `targeted`, at max load (no target)."""
+    and estimate/measured; not `targeted`, at max load (no target). A row decodes speculatively as its
+    `draft_tokens` and `tokens_per_step` say (the method's settings of those names; SPECULATIVE)."""
     frames = catalog.read_all()
     gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], presets.MEASURED.name)
     known = rows.filter(pl.col("model").is_in(frames["models"]["model_id"].implode())
@@ -91,7 +125,10 @@ def estimates(rows: pl.DataFrame, targeted: bool = True, percentile: str = "p99"
                                                             pl.col("_memory_gb"), pl.col("gpu")),
     ).join(widths, how="cross").filter(pl.col("tp") <= pl.col("gpus").cast(pl.Int64))
     out = []
-    for (ttft_s, tpot_ms), group in asked.group_by(["ttft_s", "tpot_ms"]):
+    for (ttft_s, tpot_ms, drafts, kept), group in asked.group_by(["ttft_s", "tpot_ms", "draft_tokens",
+                                                                  "tokens_per_step"]):
+        params = presets.with_overrides(presets.MEASURED, {"draft_tokens": str(drafts), "tokens_per_step": str(kept)}
+                                        ) if drafts else presets.MEASURED
         grid = group.select(
             "model", "gpu", "precision", "tp", "max_running_requests",
             input_tokens=pl.col("input_tokens").cast(pl.Float64).round().cast(pl.Int64),
@@ -99,7 +136,7 @@ def estimates(rows: pl.DataFrame, targeted: bool = True, percentile: str = "p99"
         ).with_columns(context_tokens=pl.col("input_tokens") + pl.col("output_tokens"),
                        streams=pl.lit(1, dtype=pl.Int64))
         target = speed.Target(1000 / tpot_ms, ttft_s, percentile) if targeted else speed.Target()
-        answers = speed.answers(frames["models"], gpus, grid, presets.MEASURED, target)
+        answers = speed.answers(frames["models"], gpus, grid, params, target)
         cases = group.select("case")[answers["_grid_row"]]
         out.append(answers.with_columns(cases).select(
             "case", "tp", "streams", "stopped_by", "user_tok_s", "user_tok_s_p99", pl.col("ttft_s").alias("est_ttft_s"),
@@ -182,6 +219,30 @@ def main(source_dir: str | None = None) -> None:
         print("the same, the estimated or assumed prompt (no source publishes these families' mean) scaled by "
               f"{', '.join(f'{x:g}' for x in PROMPT_SCALES)}: at max load the estimate is governed by the prompt")
         print(prompt_sensitivity(rows))
+        p99 = compared.filter(pl.col("judged") == "p99")
+        outside = p99.filter(((pl.col("ratio") < 0.5) | (pl.col("ratio") > 2)) & (pl.col("family") != "mixtral-8x7b"))
+        print("rows outside 2x at p99 (but mixtral-8x7b's, whose prompt is assumed), with the latency model's share "
+              "(estimate at target / at max load over measured / measured Offline) and max load over Offline:")
+        print(outside.join(alone.filter(pl.col("judged") == "p99").select(
+            "row_id", "scenario", latency_share="ratio", max_load_over_offline=pl.col("max_est")
+            / pl.col("offline_tok_s_per_gpu").cast(pl.Float64)), on=["row_id", "scenario"], how="left").select(
+            "family", "scenario", "version", "submitter", "gpu", "gpus", "draft_tokens", "ratio", "latency_share",
+            "max_load_over_offline").sort("family", "scenario", "version", "ratio"))
+        speculative = rows.filter(pl.col("draft_tokens") > 0)
+        if speculative.height:
+            plain = estimates(speculative.with_columns(draft_tokens=pl.lit(0, dtype=pl.Int64),
+                                                       tokens_per_step=pl.lit(1.0)))
+            print(f"the {speculative.height} rows documented to decode speculatively (SPECULATIVE), at p99, as "
+                  f"submitted (draft_tokens, tokens_per_step) and without speculative decoding:")
+            print(p99.filter(pl.col("draft_tokens") > 0).select(
+                "row_id", "family", "scenario", "submitter", "gpu", "draft_tokens", "tokens_per_step", "tp", "streams",
+                "est", "ratio").join(plain.select("row_id", "scenario", ratio_without="ratio"),
+                                     on=["row_id", "scenario"]).drop("row_id"))
+            never = p99.join(plain.select("row_id", "scenario", _without="ratio"), on=["row_id", "scenario"],
+                             how="left").with_columns(ratio=pl.coalesce("_without", "ratio"))
+            print(summary(pl.concat([p99.with_columns(speculative=pl.lit("as submitted")),
+                                     never.select(p99.columns).with_columns(speculative=pl.lit("never"))]),
+                          ["speculative"]))
         overall = summary(compared.with_columns(all=pl.lit("all")), ["judged", "all"])
     for row in overall.iter_rows(named=True):
         print(f"speed_acceptance ({row['judged']}): {row['rows']} Server/Interactive rows "

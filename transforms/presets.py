@@ -143,6 +143,12 @@ class Params:
     max_running_requests: int = _doc("streams one data-parallel attention rank (else the replica) batches at most at "
                                      "max load: the engine's limit (serving model; see ENGINE_MAX_RUNNING_REQUESTS)",
                                      "[0, 1000000]")
+    draft_tokens: int = _doc("speculative decoding (serving model): tokens a draft (an MTP head, an EAGLE draft) "
+                             "proposes per stream and decode step, which the step checks with the stream's own "
+                             "token (0: none)", "[0, 16]")
+    tokens_per_step: float = _doc("speculative decoding (serving model): the mean tokens a stream keeps per decode "
+                                  "step, its own and the drafts accepted (1: none); a figure the user states from a "
+                                  "source for the model, draft and data (at most 1 + draft_tokens)", "[1, 17]")
     band_ratio_low: float = _doc("p10 of estimate/measured on held-out benchmarks: the band's high end (0: none)",
                                  "[0, 100]")
     band_ratio_high: float = _doc("p90 of estimate/measured on held-out benchmarks: the band's low end (0: none)",
@@ -166,6 +172,9 @@ class Params:
                 raise ParamError(f"{name} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}")
         for precision in self.ladder:
             normalise_precision(precision)
+        if self.tokens_per_step > 1 + self.draft_tokens:
+            raise ParamError(f"tokens_per_step ({self.tokens_per_step:g}) is more than the 1 + draft_tokens = "
+                             f"{1 + self.draft_tokens} tokens a step checks: it keeps its own and the drafts it accepts")
         for item in fields(self):
             interval, value = item.metadata.get("range"), getattr(self, item.name)
             if interval and not _within(value, interval):
@@ -174,6 +183,11 @@ class Params:
     @property
     def ladder(self) -> tuple[str, ...]:
         return tuple(normalise_precision(p) for p in self.precision_ladder.split(","))
+
+    @property
+    def verified_tokens(self) -> float:
+        """Tokens each stream computes per decode step: its own and the drafts it checks."""
+        return float(1 + self.draft_tokens)
 
     @property
     def bytes_per_param(self) -> dict[str, float]:
@@ -188,7 +202,7 @@ STEADY_DECODE = {
     "overlap_loss": 0.0, "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "dp_comm_s": 0.0, "pp_hop_s": 0.0, "pp_hop_s_per_stream": 0.0,
     "kv_fp8_when_quantized": False, "state_fp32": False, "state_passes": 1.0, "band_ratio_low": 0.0,
     "band_ratio_high": 0.0, "input_per_output": 0.0, "kv_replicated": False, "dp_attention_at_max_load": False,
-    "max_running_requests": 0,
+    "max_running_requests": 0, "draft_tokens": 0, "tokens_per_step": 1.0,
 }
 # Documented defaults of the engines' batch limit per scheduler (a data-parallel attention rank, else the replica), the
 # streams a max-load benchmark can run at once when memory allows; a decode step's tokens stay within each engine's
@@ -300,6 +314,10 @@ MEASURED_BASE = replace(
     kv_replicated=True,
     dp_attention_at_max_load=True,
     engine="trtllm",  # engines.DEFAULT_ENGINE: the cost tables' engine unless asked for another
+    # No speculative decoding unless a user states it (--set draft_tokens=K --set tokens_per_step=A): how many drafts
+    # a step keeps depends on the model, its draft and the data, and no figure holds across them.
+    draft_tokens=0,
+    tokens_per_step=1.0,
     max_running_requests=2048,  # trtllm-serve's and the LLM API's max_batch_size (engines.SERVE_MAX_RUNNING_REQUESTS)
     # Not fitted (the benchmarks' replicas are nearly all one node): a point-to-point send between nodes takes a
     # few microseconds on InfiniBand/RoCE and some 20 us through NCCL's send/recv; a stream's activations at a

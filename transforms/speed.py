@@ -143,19 +143,21 @@ def slot_wait_p99(cycle: pl.Expr, streams: pl.Expr, slots: pl.Expr, busy: pl.Exp
                                      .otherwise(float("inf"))).otherwise(0.0)
 
 
-def speed_columns(slots: pl.Expr, busy: pl.Expr) -> list[pl.Expr]:
+def speed_columns(slots: pl.Expr, busy: pl.Expr, tokens_per_step: float) -> list[pl.Expr]:
     """user_tok_s and ttft_s (means), user_tok_s_p99 and ttft_p99_s (99th percentiles) of measured-method estimate
     rows (NULL for methods without requests), from the row's streams, answer length, aggregate and per-stream
     tokens/s, the most requests the replica runs at once, `slots`, and the chance they are all busy, `busy`
-    (`slots_busy`; see the module's docstring)."""
-    step = 1 / pl.col("per_stream_tok_s")
+    (`slots_busy`; see the module's docstring). A decode step keeps `tokens_per_step` tokens per stream (speculative
+    decoding, Params.tokens_per_step; 1 without): an answer takes output_tokens / tokens_per_step steps."""
+    step = 1 / pl.col("per_stream_tok_s")  # decode seconds per output token
+    whole_step = tokens_per_step * step  # one decode step's seconds
     out, streams = pl.col("output_tokens").cast(pl.Float64), pl.col("streams").cast(pl.Float64)
     cycle = streams * out / pl.col("agg_tok_s")
     share = ((cycle - out * step) / streams).clip(lower_bound=0.0)  # one request's share of the prefill passes
     together = pl.max_horizontal(streams / out, pl.lit(1.0))  # requests that join one prefill pass
     own_pass = together * share
     passes = streams / together  # prefill passes per cycle, beside `out` decode steps
-    wait = (out * step ** 2 + passes * own_pass ** 2) / (2 * cycle)
+    wait = (out * step * whole_step + passes * own_pass ** 2) / (2 * cycle)
     mean_ttft, mean_tok_s = wait + own_pass, out / (cycle - own_pass)
     # the tail (module docstring): others' passes queue ahead of a prompt (M/G/1, prefill before decode) and stall
     # its decode (a Poisson count of them)
@@ -165,7 +167,7 @@ def speed_columns(slots: pl.Expr, busy: pl.Expr) -> list[pl.Expr]:
     queued_p99 = pl.when(rho_others > 0.01).then(queued / rho_others * (100 * rho_others).log()).otherwise(0.0)
     stalls_p99 = others + Z_99 * others.sqrt()
     # a 99th percentile is never below the mean: the mean's residual also counts the request's own pass
-    ttft_p99 = pl.max_horizontal(step + slot_wait_p99(cycle, streams, slots, busy) + queued_p99 + own_pass, mean_ttft)
+    ttft_p99 = pl.max_horizontal(whole_step + slot_wait_p99(cycle, streams, slots, busy) + queued_p99 + own_pass, mean_ttft)
     tok_s_p99 = pl.min_horizontal(out / (out * step + stalls_p99 * own_pass), mean_tok_s)
     has_requests = pl.col("output_tokens").is_not_null() & (pl.col("agg_tok_s") > 0)
     return [pl.when(has_requests).then(value).alias(name) for name, value in
@@ -179,13 +181,14 @@ def slots(params: Params) -> pl.Expr:
     return pl.max_horizontal("streams", pl.min_horizontal("max_streams", pl.lit(params.max_running_requests)))
 
 
-def with_speed(estimates: pl.DataFrame, slots: pl.Expr) -> pl.DataFrame:
-    """Estimate rows with user_tok_s and ttft_s, user_tok_s_p99 and ttft_p99_s (NULL where the method models no
-    requests); `slots`: the most requests each row's replica runs at once (`replicas`' top, or `slots`). Erlang C's
-    chance that every slot is busy is a column of its own first: inside the speed expressions polars would run its
-    Python function once per use."""
+def with_speed(estimates: pl.DataFrame, slots: pl.Expr, params: Params) -> pl.DataFrame:
+    """Estimate rows (of `params`) with user_tok_s and ttft_s, user_tok_s_p99 and ttft_p99_s (NULL where the method
+    models no requests); `slots`: the most requests each row's replica runs at once (`replicas`' top, or `slots`).
+    Erlang C's chance that every slot is busy is a column of its own first: inside the speed expressions polars would
+    run its Python function once per use."""
     busy = slots_busy(pl.col("streams").cast(pl.Float64), slots)
-    return estimates.with_columns(_busy=busy).with_columns(speed_columns(slots, pl.col("_busy"))).drop("_busy")
+    return estimates.with_columns(_busy=busy).with_columns(
+        speed_columns(slots, pl.col("_busy"), params.tokens_per_step)).drop("_busy")
 
 
 def meets(target: Target) -> pl.Expr:
@@ -231,7 +234,8 @@ def _at(models: pl.DataFrame, gpus: pl.DataFrame, reps: pl.DataFrame, streams: p
     grid = reps.select(*estimator.NAME_COLUMNS, "precision", "tp", "attention_dp", "input_tokens", "output_tokens",
                        streams.cast(pl.Int64).alias("streams"))
     out = estimator.estimate(models, gpus, grid, params)
-    return with_speed(out.with_columns(reps.select("_row", "_grid_row", "top", "limit", "attention_dp")), pl.col("top"))
+    return with_speed(out.with_columns(reps.select("_row", "_grid_row", "top", "limit", "attention_dp")), pl.col("top"),
+                      params)
 
 
 def _at_counts(models: pl.DataFrame, gpus: pl.DataFrame, reps: pl.DataFrame, asked: pl.DataFrame,

@@ -175,7 +175,7 @@ def estimate(
     except estimator.EstimatorError as exc:
         raise fail(str(exc)) from None
     if target.none:
-        out = speed.with_speed(out, speed.slots(params)).with_columns(pl.lit(None, dtype=pl.Boolean).alias(c) if c == "reaches" else
+        out = speed.with_speed(out, speed.slots(params), params).with_columns(pl.lit(None, dtype=pl.Boolean).alias(c) if c == "reaches" else
                                                  pl.lit(None, dtype=pl.String).alias(c) for c in TARGET_COLUMNS)
     out = out.filter(~pl.col("gpu").is_in(left_out))
     if not chosen_gpus:

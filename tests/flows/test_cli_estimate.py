@@ -294,6 +294,19 @@ def test_a_p99_target_holds_the_tail_and_runs_fewer_streams():
                                           "--percentile", "p99").output.splitlines()[0]
 
 
+def test_speculative_decoding_is_a_setting_stated_with_its_acceptance():
+    """A user serving with drafts states them and how many a step keeps: at a fast target more streams keep it, the
+    method names the setting, and a step cannot keep more than it checks."""
+    asked = (*LLAMA_B200, "--tp", "2", "--min-user-tok-s", "70", "--max-ttft-s", "2", "-f", "csv")
+    plain = rows(invoke("estimate", *asked).output)["B200 SXM"]
+    drafted = rows(invoke("estimate", *asked, "--set", "draft_tokens=1", "--set", "tokens_per_step=1.85").output)[
+        "B200 SXM"]
+    assert drafted["method"] == "measured[draft_tokens=1,tokens_per_step=1.85]"
+    assert float(drafted["user_tok_s"]) >= 70 and int(drafted["streams"]) > int(plain["streams"])
+    assert "tokens_per_step (2) is more than the 1 + draft_tokens = 1 tokens a step checks" in message(
+        "estimate", *LLAMA_B200, "--set", "tokens_per_step=2")
+
+
 def test_the_unbounded_p99_wait_at_max_load_is_null_in_valid_json():
     """At the memory or batch limit arrivals queue without bound: the table and csv show inf, json (which has no
     Infinity) null, and the text parses under a strict reader."""

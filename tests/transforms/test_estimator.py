@@ -333,3 +333,23 @@ def test_a_measured_replica_wider_than_one_node_pays_its_pipeline_boundaries(fra
     # one node: no boundary; 16 GPUs: two nodes, one boundary; 32: four nodes, three boundaries
     assert extra == pytest.approx([0.0, hop, 3 * hop], abs=1e-12)
     assert (CEILING.pp_hop_s, CALCULATOR.pp_hop_s, CALCULATOR.pp_hop_s_per_stream) == (0.0, 0.0, 0.0)
+
+
+def test_speculative_decoding_checks_its_drafts_and_keeps_what_it_is_told(frames):
+    """A step that checks a draft per stream reads the same weights and KV and computes twice the tokens: kept at
+    one token a step (every draft refused) it is slower than plain decoding; kept at A tokens a step, each stream
+    decodes A times as fast as then. A memory-bound stream (Llama 3.3 70B alone on two B200s) gains almost A."""
+    gpus = estimator.apply_overlay(frames["gpus"], frames["gpu_overlays"], "measured")
+    grid = make_grid(["llama-3.3-70b"], ["B200 SXM"], ["fp8"], [2500], [1, 64]).with_columns(
+        tp=pl.lit(2, dtype=pl.Int64), input_tokens=pl.lit(2000, dtype=pl.Int64),
+        output_tokens=pl.lit(500, dtype=pl.Int64))
+
+    def per_stream(**settings):
+        params = presets.with_overrides(presets.MEASURED, {k: str(v) for k, v in settings.items()})
+        return estimator.estimate(frames["models"], gpus, grid, params)["per_stream_tok_s"].to_numpy()
+
+    plain, refused, kept = per_stream(), per_stream(draft_tokens=1), per_stream(draft_tokens=1, tokens_per_step=1.85)
+    assert (refused < plain).all()
+    assert kept == pytest.approx(1.85 * refused, rel=1e-12)
+    assert 1.7 * plain[0] < kept[0] < 1.85 * plain[0]
+    assert (presets.MEASURED.draft_tokens, presets.MEASURED.tokens_per_step) == (0, 1.0)  # never unless stated

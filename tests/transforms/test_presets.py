@@ -39,6 +39,7 @@ def test_an_unknown_parameter_is_named_with_close_matches():
     ("expert_coverage", "maybe", "expert_coverage takes true or false"),
     ("step_time", "product", "step_time must be one of sum, max"),
     ("precision_ladder", "bf16,fp3", "unknown precision 'fp3'"),
+    ("tokens_per_step", "1.5", r"tokens_per_step \(1.5\) is more than the 1 \+ draft_tokens = 1 tokens"),
 ])
 def test_a_bad_value_is_refused_with_the_parameter_named(name, value, message):
     with pytest.raises(ParamError, match=message):

@@ -8,8 +8,10 @@ from transforms.estimator.memory import _kv_term
 from transforms.presets import Params
 
 
-def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.Expr]:
-    """(memory time, compute time) of one decode step serving `streams` streams (None: one stream)."""
+def _step_seconds(params: Params, streams: pl.Expr | None, verified: float = 1.0) -> tuple[pl.Expr, pl.Expr]:
+    """(memory time, compute time) of one decode step serving `streams` streams (None: one stream), each computing
+    `verified` tokens (speculative decoding: the token and the drafts it checks, `verified_tokens`): the weights and
+    each stream's KV are read once a step, the FLOPs and the experts' coverage are the tokens'."""
     # The serving model reads the always-read weights once per data-parallel attention rank and each stream's KV once
     # per copy the group holds (_serving_layout); the reference methods read both once. A recurrent state splits by
     # head like the weights: one copy, moved state_passes times a step (the serving model reads it and writes it back).
@@ -18,12 +20,19 @@ def _step_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.
     if not params.expert_coverage:
         read_b = pl.col("active_params_b")
     else:
-        read_b = dense + pl.col("_expert_b") * _coverage(streams)
+        read_b = dense + pl.col("_expert_b") * _coverage(_tokens(streams, verified))
     count = pl.lit(1.0) if streams is None else streams
     t_mem = (read_b * pl.col("_bytes") + _kv_term(params.kv_read_factor, count * kv_read_gb)) / pl.col("_mem_gbs")
     if not (params.decode_flops_per_param or params.attention_flops_factor):
         return t_mem, pl.lit(0.0)  # no decode compute counted: a part without a compute figure still decodes
-    return t_mem, count * pl.col("_token_flops") / pl.col("_flops_per_s")
+    return t_mem, count * verified * pl.col("_token_flops") / pl.col("_flops_per_s")
+
+
+def _tokens(streams: pl.Expr | None, verified: float) -> pl.Expr | None:
+    """The tokens one step computes: `verified` per stream (None: one stream's single token)."""
+    if verified == 1.0:
+        return streams
+    return (pl.lit(1.0) if streams is None else streams) * verified
 
 
 def _coverage(tokens: pl.Expr | None) -> pl.Expr:
@@ -31,11 +40,11 @@ def _coverage(tokens: pl.Expr | None) -> pl.Expr:
     return pl.col("_route_p") if tokens is None else 1 - (tokens * pl.col("_log_keep")).exp()
 
 
-def _expert_seconds(params: Params, streams: pl.Expr | None) -> tuple[pl.Expr, pl.Expr]:
+def _expert_seconds(params: Params, streams: pl.Expr | None, verified: float = 1.0) -> tuple[pl.Expr, pl.Expr]:
     """(memory time, compute time) of a decode step's routed experts alone: the share of _step_seconds' terms the
     grouped expert matmuls take (serving model)."""
-    coverage = _coverage(streams)
-    count = pl.lit(1.0) if streams is None else streams
+    coverage = _coverage(_tokens(streams, verified))
+    count = (pl.lit(1.0) if streams is None else streams) * verified
     return (pl.col("_expert_b") * coverage * pl.col("_bytes") / pl.col("_mem_gbs"),
             count * params.decode_flops_per_param * pl.col("_expert_b") * pl.col("_route_p") * 1e9 / pl.col("_flops_per_s"))
 

@@ -59,10 +59,12 @@ def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
                           pl.col("_x_mem1"), pl.col("_x_cmp1"), pl.col("_log2_dp"))
              + pipeline_seconds(tp, 1, params))
     scale = group_scale(log2_tp, vendor_eff, params)
+    # speculative decoding: a step keeps tokens_per_step tokens per stream (its own and the drafts accepted)
+    kept = params.tokens_per_step
     return df.with_columns(
-        single_stream_tok_s=1 / step1,
-        per_stream_tok_s=1 / step,
-        agg_tok_s=request_tok_s(step, pl.col("_t_prefill"), pl.col("streams"), pl.col("output_tokens"), log2_tp,
+        single_stream_tok_s=kept / step1,
+        per_stream_tok_s=kept / step,
+        agg_tok_s=request_tok_s(step / kept, pl.col("_t_prefill"), pl.col("streams"), pl.col("output_tokens"), log2_tp,
                                 vendor_eff, params, pl.col("_x_prefill"), pl.col("_log2_dp"),
                                 pl.col("_t_pass_read")),
         prefill_tok_s=params.prefill_mfu * scale * pl.col("_flops_per_s") / pl.col("_prefill_flops"),

@@ -133,10 +133,12 @@ def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         _prefill_flops=FLOPS_PER_PARAM * pl.col("_prefill_params_b") * 1e9
         + params.prefill_attention_factor * pl.col("_prefill_context") / 2 * attention,
     )
-    t_mem, t_cmp = _step_seconds(params, pl.col("streams"))
-    t_mem1, t_cmp1 = _step_seconds(params, None)
-    x_mem, x_cmp = _expert_seconds(params, pl.col("streams"))
-    x_mem1, x_cmp1 = _expert_seconds(params, None)
+    # speculative decoding: a step computes each stream's token and the drafts it checks (params.verified_tokens)
+    verified = params.verified_tokens
+    t_mem, t_cmp = _step_seconds(params, pl.col("streams"), verified)
+    t_mem1, t_cmp1 = _step_seconds(params, None, verified)
+    x_mem, x_cmp = _expert_seconds(params, pl.col("streams"), verified)
+    x_mem1, x_cmp1 = _expert_seconds(params, None, verified)
     return df.with_columns(
         _t_mem=t_mem, _t_cmp=t_cmp, _t_mem1=t_mem1, _t_cmp1=t_cmp1,
         _x_mem=x_mem, _x_cmp=x_cmp, _x_mem1=x_mem1, _x_cmp1=x_cmp1,
