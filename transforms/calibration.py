@@ -169,6 +169,9 @@ def _grid(rows: pl.DataFrame) -> pl.DataFrame:
         streams=pl.col("streams").cast(pl.Int64), tp=pl.col("tp").cast(pl.Int64),
         attention_dp=pl.col("attention_dp").cast(pl.Int64),
         max_running_requests=pl.col("max_running_requests").cast(pl.Int64),
+        # the stated pipeline stages (TensorRT-LLM's tables: "TP2,PP4"): only each stage's GPUs all-reduce
+        pipeline_stages=pl.col("parallelism").str.extract(r"\bPP(\d+)\b", 1).cast(pl.Int64)
+        if "parallelism" in rows.columns else pl.lit(None, dtype=pl.Int64),
     )
 
 
@@ -220,10 +223,10 @@ def predict(terms_df: pl.DataFrame, params: Params) -> pl.DataFrame:
     log2_tp = terms_df["_log2_tp"]
     step = estimator.step_seconds(terms_df["_t_mem"], terms_df["_t_cmp"], log2_tp, compute_eff, vendor_eff, params,
                                   terms_df["_requests_per_rank"], terms_df["_x_mem"], terms_df["_x_cmp"],
-                                  terms_df["_log2_dp"])
+                                  terms_df["_log2_dp"], terms_df["_t_link"])
     tok_s = estimator.request_tok_s(step, terms_df["_t_prefill"], terms_df["streams"], terms_df["output_tokens"],
                                     log2_tp, vendor_eff, params, terms_df["_x_prefill"], terms_df["_log2_dp"],
-                                    terms_df["_t_pass_read"])
+                                    terms_df["_t_pass_read"], terms_df["_t_link_prefill"])
     per_gpu = terms_df.select("row_id", "load", "legacy", "tok_s_per_gpu", "tp", "streams", "input_assumed").with_columns(
         estimate=tok_s / terms_df["tp"])
     best = per_gpu.sort("estimate", descending=True).group_by("row_id", maintain_order=True).first()

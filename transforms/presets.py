@@ -121,6 +121,9 @@ class Params:
                                      "bookkeeping, sampling, stop checks), overlapped with the GPUs' step: it bounds "
                                      "a step when the model's own work per token is small (serving model)", "[0, 10]")
     tp_comm_s: float = _doc("seconds of collective latency per decode step per doubling of the GPU group", "[0, 10]")
+    link_efficiency: float = _doc("fraction of the link's per-direction rate (the catalogue's interconnect: NVLink, "
+                                  "PCIe) a tensor-parallel all-reduce's bytes move at: each forward pass's all-reduces "
+                                  "take their bytes over link x this, added to the pass (serving model)", "(0, 1]")
     dp_comm_s: float = _doc("seconds per decode step per doubling of the data-parallel attention ranks: the "
                             "gather of every rank's tokens before the experts and the scatter after (serving model)",
                             "[0, 10]")
@@ -199,7 +202,7 @@ STEADY_DECODE = {
     "serving_model": False, "compute_efficiency_fp8": 1.0, "compute_efficiency_int4": 1.0,
     "moe_compute_efficiency": 1.0, "vendor_efficiency_amd": 1.0, "vendor_efficiency_intel": 1.0, "engine": "none",
     "engine_efficiency_sglang": 1.0, "engine_efficiency_vllm": 1.0, "gpu_overhead_share": 1.0,
-    "overlap_loss": 0.0, "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "dp_comm_s": 0.0, "pp_hop_s": 0.0, "pp_hop_s_per_stream": 0.0,
+    "overlap_loss": 0.0, "step_overhead_s": 0.0, "request_overhead_s": 0.0, "tp_comm_s": 0.0, "link_efficiency": 1.0, "dp_comm_s": 0.0, "pp_hop_s": 0.0, "pp_hop_s_per_stream": 0.0,
     "kv_fp8_when_quantized": False, "state_fp32": False, "state_passes": 1.0, "band_ratio_low": 0.0,
     "band_ratio_high": 0.0, "input_per_output": 0.0, "kv_replicated": False, "dp_attention_at_max_load": False,
     "max_running_requests": 0, "draft_tokens": 0, "tokens_per_step": 1.0,
@@ -322,6 +325,10 @@ MEASURED_BASE = replace(
     # Not fitted (the benchmarks' replicas are nearly all one node): a point-to-point send between nodes takes a
     # few microseconds on InfiniBand/RoCE and some 20 us through NCCL's send/recv; a stream's activations at a
     # stage boundary are at most 16,384 values x 2 bytes = 32 KB, 0.66 us at 400 Gb/s (50 GB/s) per node.
+    # Not fitted: point-to-point copies between RTX PRO 6000s over PCIe 5 x16 reach 53-56 of its 63 GB/s per direction
+    # (CUDA p2pBandwidthLatencyTest on five 8-GPU systems, voipmonitor/rtx6kpro hardware/pcie-bandwidth.md), 0.85-0.89;
+    # a ring all-reduce's steps are such copies. One fraction for NVLink and PCIe alike (docs/estimator.md).
+    link_efficiency=0.85,
     pp_hop_s=25e-6,
     pp_hop_s_per_stream=32_768 / 50e9,
 )

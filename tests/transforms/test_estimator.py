@@ -304,6 +304,8 @@ def test_the_ceiling_curve_runs_to_the_stream_limit(models, ceiling_gpus):
     ({"context_tokens": 0}, "context_tokens must be between 1 and"),
     ({"streams": 5000}, "streams must be between 1 and 4096"),
     ({"precision": "fp2"}, "unknown precision 'fp2'"),
+    ({"tp": 4, "pipeline_stages": 3}, "pipeline_stages must divide tp"),
+    ({"pipeline_stages": 2}, "pipeline_stages must divide tp"),  # stages of an unsized group
 ])
 def test_a_bad_grid_is_refused_with_a_clear_message(models, calculator_gpus, change, message):
     grid = page_001_grid(["H200 SXM"]).with_columns(pl.lit(v).alias(k) for k, v in change.items())
@@ -353,3 +355,42 @@ def test_speculative_decoding_checks_its_drafts_and_keeps_what_it_is_told(frames
     assert kept == pytest.approx(1.85 * refused, rel=1e-12)
     assert 1.7 * plain[0] < kept[0] < 1.85 * plain[0]
     assert (presets.MEASURED.draft_tokens, presets.MEASURED.tokens_per_step) == (0, 1.0)  # never unless stated
+
+
+@pytest.mark.parametrize(("interconnect", "gbs"), [
+    ("NVLink 4 (900 GB/s)", 450.0),  # NVIDIA's per-GPU figure sums both directions
+    ("NVLink 5 (1.8 TB/s)", 900.0),
+    ("NVLink (400 GB/s, China)", 200.0),
+    ("PCIe 4 (no NVLink)", 32.0),
+    ("PCIe 5 + NVLink bridge", 64.0),  # the bridge joins pairs only: a wider ring crosses PCIe
+    ("PCIe 5 x8", 32.0),
+    ("PCIe 3", 16.0),
+    ("NVLink 5", None),  # a generation says nothing of how many links the part has
+    ("Infinity Fabric (153.6 GB/s links)", None),
+    ("shared PCIe 5 of the parent card", None),
+    ("PCIe", None),
+])
+def test_the_link_is_read_from_the_catalogue_interconnect_and_never_guessed(interconnect, gbs):
+    read = pl.select(estimator.link_gbs(pl.lit(interconnect, dtype=pl.String))).item()
+    assert read == gbs
+
+
+def test_a_pcie_tensor_parallel_group_is_slower_than_an_nvlink_one_by_its_all_reduce_transfer(frames):
+    """The same part over PCIe 5 (64 GB/s a direction) and over NVLink 4 (450): each decode step of a TP4 group moves
+    2 all-reduces x layers x streams x hidden x 2 bytes x 2(4-1)/4 per GPU over the link, at link_efficiency of it;
+    a single GPU or a group run as four pipeline stages all-reduces nothing."""
+    nvlink = frames["gpus"].filter(pl.col("name") == "H100 SXM5 80GB")
+    pcie = nvlink.with_columns(name=pl.lit("H100 over PCIe"), fabric=pl.lit("PCIe"), interconnect=pl.lit("PCIe 5"))
+    gpus = estimator.apply_overlay(pl.concat([nvlink, pcie]), frames["gpu_overlays"], "measured")
+    model = frames["models"].filter(pl.col("model_id") == "llama-3.3-70b").row(0, named=True)
+    grid = make_grid(["llama-3.3-70b"], ["H100 SXM5 80GB", "H100 over PCIe"], ["bf16"], [4096], [32]).join(
+        pl.DataFrame({"tp_": [1, 4, 4], "stages": [None, None, 4]}, schema={"tp_": pl.Int64, "stages": pl.Int64}),
+        how="cross").with_columns(tp=pl.col("tp_"), pipeline_stages=pl.col("stages")).drop("tp_", "stages")
+    out = estimator.estimate(frames["models"], gpus, grid, presets.MEASURED)
+    step = (1 / out["per_stream_tok_s"]).to_list()
+    hidden = (model["active_params_b"] * 1e9 / (12 * model["layers"])) ** 0.5
+    gb = 2 * model["layers"] * 32 * hidden * 2 * (2 * 3 / 4) * 1e-9
+    transfer = gb * (1 / 64 - 1 / 450) / presets.MEASURED.link_efficiency
+    assert transfer > 0.001  # 2 ms a step at 32 streams: not a rounding error beside a ~10 ms step
+    nvlink_steps, pcie_steps = step[:3], step[3:]
+    assert [p - n for p, n in zip(pcie_steps, nvlink_steps, strict=True)] == pytest.approx([0.0, transfer, 0.0], abs=1e-12)

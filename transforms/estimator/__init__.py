@@ -31,6 +31,7 @@ from transforms.estimator.catalogue import (
     SPEC_FIELDS,
     UNCERTAIN_WORDS,
     apply_overlay,
+    link_gbs,
 )
 from transforms.estimator.decode import (
     efficiencies,
@@ -58,7 +59,7 @@ __all__ = [
     "COMPUTE_FIELDS", "CONTEXT_TOKENS_MAX", "ESTIMATOR_VERSION", "FLOPS_PER_PARAM", "GRID_SCHEMA", "MAX_STREAMS",
     "NAME_COLUMNS", "NO_OVERLAY", "OUTPUT_COLUMNS", "PAGE_ESTIMATE_SOURCE", "PRECISION", "QUANTIZED", "SPEC_FIELDS",
     "STREAMS_MAX", "UNCERTAIN_WORDS", "EstimatorError", "apply_overlay", "bare_minimum", "cannot_hold", "curve",
-    "efficiencies", "estimate", "fleet_whatif", "group_scale", "make_grid", "memory_fills_at", "pass_seconds",
+    "efficiencies", "estimate", "fleet_whatif", "group_scale", "link_gbs", "make_grid", "memory_fills_at", "pass_seconds",
     "pipeline_seconds", "refuse_unheld", "request_tok_s", "serving_terms", "size_for_target", "step_seconds",
     "usd_per_mtok", "with_costs",
 ]

@@ -65,8 +65,32 @@ def _field_doubts(text: pl.Expr, field: str) -> pl.Expr:
     return named | unexplained
 
 
+# PCIe generation -> GB/s per direction of an x16 link (3.0: 8 GT/s x 16 lanes at 128b/130b ~ 16 GB/s; each later
+# generation doubles the rate); fewer lanes carry their share.
+PCIE_X16_GBS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
+
+
+def link_gbs(interconnect: pl.Expr) -> pl.Expr:
+    """GB/s per direction of the link a GPU reaches its peers over, read from the catalogue's `interconnect` text;
+    NULL where the text states neither an NVLink figure nor a PCIe generation (no figure is guessed).
+
+    - "NVLink 4 (900 GB/s)", "NVLink 5 (1.8 TB/s)", "NVLink (400 GB/s, China)": NVIDIA states NVLink per GPU as the
+      sum of both directions, so half of it; a generation without its figure ("NVLink 5") says nothing of the part's
+      links (H800 and A800 have fewer than their generation's): NULL.
+    - "PCIe 4", "PCIe 5 x8", "PCIe 5 + NVLink bridge": the generation's x16 rate, times lanes/16 where stated. A bridge
+      in parentheses or after "+" is optional and joins pairs only: a group's ring crosses PCIe, so PCIe is read.
+    - Infinity Fabric, Xe Link, ICI, NeuronLink, RoCE and the like state no per-GPU figure here: NULL."""
+    nvlink = interconnect.str.extract(r"^NVLink[^(]*\((\d+(?:\.\d+)?) ([TG])B/s", 1).cast(pl.Float64)
+    tera = interconnect.str.extract(r"^NVLink[^(]*\((\d+(?:\.\d+)?) ([TG])B/s", 2) == "T"
+    generation = interconnect.str.extract(r"^PCIe (\d)\b", 1).cast(pl.Int64)
+    lanes = interconnect.str.extract(r"^PCIe \d x(\d+)\b", 1).cast(pl.Float64).fill_null(16.0)
+    pcie = generation.replace_strict(PCIE_X16_GBS, default=None, return_dtype=pl.Float64) * lanes / 16
+    return pl.coalesce(pl.when(tera).then(nvlink * 1000).otherwise(nvlink) / 2, pcie)
+
+
 def _gpu_table(gpus: pl.DataFrame) -> pl.DataFrame:
-    """Per GPU: the spec fields, which of them are in doubt, and whether it lacks a scale-up fabric."""
+    """Per GPU: the spec fields, which of them are in doubt, whether it lacks a scale-up fabric and its link to its
+    peers (link_gbs)."""
     if "overlay_fields" not in gpus.columns:
         gpus = apply_overlay(gpus, NO_OVERLAY, "vendor")
     text = pl.col("uncertain").fill_null("").str.to_lowercase()
@@ -76,7 +100,7 @@ def _gpu_table(gpus: pl.DataFrame) -> pl.DataFrame:
     }
     return gpus.select(
         pl.col("name").alias("gpu"), *SPEC_FIELDS, "fp4_page_estimate", _pcie=pl.col("fabric") == "PCIe",
-        _vendor=pl.col("vendor"),
+        _vendor=pl.col("vendor"), link_gbs=link_gbs(pl.col("interconnect")),
         # Memory, bandwidth and (when known) TDP feed every row; which compute peak does depends on the row.
         _doubt_spec=doubts["memory_gb"] | doubts["bandwidth_gbs"] | (doubts["tdp_w"] & pl.col("tdp_w").is_not_null()),
         **{f"_doubt_{f}": doubts[f] for f in COMPUTE_FIELDS},
@@ -102,6 +126,12 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
         _window_kv_bytes=pl.col("window_kv_bytes_per_token").fill_null(0.0),
         # a GQA cache splits by KV head over at most kv_heads GPUs; a latent (MLA) is one head; unknown: no limit
         _kv_heads=pl.col("kv_heads"),
+        # The width of the activations a tensor-parallel group all-reduces (the hidden size, which the catalogue
+        # does not hold): a transformer layer holds about 12 d^2 parameters a token passes through (4 d^2 attention,
+        # 8 d^2 MLP; Kaplan et al. 2020, "Scaling Laws for Neural Language Models", eq. 2.1), so d from the active
+        # parameters per layer (within ~15% for Llama 2/3 70B-405B, DeepSeek-V3, Qwen3-235B); NULL without layers.
+        _layers=pl.col("layers").cast(pl.Float64),
+        _hidden=(pl.col("active_params_b") * 1e9 / (12 * pl.col("layers"))).sqrt(),
         _native=pl.col("native_precision").replace_strict(natives, return_dtype=PRECISION),
         _prefill_params_b=pl.coalesce("active_params_in_b", "active_params_b")
         if params.prefill_active == "input" else pl.col("active_params_b"),

@@ -49,6 +49,29 @@ def _expert_seconds(params: Params, streams: pl.Expr | None, verified: float = 1
             count * params.decode_flops_per_param * pl.col("_expert_b") * pl.col("_route_p") * 1e9 / pl.col("_flops_per_s"))
 
 
+# Bytes per value of the activations a tensor-parallel group all-reduces: BF16, the engines' default (TensorRT-LLM's
+# and vLLM's all-reduce of the layer's output, in the activations' dtype, whatever the weights' precision).
+ALLREDUCE_BYTES = 2.0
+
+
+def _link_seconds(tokens: pl.Expr) -> pl.Expr:
+    """Seconds, at the link's full rate, of the all-reduces of one forward pass over `tokens` tokens (serving model).
+
+    A tensor-parallel layer ends its attention and its MLP (a mixture of experts' too, whether the experts split by
+    tensor or by expert parallelism: each GPU's partial outputs are summed) with an all-reduce of every token's
+    hidden vector; with data-parallel attention the attention needs none, and the gather before the experts and the
+    scatter after move one all-reduce's bytes. A ring all-reduce of w GPUs sends and receives 2(w-1)/w of the data per
+    GPU over its link (link_gbs per direction). A group run as pipeline stages all-reduces within each stage's
+    tp/stages GPUs over its layers/stages layers, the stages working at once on different streams; a stage boundary's
+    send is one token's vector, not charged. No term where the catalogue states no link (NULL) or a stage is one GPU."""
+    collectives = pl.when(pl.col("attention_dp") > 1).then(1.0).otherwise(2.0)
+    stages = pl.col("pipeline_stages").fill_null(1)
+    width = pl.col("tp") / stages
+    ring = 2 * (width - 1) / width
+    gb = collectives * pl.col("_layers") / stages * tokens * pl.col("_hidden") * ALLREDUCE_BYTES * ring * 1e-9
+    return (gb / pl.col("link_gbs")).fill_null(0.0)
+
+
 def _combine(params: Params, t_mem: pl.Expr, t_cmp: pl.Expr) -> pl.Expr:
     return t_mem + t_cmp if params.step_time == "sum" else pl.max_horizontal(t_mem, t_cmp)
 
@@ -88,18 +111,20 @@ def group_scale(log2_tp, vendor_eff, params: Params):
 
 
 def step_seconds(t_mem, t_cmp, log2_tp, compute_eff, vendor_eff, params: Params, requests_per_rank=0.0, x_mem=0.0,
-                 x_cmp=0.0, log2_dp=0.0):
+                 x_cmp=0.0, log2_dp=0.0, t_link=0.0):
     """Seconds of one decode step (numbers, polars Series or Exprs alike): reads at the bandwidth efficiency and FLOPs at
     the precision's compute efficiency, the routed experts' share of both (x_mem, x_cmp) slower by the grouped expert
-    matmuls' efficiency, added or overlapped (step_time), slowed by the group's scale; the host's work for the
+    matmuls' efficiency, added or overlapped (step_time), slowed by the group's scale, then the all-reduces' bytes
+    over the link (t_link at the link's full rate, at link_efficiency of it: a layer's all-reduce sits between its
+    output and the next layer's input, so it adds to the pass rather than hiding under it); the host's work for the
     requests one scheduler runs overlaps that (the engines prepare the next step while the GPUs run this one); plus a
     fixed overhead per step, a collective's latency per doubling of the group and, with data-parallel attention, the
     gather of the ranks' tokens before the experts and their scatter after, per doubling of the ranks (log2_dp)."""
     scale = group_scale(log2_tp, vendor_eff, params)
     slower = 1 / params.moe_compute_efficiency - 1
     reads, flops = (t_mem + x_mem * slower) / params.bandwidth_efficiency, (t_cmp + x_cmp * slower) / compute_eff
-    return (_larger(_overlap(reads, flops, params) / scale, params.request_overhead_s * requests_per_rank)
-            + pass_seconds(log2_tp, log2_dp, params))
+    gpus = _overlap(reads, flops, params) / scale + t_link / params.link_efficiency
+    return _larger(gpus, params.request_overhead_s * requests_per_rank) + pass_seconds(log2_tp, log2_dp, params)
 
 
 def _overlap(reads, flops, params: Params):

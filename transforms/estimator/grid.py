@@ -20,16 +20,20 @@ from transforms.presets import DEFAULT_CONTEXT_TOKENS, DEFAULT_STREAMS, PRECISIO
 # efficiency (it ran at the BF16 peak at the FP4 kernels' efficiency).
 # 1.9: the measured method's reads and FLOPs overlap imperfectly: a pass takes the longer of the two plus overlap_loss
 # (0.25) of the shorter.
-ESTIMATOR_VERSION = "1.9.0"
+# 1.10: the measured method's tensor-parallel all-reduces move their bytes over the part's link (NVLink, PCIe: the
+# catalogue's interconnect) at link_efficiency, added to each decode step and prefill; a replica may state the
+# pipeline stages its group runs (pipeline_stages), whose tensor-parallel width alone all-reduces.
+ESTIMATOR_VERSION = "1.10.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 PRECISION = pl.Enum(PRECISIONS)
 NAME_COLUMNS = ("model", "gpu")  # Enums: their codes index the catalogue rows
 # attention_dp (data-parallel attention ranks; None: the method's choice) and max_running_requests (the engine's
-# batch limit per rank at max load; None: the method's) are measured-method settings; streams None asks for max load.
+# batch limit per rank at max load; None: the method's) and pipeline_stages (the group's pipeline stages, each of
+# tp/pipeline_stages tensor-parallel GPUs; None: one) are measured-method settings; streams None asks for max load.
 GRID_SCHEMA = {"precision": PRECISION, "context_tokens": pl.Int64, "streams": pl.Int64, "tp": pl.Int64,
                "input_tokens": pl.Int64, "output_tokens": pl.Int64, "attention_dp": pl.Int64,
-               "max_running_requests": pl.Int64}
+               "max_running_requests": pl.Int64, "pipeline_stages": pl.Int64}
 
 
 class EstimatorError(ValueError):
@@ -93,6 +97,11 @@ def _checked_grid(grid: pl.DataFrame) -> pl.DataFrame:
         raise EstimatorError("attention_dp above 1 needs the group's tp")
     if split.filter(pl.col("tp") % pl.col("attention_dp") != 0).height:
         raise EstimatorError("attention_dp must divide tp: each data-parallel attention rank is a whole number of GPUs")
+    staged = grid.filter(pl.col("pipeline_stages").is_not_null())
+    if staged.height and not (staged["pipeline_stages"] >= 1).all():
+        raise EstimatorError("pipeline_stages must be at least 1")
+    if staged.filter(pl.col("tp").is_null() | (pl.col("tp") % pl.col("pipeline_stages") != 0)).height:
+        raise EstimatorError("pipeline_stages must divide tp: each stage is a whole number of GPUs")
     for column in ("input_tokens", "output_tokens"):
         if lows[column] is not None and lows[column] < (0 if column == "input_tokens" else 1):
             raise EstimatorError(f"{column} must be at least {0 if column == 'input_tokens' else 1}, not {lows[column]}")

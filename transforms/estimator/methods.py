@@ -53,10 +53,11 @@ def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     log2_tp = pl.col("_log2_tp")
     tp, streams = pl.col("tp"), pl.col("streams")
     step = (step_seconds(pl.col("_t_mem"), pl.col("_t_cmp"), log2_tp, compute_eff, vendor_eff, params,
-                         pl.col("_requests_per_rank"), pl.col("_x_mem"), pl.col("_x_cmp"), pl.col("_log2_dp"))
+                         pl.col("_requests_per_rank"), pl.col("_x_mem"), pl.col("_x_cmp"), pl.col("_log2_dp"),
+                         pl.col("_t_link"))
             + pipeline_seconds(tp, streams, params))
     step1 = (step_seconds(pl.col("_t_mem1"), pl.col("_t_cmp1"), log2_tp, compute_eff, vendor_eff, params, 1.0,
-                          pl.col("_x_mem1"), pl.col("_x_cmp1"), pl.col("_log2_dp"))
+                          pl.col("_x_mem1"), pl.col("_x_cmp1"), pl.col("_log2_dp"), pl.col("_t_link1"))
              + pipeline_seconds(tp, 1, params))
     scale = group_scale(log2_tp, vendor_eff, params)
     # speculative decoding: a step keeps tokens_per_step tokens per stream (its own and the drafts accepted)
@@ -66,7 +67,7 @@ def _serving_throughput(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         per_stream_tok_s=kept / step,
         agg_tok_s=request_tok_s(step / kept, pl.col("_t_prefill"), pl.col("streams"), pl.col("output_tokens"), log2_tp,
                                 vendor_eff, params, pl.col("_x_prefill"), pl.col("_log2_dp"),
-                                pl.col("_t_pass_read")),
+                                pl.col("_t_pass_read"), pl.col("_t_link_prefill")),
         prefill_tok_s=params.prefill_mfu * scale * pl.col("_flops_per_s") / pl.col("_prefill_flops"),
         _t_mem=pl.col("_t_mem") / params.bandwidth_efficiency,
         _t_cmp=pl.col("_t_cmp") / compute_eff,

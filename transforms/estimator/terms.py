@@ -5,7 +5,7 @@ import polars as pl
 
 from transforms import stack
 from transforms.estimator.catalogue import _attached, _gpu_table, _model_table
-from transforms.estimator.decode import _coverage, _expert_seconds, _step_seconds, _token_flops
+from transforms.estimator.decode import _coverage, _expert_seconds, _link_seconds, _step_seconds, _token_flops
 from transforms.estimator.grid import NAME_COLUMNS, EstimatorError, _checked_grid
 from transforms.estimator.layout import _reference_layout, _serving_layout
 from transforms.estimator.memory import QUANTIZED, _precision_expr
@@ -101,14 +101,15 @@ def serving_terms(models: pl.DataFrame, gpus: pl.DataFrame, grid: pl.DataFrame, 
         *NAME_COLUMNS, "precision", "vendor", "tp", "attention_dp", "streams", "input_tokens", "output_tokens",
         "max_streams", "_compute_precision",
         "_log2_tp", "_t_mem", "_t_cmp", "_t_mem1", "_t_cmp1", "_x_mem", "_x_cmp", "_t_prefill", "_x_prefill",
-        "_requests_per_rank", "_log2_dp", "_t_pass_read",
+        "_requests_per_rank", "_log2_dp", "_t_pass_read", "_t_link", "_t_link1", "_t_link_prefill",
     ).collect(engine="streaming")
 
 
 def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
     """The serving model's terms at full efficiency on one replica of `tp` GPUs: seconds of weight and KV reads
     per decode step (_t_mem, _t_mem1 at one stream), of decode FLOPs per step (_t_cmp, _t_cmp1) and of prefill
-    FLOPs per request (_t_prefill); the calibration fits the efficiencies that scale them.
+    FLOPs per request (_t_prefill), of the tensor-parallel all-reduces' bytes over the link per decode step and per
+    request's prefill (_t_link, _t_link1, _t_link_prefill); the calibration fits the efficiencies that scale them.
 
     Weights' matmuls run at the precision's peak; attention (QK and AV over the cached context) runs at the KV
     cache's (stack.attention_peak), so its FLOPs count `peak / attention peak` times at the precision's."""
@@ -146,6 +147,9 @@ def _serving_terms(df: pl.LazyFrame, params: Params) -> pl.LazyFrame:
         _x_prefill=pl.col("input_tokens") * FLOPS_PER_PARAM * pl.col("_expert_b") * pl.col("_route_p") * 1e9
         / pl.col("_flops_per_s"),
         _requests_per_rank=pl.col("streams") / pl.col("attention_dp"),
+        _t_link=_link_seconds(pl.col("streams") * verified),
+        _t_link1=_link_seconds(pl.lit(verified)),
+        _t_link_prefill=_link_seconds(pl.col("input_tokens")),
         # a prefill pass reads the always-read weights per copy and the experts its prompt's tokens touch
         _t_pass_read=(pl.col("_dense_b") * pl.col("_dense_copies")
                       + pl.col("_expert_b") * _coverage(pl.col("input_tokens").clip(lower_bound=1)))
