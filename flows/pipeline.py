@@ -17,7 +17,7 @@ from flows import catalogue, fetch, ingest
 from flows.derive import EXPORTED, DeriveAhead, DerivePlan, derive_date, made_by, speed_tiers
 from scrapers import settings as source_settings
 from scrapers import sources as source_registry
-from warehouse import archive, config, db, delta, export, lake, load, mirror
+from warehouse import archive, config, db, delta, derived, export, lake, load, mirror
 from warehouse.load import FetchRow
 from warehouse.lock import writer_lock
 
@@ -67,7 +67,8 @@ def publish(con, day: date, export_format: str, run_id: str, ahead: DeriveAhead 
            if export_format else None)
     if pub and pub.error:
         log.warning("%s stays unpublished until the next run: %s", day, pub.error)
-    return counts, verdict, pub
+    # the views' rows of the day as the export counted them to publish them (a count of its own computes them)
+    return counts | {view: pub.rows[view] for view in derived.VIEWS if pub and view in pub.rows}, verdict, pub
 
 
 def publish_pending(con, run_id: str) -> list[export.Publication]:
