@@ -218,7 +218,7 @@ class DeriveAhead:
     """What of a night's derivation reads only the catalogues and the day's offers, computed on a thread of its own
     while a later wave of sources fetches: the estimate grid when its key is new, and the speed search. That wave is
     the Hugging Face fetch, paced at 0.2 s a request (~35 s of a bench night), with the CPU idle meanwhile; the search
-    (~8 s at today's breadth) and the first grid of a key (~1 s) ran after it.
+    (6.5 s at today's breadth) and the first grid of a key (~1 s) ran after it.
 
     Its inputs are read when it starts, from the warehouse as the earlier waves loaded it. derive_date takes its
     results only when what it reads itself gives the same grid key, speed key, plan and requests (a config the later
@@ -247,9 +247,9 @@ class DeriveAhead:
 
     def _compute(self, cats: dict[str, pl.DataFrame], stored: bool) -> None:
         result = self._result
-        try:
-            grid = None if stored else estimate_grid(cats, self.plan)
-            result.set_result((grid, search_speeds(cats, self.requests, self.plan)))
+        try:  # the search first: its transient is over before the grid (the larger frame, held until taken) exists
+            found = search_speeds(cats, self.requests, self.plan)
+            result.set_result((None if stored else estimate_grid(cats, self.plan), found))
         except BaseException as exc:  # derive_date computes them itself: the night never depends on this thread
             result.set_exception(exc)
 
