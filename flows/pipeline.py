@@ -14,10 +14,10 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from flows import catalogue, fetch, ingest
-from flows.derive import EXPORTED, DerivePlan, derive_date, made_by, speed_tiers
+from flows.derive import EXPORTED, DeriveAhead, DerivePlan, derive_date, made_by, speed_tiers
 from scrapers import settings as source_settings
 from scrapers import sources as source_registry
-from warehouse import archive, config, db, delta, export, lake, load, mirror
+from warehouse import archive, config, db, delta, derived, export, lake, load, mirror
 from warehouse.load import FetchRow
 from warehouse.lock import writer_lock
 
@@ -56,17 +56,19 @@ def _close_interrupted_runs(con) -> None:
         load.finish_run(con, run_id, error="interrupted: the process running it stopped before it finished")
 
 
-def publish(con, day: date, export_format: str, run_id: str):
-    """Derive the day's tables behind the quality gates, then export them to the lake (None: no export). The
-    report follows once the run's quality is recorded (_write_report), so its pages say what the run found."""
+def publish(con, day: date, export_format: str, run_id: str, ahead: DeriveAhead | None = None):
+    """Derive the day's tables behind the quality gates (with what was derived ahead), then export them to the lake
+    (None: no export). The report follows once the run's quality is recorded (_write_report), so its pages say what
+    the run found."""
     log.info("phase derive %s", day)
-    counts, verdict = derive_date(con, day, DerivePlan())
+    counts, verdict = derive_date(con, day, DerivePlan(), ahead)
     log.info("phase export %s", day)
     pub = (export.publish_date(con, day, EXPORTED, export_format, run_id, made_by=made_by(verdict.quality))
            if export_format else None)
     if pub and pub.error:
         log.warning("%s stays unpublished until the next run: %s", day, pub.error)
-    return counts, verdict, pub
+    # the views' rows of the day as the export counted them to publish them (a count of its own computes them)
+    return counts | {view: pub.rows[view] for view in derived.VIEWS if pub and view in pub.rows}, verdict, pub
 
 
 def publish_pending(con, run_id: str) -> list[export.Publication]:
@@ -171,7 +173,7 @@ def run(
             _close_interrupted_runs(con)
             catalogue.load(con)
             load.start_run(con, run_id, day, trigger, names)
-        rows, waves, mirrored = [], fetch.waves(names) or [[]], None
+        rows, waves, mirrored, ahead = [], fetch.waves(names) or [[]], None, None
         for number, wave in enumerate(waves, 1):  # the warehouse is closed while a wave fetches (AFTER_LOAD reads it)
             log.info("phase fetch %s: %s", run_id, ", ".join(wave))
             results = fetch_all(wave, run_id, day)
@@ -182,10 +184,13 @@ def run(
                 for name in wave:
                     log.info("phase load %s", name)
                     rows.append(ingest.load_source(con, results[name]))
+                if derive and number == len(waves) - 1:  # the last wave's paced fetch leaves the CPU idle
+                    log.info("phase ahead %s: the grid and the speed search, while the last wave fetches", day)
+                    ahead = DeriveAhead.start(con, day, DerivePlan())
         with db.connect(wait_s=WAREHOUSE_WAIT_S) as con:
             with _aborted_if_raised(con, run_id):
                 if derive:
-                    counts, verdict, pub = publish(con, day, export_format, run_id)
+                    counts, verdict, pub = publish(con, day, export_format, run_id, ahead)
                     if pub and pub.status == "published":  # the lake is reachable again: catch up
                         publish_pending(con, run_id)
                         if export_format == "parquet":

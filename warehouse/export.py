@@ -15,7 +15,7 @@ import io
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -41,6 +41,7 @@ class Publication:
     status: str  # published | unpublished
     files: tuple[str, ...] = ()  # each Delta table's new version (`<uri>@v<version>`), or the CSV files written
     error: str | None = None
+    rows: dict[str, int] = field(default_factory=dict)  # each table's rows of the date, as written
 
 
 @dataclass(frozen=True)
@@ -318,7 +319,8 @@ def publish_date(con: duckdb.DuckDBPyConnection, day: date, tables, fmt: str, ru
     store = store or lake.exports_store()
     try:
         written = export_date(con, day, store, tables, fmt, run_id, made_by)
-        pub = Publication(day, store.url, "published", tuple(f for w in written for f in w.describe()))
+        pub = Publication(day, store.url, "published", tuple(f for w in written for f in w.describe()),
+                          rows={w.table: w.rows for w in written if w.table in tables})
     except OSError as exc:  # unreachable, or a commit refused: the warehouse already holds the day
         pub = Publication(day, store.url, "unpublished", error=f"{store.url}: {delta.message(exc)}")
     record(con, pub, fmt, run_id, tables)

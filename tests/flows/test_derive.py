@@ -2,6 +2,7 @@
 speed answers they name (migrations 0025, 0026), and they read what storing the rows gave, on the recorded day and
 after the catalogue or estimator change."""
 
+import threading
 from datetime import timedelta
 
 import duckdb
@@ -13,7 +14,7 @@ from tests.cli_support import gpuledger
 from tests.pipeline_support import serve_fixtures
 from tests.sources_support import SNAPSHOT
 from transforms import api_prices, costs, estimator, presets, speed
-from warehouse import db, derived, queries
+from warehouse import db, derived, estimates, queries
 
 pytestmark = pytest.mark.usefixtures("slim_night")  # their subject is not the report
 
@@ -145,18 +146,15 @@ def whole_night_own_rent_api(con: duckdb.DuckDBPyConnection, plan: derive.Derive
 def test_own_rent_api_built_a_few_models_and_requests_at_a_time_is_the_whole_nights(recorded_day, monkeypatch):
     """The derive never builds the night's whole cost_per_mtok (the views give it): own_rent_api takes the cost
     method's rows a few models at a time, the speed search a slice of requests at a time; the table is the one the
-    whole night gave, bit for bit, and the counts are the views'."""
+    whole night gave, bit for bit."""
     monkeypatch.setattr(derive, "OWN_RENT_API_MODELS", 5)  # steps that end inside the catalogue, and a short last one
     monkeypatch.setattr(derive, "SPEED_REQUESTS", 97)
     with db.connect() as con:
-        counts, _ = derive.derive_date(con, SNAPSHOT)
+        derive.derive_date(con, SNAPSHOT)
         stored = con.sql(f"select * from own_rent_api where snapshot_date = '{SNAPSHOT}'").pl()
         expected = whole_night_own_rent_api(con, derive.DerivePlan()).select(stored.columns).cast(stored.schema)
         assert stored.height > 100 and stored["model"].n_unique() > 2 * derive.OWN_RENT_API_MODELS
         assert stored.sort(stored.columns, nulls_last=True).equals(expected.sort(expected.columns, nulls_last=True))
-        for view in ("cost_per_mtok", "own_vs_rent", "cost_at_speed"):
-            rows = con.execute(f"select count(*) from {view} where snapshot_date = ?", [SNAPSHOT]).fetchall()[0][0]
-            assert counts[view] == rows > 0, view
 
 
 def test_an_old_day_reads_the_same_after_the_catalogue_or_the_estimator_changes(recorded_day, monkeypatch):
@@ -178,3 +176,76 @@ def test_an_old_day_reads_the_same_after_the_catalogue_or_the_estimator_changes(
             after = con.sql(f"select * from {table} where snapshot_date = '{SNAPSHOT}'").pl()
             assert after.height and after.sort(after.columns).equals(rows.sort(rows.columns)), table
 
+
+
+
+def day_tables(con: duckdb.DuckDBPyConnection) -> dict[str, pl.DataFrame]:
+    """The day's rows of every derived table and view, each in a set order."""
+    frames = {t: con.sql(f"select * from {t} where snapshot_date = '{SNAPSHOT}'").pl()
+              for t in (*derived.STORED, *derived.VIEWS)}
+    return {t: frame.sort(frame.columns, nulls_last=True) for t, frame in frames.items()}
+
+
+def on_thread(monkeypatch, name: str, calls: list[str], fail_on: str | None = None) -> None:
+    """derive.<name> records the thread each call runs on (and raises on the thread named fail_on)."""
+    original = getattr(derive, name)
+
+    def recorded(*args):
+        calls.append(threading.current_thread().name)
+        if calls[-1] == fail_on:
+            raise MemoryError("the ahead's thread ran out")
+        return original(*args)
+
+    monkeypatch.setattr(derive, name, recorded)
+
+
+def test_what_was_derived_ahead_is_taken_while_its_keys_hold(recorded_day, monkeypatch):
+    """The nightly starts the grid and the speed search on a thread before the Hugging Face fetch; the derive takes
+    them and computes neither itself, and every table is the one a derive without them gives."""
+    searches, grids = [], []
+    on_thread(monkeypatch, "search_speeds", searches)
+    on_thread(monkeypatch, "estimate_grid", grids)
+    plan = derive.DerivePlan()
+    with db.connect() as con:
+        # a new catalogue row (a part's bandwidth) makes a grid key no night has stored: the ahead computes the grid
+        con.execute("update gpus set bandwidth_gbs = bandwidth_gbs * 2 where name = 'H100 SXM5 80GB'")
+        ahead = derive.DeriveAhead(con, SNAPSHOT, plan)
+        counts, _ = derive.derive_date(con, SNAPSHOT, plan, ahead)
+        assert searches == grids == ["derive-ahead"]  # neither ran again on the derive's thread
+        cats = derive.catalogues(con)
+        stored = estimates.read_grid(con, derive.grid_key(cats, plan))
+        assert counts["estimates"] == stored.height > 10_000
+        assert stored.equals(derive.estimate_grid(cats, plan).select(stored.columns))
+        with_ahead = day_tables(con)
+        derive.derive_date(con, SNAPSHOT)  # the same day without: every table the same, row for row
+        assert searches == ["derive-ahead", "MainThread"]
+        without = day_tables(con)
+    for table, frame in without.items():
+        assert frame.height and frame.equals(with_ahead[table]), table
+
+
+def test_what_was_derived_ahead_is_computed_again_when_a_later_load_changed_its_inputs(recorded_day, monkeypatch,
+                                                                                        caplog):
+    """A model the later wave changed (here a catalogue row updated after the ahead read them) gives other keys: the
+    derive computes the grid and the search itself, and the tables are those of the catalogue as it stands. A thread
+    that failed leaves the derive to compute them too."""
+    grids = []
+    on_thread(monkeypatch, "estimate_grid", grids, fail_on="derive-ahead")
+    plan = derive.DerivePlan()
+    with db.connect() as con:
+        ahead = derive.DeriveAhead(con, SNAPSHOT, plan)  # the recorded day's grid is stored: the search alone
+        con.execute("update models set layers = layers + 1 where model_id = 'llama-3.3-70b'")
+        derive.derive_date(con, SNAPSHOT, plan, ahead)
+        with pytest.raises(RuntimeError, match="already taken"):
+            ahead.take("", "", pl.DataFrame(), plan)
+        with_ahead = day_tables(con)
+        con.execute("update models set layers = layers + 1 where model_id = 'llama-3.3-70b'")
+        derive.derive_date(con, SNAPSHOT, plan, derive.DeriveAhead(con, SNAPSHOT, plan))
+        assert "the derivation started ahead failed" in caplog.text and "ran out" in caplog.text
+        assert grids == ["MainThread", "derive-ahead", "MainThread"]
+        con.execute("update models set layers = layers - 1 where model_id = 'llama-3.3-70b'")
+        derive.derive_date(con, SNAPSHOT)  # the first change's catalogue again, without: its grid is read back
+        assert con.execute("select count(distinct grid_sha256) from estimates").fetchall() == [(3,)]
+        without = day_tables(con)
+    for table, frame in without.items():
+        assert frame.height and frame.equals(with_ahead[table]), table

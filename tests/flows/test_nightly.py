@@ -50,6 +50,10 @@ def test_a_nightly_run_publishes_the_day_and_a_rerun_replaces_it(monkeypatch):
     with db.connect(read_only=True) as con:
         assert con.execute("select count(*), count(distinct run_id) from runs where status = 'ok'").fetchall() == [(2, 2)]
         stored = con.execute("select count(*) from cost_per_mtok").fetchall()[0][0]
+        # the views' rows in the run's summary are those the export published, the views' own count
+        for summary in (first, second):
+            assert {v: summary["derived"][v] for v in derived.VIEWS} == {
+                v: con.execute(f"select count(*) from {v}").fetchall()[0][0] for v in derived.VIEWS}
     assert exported_rows("cost_per_mtok") == stored
     assert exported_rows("offers") == after_offers_of_latest_runs()
     # cost_at_speed names the engine on every row, in the lake as in the warehouse: the default's, the one published

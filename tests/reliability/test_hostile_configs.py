@@ -175,5 +175,5 @@ def test_a_stored_row_beyond_the_bounds_never_stops_the_days_tables(nights, gpul
         counts, verdict = derive.derive_date(con, SNAPSHOT)
         priced = {m for (m,) in con.execute("select distinct model from cost_per_mtok").fetchall()}
         estimated = {m for (m,) in con.execute("select distinct model from estimates").fetchall()}
-    assert counts["cost_per_mtok"] > 0 and verdict.quality
+    assert counts["replica_prices"] > 0 and verdict.quality
     assert "absurd" not in priced | estimated and "qwen3-8b" in priced

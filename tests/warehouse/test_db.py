@@ -32,14 +32,15 @@ def test_an_older_file_is_upgraded(monkeypatch):
     assert "note" in columns
 
 
-def test_a_failed_migration_leaves_the_file_as_it_was(monkeypatch):
+def test_a_failed_migration_leaves_the_file_as_it_was(gpuledger_home):
     with db.connect():
         pass
     broken = (db.schema_version() + 1, "broken", "alter table runs add column x INTEGER; select * from nowhere;")
-    add_migration(monkeypatch, broken)
-    with pytest.raises(duckdb.Error):
-        db.connect()
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch:  # undone alone: the test's own GPULEDGER_HOME stays set
+        add_migration(patch, broken)
+        with pytest.raises(duckdb.Error):
+            db.connect()
+    assert db.migrations()[-1] != broken and config.db_path().is_relative_to(gpuledger_home)
     with db.connect() as con:
         columns = [c for (c,) in con.execute("select column_name from information_schema.columns "
                                              "where table_name = 'runs'").fetchall()]
