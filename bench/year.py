@@ -175,7 +175,8 @@ def _seeded_year(home: Path, exports: Path, env: dict[str, str], last: date, nig
           f"derived tables from {seeded['lake_derived_from']}), with its upkeep on each date's clock "
           f"({seeded['lake_s']:.0f} s); the report and raw folders of night {last} hard-linked per date "
           f"({seeded['linked_files']:,} links, counted at full size below)", flush=True)
-    print(_night_line(YEAR - 1, 0.0, 0.0, before).replace("   0.0 s       0 MB peak", " (seeded)            "))
+    measured, bytes_ = _night_line(YEAR - 1, 0.0, 0.0, 0.0, before).split("peak", 1)
+    print(f"    night {YEAR - 1} (seeded)".ljust(len(measured) + 4) + bytes_)
     night_of(YEAR)
     after = _parts(home, exports)
     print("    night 365 added: " + ", ".join(f"{k} {(after[k] - before[k]) / 1e6:+.2f} MB" for k in after))
@@ -185,9 +186,9 @@ def _seeded_year(home: Path, exports: Path, env: dict[str, str], last: date, nig
     return total / 1e9
 
 
-def _night_line(n: int, wall_s: float, peak_mb: float, parts: dict[str, int]) -> str:
+def _night_line(n: int, wall_s: float, cpu_s: float, peak_mb: float, parts: dict[str, int]) -> str:
     mb = {k: v / 1e6 for k, v in parts.items()}
-    return (f"    night {n:3d}  {wall_s:6.1f} s  {peak_mb:6.0f} MB peak   warehouse {mb['warehouse']:7.1f}  "
+    return (f"    night {n:3d}  {wall_s:6.1f} s ({cpu_s:6.1f} s CPU)  {peak_mb:6.0f} MB peak   warehouse {mb['warehouse']:7.1f}  "
             f"lake {mb['lake']:7.1f}  report {mb['report']:7.1f}  raw {mb['raw']:6.1f} MB")
 
 
@@ -206,7 +207,7 @@ def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
         walk = random.Random(breadth)
         factors = [1.0] * len(offers)
         run([*GPULEDGER, "init"], env)
-        done = []
+        done, cpus = [], []  # each night's (wall s, peak MB, bytes per part), and its CPU s
 
         def night_of(n: int) -> date:
             """Night n, the whole nightly process: its time, memory and the store's bytes after it."""
@@ -217,7 +218,8 @@ def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
                 ran = run([*GPULEDGER, "nightly", "--no-prefect"], env | replay | {"GPULEDGER_NOW": f"{night}T22:00:00"})
             parts = _parts(home, exports)
             done.append((ran.wall_s, ran.peak_rss_mb, parts))
-            print(_night_line(n, ran.wall_s, ran.peak_rss_mb, parts), flush=True)
+            cpus.append(ran.cpu_s)
+            print(_night_line(n, ran.wall_s, ran.cpu_s, ran.peak_rss_mb, parts), flush=True)
             factors = [f * (1 + walk.uniform(-0.03, 0.03)) for f in factors]
             return night
 
@@ -250,6 +252,12 @@ def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
         slowest = max(w for w, _, _ in done)
         print(f"    nights: first {done[0][0]:.1f} s, {'night 365' if SEED else 'median of the others'} {compared:.1f} s "
               f"({drift:+.0%}), slowest {slowest:.1f} s; peak memory up to {max(p for _, p, _ in done):.0f} MB")
+        if SEED:  # on a shared machine the CPU a night used moves less with the load than its wall time
+            print(f"    CPU (user + system): night 1 {cpus[0]:.1f} s, night 365 {cpus[-1]:.1f} s "
+                  f"({cpus[-1] / cpus[0] - 1:+.0%})" + (f", night 2 {cpus[1]:.1f} s" if len(cpus) > 2 else ""))
+        if SEED and len(done) > 2:  # night 1 computes the estimate grid the later nights read back
+            print(f"    night 365 against night 2, the first to read the grid back: {done[1][0]:.1f} s -> "
+                  f"{done[-1][0]:.1f} s ({done[-1][0] / done[1][0] - 1:+.0%}); peak {done[1][1]:.0f} -> {done[-1][1]:.0f} MB")
         # the nightly's report stage alone: what of a night grows with the catalogue (a page per model)
         drawn = run([*GPULEDGER, "report", "--out", str(tmp / "report-again")], env)
         pages = len(list((tmp / "report-again").glob("date=*/*.html")))
