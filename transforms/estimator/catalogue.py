@@ -80,8 +80,8 @@ def link_gbs(interconnect: pl.Expr) -> pl.Expr:
     - "PCIe 4", "PCIe 5 x8", "PCIe 5 + NVLink bridge": the generation's x16 rate, times lanes/16 where stated. A bridge
       in parentheses or after "+" is optional and joins pairs only: a group's ring crosses PCIe, so PCIe is read.
     - Infinity Fabric, Xe Link, ICI, NeuronLink, RoCE and the like state no per-GPU figure here: NULL."""
-    nvlink = interconnect.str.extract(r"^NVLink[^(]*\((\d+(?:\.\d+)?) ([TG])B/s", 1).cast(pl.Float64)
-    tera = interconnect.str.extract(r"^NVLink[^(]*\((\d+(?:\.\d+)?) ([TG])B/s", 2) == "T"
+    stated = interconnect.str.extract_groups(r"^NVLink[^(]*\((?P<rate>\d+(?:\.\d+)?) (?P<unit>[TG])B/s")
+    nvlink, tera = stated.struct.field("rate").cast(pl.Float64), stated.struct.field("unit") == "T"
     generation = interconnect.str.extract(r"^PCIe (\d)\b", 1).cast(pl.Int64)
     lanes = interconnect.str.extract(r"^PCIe \d x(\d+)\b", 1).cast(pl.Float64).fill_null(16.0)
     pcie = generation.replace_strict(PCIE_X16_GBS, default=None, return_dtype=pl.Float64) * lanes / 16
