@@ -183,7 +183,7 @@ def _seeded_year(home: Path, exports: Path, env: dict[str, str], last: date, nig
     print("    night 365 added: " + ", ".join(f"{k} {(after[k] - before[k]) / 1e6:+.2f} MB" for k in after))
     total = sum(after.values())
     print(f"    the store after {YEAR} nights, MEASURED: {total / 1e9:.2f} GB (" +
-          ", ".join(f"{k} {v / 1e9:.2f}" for k, v in after.items()) + " GB; all but nights 1 and 365 seeded copies)")
+          ", ".join(f"{k} {v / 1e9:.2f}" for k, v in after.items()) + f" GB; all but nights 1-{(last - FIRST_NIGHT).days + 1} and 365 seeded copies)")
     return total / 1e9
 
 
