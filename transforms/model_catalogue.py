@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from scrapers.base import ModelConfig
+from transforms import model_config
 from transforms.model_bounds import implausible
-from transforms.model_config import ModelConfigError, derive_model, slug
+from transforms.model_config import READINGS, ModelConfigError, Reading, derive_readings, slug
 
 # Why a repository's config could not be read, by the status Hugging Face answered.
 REFUSALS = {
@@ -152,10 +153,48 @@ def _unfollowed(models: list[dict], states: dict[str, dict], followed: set[str] 
     return gone
 
 
-def read_config(config, repo: str | None, *, model_id: str | None = None, path: str | None = None) -> dict:
+@dataclass(frozen=True)
+class Weights:
+    """A count of a checkpoint's parameters, where it came from (`source`, said in the row's notes), and why it is
+    not a parameter count when it is not (`packed`: a quantized checkpoint's integers)."""
+
+    params: int
+    source: str
+    packed: str | None = None
+
+
+def hub_weights(safetensors: dict | None) -> Weights | None:
+    """The model API's safetensors field ({"parameters": {dtype: n}, "total": n}) as a count; None without one.
+
+    Unquantized and FP8 weights hold one parameter per value. A quantized checkpoint stores its 4-bit weights packed,
+    several to an integer (I8, U8, I32: AWQ, GPTQ, MXFP4 blocks), beside their scales, so the Hub's total counts
+    integers, not parameters: integers beyond PACKED_SHARE of the total make it `packed`, never compared."""
+    if not safetensors:
+        return None
+    total, counts = safetensors["total"], safetensors["parameters"]
+    integers = {dtype: n for dtype, n in counts.items() if dtype[:1] in ("I", "U")}
+    packed = None
+    if sum(integers.values()) > PACKED_SHARE * total:
+        packed = (f"{sum(integers.values()) / 1e9:.2f}B of the weights' {total / 1e9:.2f}B are integers "
+                  f"({', '.join(sorted(integers))}), a quantized checkpoint's packed weights (several to each) and "
+                  "scales: the count is no parameter count")
+    return Weights(total, "the Hugging Face model API's safetensors total", packed)
+
+
+def read_config(config, repo: str | None, *, model_id: str | None = None, path: str | None = None,
+                weights: Weights | None = None) -> dict:
     """derive_model's row within the plausibility bounds (transforms/model_bounds.py); ModelConfigError naming the
     config otherwise. The boundary of one config: whatever reading it raises is that config's reason, never its
-    source's or its night's (a text_config that is a list, a YaRN factor that is NaN, zero attention heads)."""
+    source's or its night's (a text_config that is a list, a YaRN factor that is NaN, zero attention heads).
+
+    A config leaving open what its code hard-wires (the MLP gated or not, the head tied or not) is read every way it
+    can be, and the weights' count (`weights`) chooses among the readings (chosen_reading)."""
+    return read_reading(config, repo, model_id=model_id, path=path, weights=weights).row
+
+
+def read_reading(config, repo: str | None, *, model_id: str | None = None, path: str | None = None,
+                 weights: Weights | None = None) -> Reading:
+    """read_config's reading: its row and the config.json fields read for it."""
     where = repo or path
     for part in (config, config.get("text_config") if isinstance(config, dict) else None):
         for key in OBJECTS:
@@ -163,35 +202,91 @@ def read_config(config, repo: str | None, *, model_id: str | None = None, path: 
             if value is not None and not isinstance(value, dict):
                 raise ModelConfigError(f"{where}: config.json field '{key}' is a {type(value).__name__}, not an object")
     try:
-        row = derive_model(config, repo, model_id=model_id, path=path)
+        readings = derive_readings(config, repo, model_id=model_id, path=path)
+        reading = readings[0] if len(readings) == 1 else chosen_reading(readings, weights, config, where)
     except ModelConfigError:
         raise
     except Exception as exc:  # one config's failure, whatever it is, is that config's reason
         raise ModelConfigError(f"{where}: config.json cannot be read ({type(exc).__name__}: "
                                f"{str(exc)[:160]})") from None
-    problem = implausible(row)
+    problem = implausible(reading.row)
     if problem:
         raise ModelConfigError(f"{where}: config.json {problem}")
-    return row
+    return reading
 
 
-def weights_check(total_params_b: float, safetensors: dict | None, notes: str = "") -> tuple[float | None, str | None]:
+def _described(reading: Reading) -> str:
+    """'an ungated MLP and an untied output head: 7.51B total, 1.20B active'."""
+    row = reading.row
+    active = f", {row['active_params_b']}B active" if row["arch"] == "moe" else ""
+    return f"{' and '.join(READINGS[v] for v in reading.assumed.values())}: {row['total_params_b']}B total{active}"
+
+
+def _compared_b(reading: Reading, config: dict, where: str) -> float:
+    """The reading's count of what the weights hold: its total, and a multimodal model's vision tower where it is read
+    by field. ModelConfigError where the weights hold what the row does not count and cannot be read (a tower named
+    and not described, multi-token-prediction layers): such a count cannot choose honestly."""
+    notes, total = reading.row["notes"] or "", reading.row["total_params_b"]
+    if "multi-token-prediction" in notes:
+        raise ModelConfigError("the weights hold multi-token-prediction layers the readings do not count")
+    if "vision tower its code builds" in notes:
+        raise ModelConfigError("the weights hold a vision tower its code builds, which no field describes")
+    if "language model only" in notes:
+        return total + model_config.vision_tower_params(config, where) / 1e9  # raises for a tower not read by field
+    return total
+
+
+def chosen_reading(readings: list[Reading], weights: Weights | None, config: dict, where: str) -> Reading:
+    """The one reading whose count is within WEIGHTS_TOLERANCE of the weights' count, its notes saying which and why.
+    Refused (ModelConfigError naming the fields and the count) when no count is known, when the count cannot be
+    compared (packed integers, parts the readings do not count), when no reading is within it, or when two are and
+    their active counts disagree by more than it (a mixture of experts whose gating the count cannot tell)."""
+    fields = ", ".join(f"'{f}'" for f in dict.fromkeys(f for r in readings for f in r.assumed))
+    possible = "; ".join(_described(r) for r in readings)
+    head = f"{where}: config.json leaves {fields} open (the family's code decides), readings possible: {possible}"
+    if weights is None:
+        raise ModelConfigError(f"{head}; the weights' parameter count would settle it (the Hub's model API for a "
+                               "repository; `models add --weights-index` or `--params` for a config on disk)")
+    if weights.packed:
+        raise ModelConfigError(f"{head}; the weights' count ({weights.source}) cannot choose: {weights.packed}")
+    try:
+        offs = [_compared_b(r, config, where) * 1e9 / weights.params - 1 for r in readings]
+    except ModelConfigError as exc:
+        reason = str(exc).removeprefix(f"{where}: ")
+        raise ModelConfigError(f"{head}; the weights' count ({weights.source}) cannot choose: {reason}") from None
+    count = f"the weights' {weights.params:,} parameters ({weights.source})"
+    near = sorted((abs(off), i) for i, off in enumerate(offs) if abs(off) <= WEIGHTS_TOLERANCE)
+    if not near:
+        raise ModelConfigError(f"{head}; none is within {WEIGHTS_TOLERANCE:.0%} of {count} ("
+                               + ", ".join(f"{off:+.1%}" for off in offs) + ")")
+    actives = [readings[i].row["active_params_b"] for _, i in near]
+    if max(actives) > (1 + WEIGHTS_TOLERANCE) * min(actives):
+        raise ModelConfigError(f"{head}; {len(near)} are within {WEIGHTS_TOLERANCE:.0%} of {count} and their active "
+                               f"counts differ by more than {WEIGHTS_TOLERANCE:.0%} ({min(actives)}B to "
+                               f"{max(actives)}B)")
+    chosen = readings[near[0][1]]
+    others = [f"{_described(readings[i])} ({offs[i]:+.1%})" for i in range(len(readings)) if i != near[0][1]]
+    why = (f"config.json leaves {fields} open (the family's code decides): read as "
+           f"{' and '.join(READINGS[v] for v in chosen.assumed.values())}, the reading whose total is within "
+           f"{WEIGHTS_TOLERANCE:.0%} of {count} ({offs[near[0][1]]:+.1%}); the other readings: {'; '.join(others)}")
+    if len(near) > 1:
+        why += f" ({len(near)} within {WEIGHTS_TOLERANCE:.0%}, their active counts agreeing: the nearest taken)"
+    return Reading(chosen.assumed, chosen.row | {"notes": f"{chosen.row['notes']}; {why}"}, chosen.keys)
+
+
+def weights_check(total_params_b: float, safetensors: dict | Weights | None,
+                  notes: str = "") -> tuple[float | None, str | None]:
     """(the weights' parameters in billions, how the derived total compares with them), from the model API's
-    safetensors field ({"parameters": {dtype: n}, "total": n}); (None, None) without one.
-
-    Unquantized and FP8 weights hold one parameter per value and are compared: beyond WEIGHTS_TOLERANCE the check
-    says FLAGGED. A quantized checkpoint stores its 4-bit weights packed, several to an integer (I8, U8, I32: AWQ,
-    GPTQ, MXFP4 blocks), beside their scales, so the Hub's total counts integers, not parameters: it is recorded and
-    not compared. `notes` (the row's) say when the row leaves out what the weights hold (a vision tower, MTP layers)."""
-    if not safetensors:
+    safetensors field ({"parameters": {dtype: n}, "total": n}) or a count a user gave (Weights); (None, None) without
+    one. Beyond WEIGHTS_TOLERANCE the check says FLAGGED; a packed count (hub_weights) is recorded and not compared.
+    `notes` (the row's) say when the row leaves out what the weights hold (a vision tower, MTP layers)."""
+    weights = safetensors if isinstance(safetensors, Weights) else hub_weights(safetensors)
+    if weights is None:
         return None, None
-    total, counts = safetensors["total"], safetensors["parameters"]
+    total = weights.params
     weights_b = round(total / 1e9, 2)
-    integers = {dtype: n for dtype, n in counts.items() if dtype[:1] in ("I", "U")}
-    if sum(integers.values()) > PACKED_SHARE * total:
-        return weights_b, (f"not compared: {sum(integers.values()) / 1e9:.2f}B of the weights' {total / 1e9:.2f}B are "
-                           f"integers ({', '.join(sorted(integers))}), a quantized checkpoint's packed weights (several "
-                           "to each) and scales: the count is no parameter count")
+    if weights.packed:
+        return weights_b, f"not compared: {weights.packed}"
     off = total_params_b * 1e9 / total - 1
     if abs(off) <= WEIGHTS_TOLERANCE:
         return weights_b, f"within {WEIGHTS_TOLERANCE:.0%} of the weights ({off:+.1%})"
@@ -201,15 +296,50 @@ def weights_check(total_params_b: float, safetensors: dict | None, notes: str = 
                        f"{total / 1e9:.2f}B" + (f" (the row leaves out {' and '.join(left_out)})" if left_out else ""))
 
 
-def _weights_columns(row: dict, safetensors: dict | None) -> dict:
-    weights_b, check = weights_check(row["total_params_b"], safetensors, row["notes"] or "")
+# Bytes per value of a config's dtype (torch_dtype, or transformers 5's dtype)
+DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def index_weights(index, config: dict, name: str) -> Weights:
+    """The parameters a checkpoint's weight index (model.safetensors.index.json, pytorch_model.bin.index.json) holds:
+    its metadata.total_size in bytes over the bytes per value of the config's dtype. Approximate where the
+    checkpoint keeps some tensors in another dtype (norms or routers in float32 beside bfloat16 weights count a
+    little high), as the source text says; refused (ValueError naming `name` and the field) for a quantized config,
+    whose bytes are packed integers and scales, and for a config that states no dtype."""
+    size = index.get("metadata", {}).get("total_size") if isinstance(index, dict) else None
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        raise ValueError(f"{name}: field 'metadata.total_size' is not a size in bytes ({size!r})")
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    if any(key in part for part in (config, text) for key in ("quantization_config", "quantization")):
+        raise ValueError(f"{name}: the config is of a quantized checkpoint (quantization_config): its bytes are packed "
+                         "integers and scales, not parameters at the dtype's size; give --params")
+    dtype = next((part.get(key) for part in (config, text) for key in ("torch_dtype", "dtype") if part.get(key)), None)
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"{name}: config.json field 'torch_dtype' is {dtype!r}, not a dtype whose size is known: the "
+                         "index's bytes cannot be turned into parameters; give --params")
+    per = DTYPE_BYTES[dtype]
+    return Weights(size // per, f"{name} metadata.total_size {size:,} bytes / {per} ({dtype}; approximate where some "
+                                "tensors are stored in another dtype)")
+
+
+def user_weights(entry: dict) -> Weights | None:
+    """A user model's count of its weights: the model API's (a repository) or the one the user gave (`weights`:
+    {"params": n, "source": what it was read from}, warehouse/user_models.py)."""
+    given = entry.get("weights")
+    if isinstance(given, dict) and isinstance(given.get("params"), int) and given["params"] > 0:
+        return Weights(given["params"], str(given.get("source") or "given by the user"))
+    return hub_weights(entry.get("safetensors"))
+
+
+def _weights_columns(row: dict, weights: Weights | None) -> dict:
+    weights_b, check = weights_check(row["total_params_b"], weights, row["notes"] or "")
     return {"weights_params_b": weights_b, "weights_check": check}
 
 
 def _unreadable(config: ModelConfig) -> str | None:
     """Why the reader cannot read a config, or None."""
     try:
-        read_config(config.config, config.repo)
+        read_config(config.config, config.repo, weights=hub_weights(config.safetensors))
     except ModelConfigError as exc:
         return str(exc)
     return None
@@ -224,12 +354,12 @@ def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date
     if model_id is None:
         return {"reason": f"model id {slug(config.repo)!r} already names another model ({taken[slug(config.repo)]})"}
     try:
-        row = read_config(config.config, config.repo, model_id=model_id)
+        weights = hub_weights(config.safetensors)
+        row = read_config(config.config, config.repo, model_id=model_id, weights=weights)
     except ModelConfigError as exc:
         return {"reason": str(exc)}
     taken[model_id] = key
-    out.models.append(row | {"config_sha256": config.config_sha256, "derived_on": day}
-                      | _weights_columns(row, config.safetensors))
+    out.models.append(row | {"config_sha256": config.config_sha256, "derived_on": day} | _weights_columns(row, weights))
     return {"model": model_id}
 
 
@@ -243,7 +373,8 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
     for entry in entries:
         model_id, repo = entry["model_id"], entry.get("repo")
         try:
-            row = read_config(entry["config"], repo, model_id=model_id, path=entry.get("path"))
+            row = read_config(entry["config"], repo, model_id=model_id, path=entry.get("path"),
+                              weights=user_weights(entry))
         except ModelConfigError as exc:
             refused.append(f"user model {model_id}: {exc}")
             continue
@@ -253,5 +384,5 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
                            f"{'this id' if model_id in curated else repo}")
             continue
         rows.append(row | {"config_sha256": entry["config_sha256"], "derived_on": date.fromisoformat(entry["added_on"])}
-                    | _weights_columns(row, entry.get("safetensors")))
+                    | _weights_columns(row, user_weights(entry)))
     return rows, refused

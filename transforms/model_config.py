@@ -71,6 +71,20 @@ class ModelConfigError(ValueError):
     """A config.json the reader cannot turn into a row; the message names the repository and the field."""
 
 
+class AmbiguousConfig(ModelConfigError):
+    """A field the config leaves out (or states without saying enough) that more than one reading fits: the MLP gated
+    or not, the output head tied or not. derive_readings counts each reading; derive_model, alone, refuses."""
+
+    def __init__(self, message: str, field: str, options: tuple[str, ...]):
+        super().__init__(message)
+        self.field, self.options = field, options
+
+
+# What each reading of an ambiguous field builds, as the row's notes and refusals name it.
+READINGS = {"gated": "a gated MLP (gate, up and down projections)", "ungated": "an ungated MLP (up and down)",
+            "tied": "the output head tied to the input embedding", "untied": "an untied output head"}
+
+
 @dataclass
 class _Layer:
     """One decoder layer: its parameters and what it caches."""
@@ -103,7 +117,7 @@ class _Shape:
 class _Config:
     """The text model's fields: the config's `text_config` when it has one, then its top level."""
 
-    def __init__(self, config: dict, repo: str, prefix: str = ""):
+    def __init__(self, config: dict, repo: str, prefix: str = "", assume: dict[str, str] | None = None):
         if not isinstance(config, dict):
             raise ModelConfigError(f"{repo}: config.json {prefix or 'is'} not a JSON object")
         self.top, self.repo, self.prefix = config, repo, prefix  # prefix: the block read ("vision_config.")
@@ -118,6 +132,7 @@ class _Config:
         self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
         self.defaulted: dict[str, object] = {}  # fields the config leaves out, read at the family's class default
         self.notes: list[str] = []  # what the row's notes must say about how a field was read
+        self.assume = assume or {}  # the reading taken of each ambiguous field (derive_readings), by field
 
     def get(self, key: str, default=None):
         """The field, else one of its other spellings (_ALIASES), else the family's default (_FAMILIES)."""
@@ -185,6 +200,14 @@ class _Config:
         """Whether the config states any of these fields (under any spelling)."""
         return any(self.get(key) is not None for key in keys)
 
+    def reading(self, key: str, options: tuple[str, ...], what: str) -> str:
+        """The reading taken of a field more than one reading fits (READINGS); AmbiguousConfig, refusing as `what`
+        says, until derive_readings assumes one."""
+        if key in self.assume:
+            return self.assume[key]
+        refusal = self.error(key, what)
+        raise AmbiguousConfig(str(refusal), key, options)
+
     def error(self, key: str, what: str) -> ModelConfigError:
         spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if key in _ALIASES and "missing" in what else ""
         return ModelConfigError(f"{self.repo}: config.json field '{self._spelled(key)}'{spelled} {what} "
@@ -206,18 +229,21 @@ def _mlp_params(c: _Config, hidden: int, width: int, act_key: str = "hidden_act"
                                                            else None)
     if isinstance(act, dict):  # DBRX's ffn_act_fn: {"name": "silu"}
         act = act.get("name")
-    if act is None:
-        raise c.error(act_key, "is missing: the MLP's activation says whether it is gated")
-    if kind is not None:
+    if kind is not None:  # the block's kind says its projections, whatever (or whether) the activation is stated
         return _FFN_TYPES[kind] * hidden * width
     if act in GATED_ACTS or (act in EITHER_ACTS and c.quirk("gated_gelu_mlp")):
         return 3 * hidden * width
     if act in UNGATED_ACTS or (act in EITHER_ACTS and c.quirk("ungated_mlp")):
         return 2 * hidden * width
-    if act in EITHER_ACTS:
-        raise c.error(act_key, f"is {act!r}: GELU and ReLU MLPs are gated in some families (Gemma, ReLU-Llama) and "
-                               "not in others (GPT-2, StarCoder 2, OPT), and the config does not say which")
-    raise c.error(act_key, f"names an activation the reader does not know ({act!r})")
+    if act is None:  # remote code hard-wires it: gated SiLU (Llama's), or an ungated GELU (GPT-2's)
+        gating = c.reading(act_key, ("gated", "ungated"), "is missing: the MLP's activation says whether it is gated")
+    elif act in EITHER_ACTS:
+        gating = c.reading(act_key, ("gated", "ungated"),
+                           f"is {act!r}: GELU and ReLU MLPs are gated in some families (Gemma, ReLU-Llama) and not in "
+                           "others (GPT-2, StarCoder 2, OPT), and the config does not say which")
+    else:
+        raise c.error(act_key, f"names an activation the reader does not know ({act!r})")
+    return (3 if gating == "gated" else 2) * hidden * width
 
 
 def _gqa(c: _Config, hidden: int, heads: int, kv_heads: int, head_dim: int, *, output_gate: bool = False) -> _Layer:
@@ -400,9 +426,9 @@ def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
     if tied is None:  # left to the class: PretrainedConfig ties by default, yet most families' classes untie
         tied = c.class_default("tie_word_embeddings")
     if tied is None:
-        raise c.error("tie_word_embeddings", "is missing: whether the output head shares the embedding is the "
-                                             "family's class default, and transformers has no class for this "
-                                             "model_type")
+        tied = c.reading("tie_word_embeddings", ("tied", "untied"),
+                         "is missing: whether the output head shares the embedding is the family's class default, and "
+                         "transformers has no class for this model_type") == "tied"
     width = c.number("word_embed_proj_dim", hidden)  # OPT: embeddings this wide, projected in and out (OPTDecoder)
     projections = 2 * width * hidden if width != hidden else 0
     return vocab * width + projections, 0 if tied else vocab * width
@@ -1140,12 +1166,47 @@ def derive_model(config: dict, repo: str | None, *, model_id: str | None = None,
     return derive_with_keys(config, repo, model_id=model_id, path=path)[0]
 
 
-def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = None,
-                     path: str | None = None) -> tuple[dict, dict[str, dict]]:
+@dataclass
+class Reading:
+    """One reading of a config whose fields more than one reading fits: what was taken of each ambiguous field (field
+    -> a READINGS key), the row it gives and the fields read."""
+
+    assumed: dict[str, str]
+    row: dict
+    keys: dict[str, dict]
+
+
+MAX_READINGS = 8  # two ambiguous fields give four; a config leaving more open is refused at its first
+
+
+def derive_readings(config: dict, repo: str | None, *, model_id: str | None = None,
+                    path: str | None = None) -> list[Reading]:
+    """Every reading of the config: one where its fields settle the model; one per combination of the readings of
+    the fields it leaves open (AmbiguousConfig's options: the MLP gated or not, the head tied or not) otherwise, each
+    counted. A refusal for anything else (a field not read, a count out of bounds) refuses the config whatever the
+    reading, and is raised as derive_model raises it."""
+    pending: list[dict[str, str]] = [{}]
+    readings: list[Reading] = []
+    while pending:
+        assumed = pending.pop(0)
+        try:
+            row, keys = derive_with_keys(config, repo, model_id=model_id, path=path, assume=assumed)
+        except AmbiguousConfig as exc:
+            if len(pending) + len(readings) + len(exc.options) > MAX_READINGS:
+                raise
+            pending += [assumed | {exc.field: option} for option in exc.options]
+            continue
+        readings.append(Reading(assumed, row, keys))
+    return readings
+
+
+def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = None, path: str | None = None,
+                     assume: dict[str, str] | None = None) -> tuple[dict, dict[str, dict]]:
     """derive_model's row, and the config.json fields the reader read for it (with their values), per part:
-    "shape" (parameters, layers, experts, KV cache, state, attention FLOPs), "context_max", "native_precision"."""
+    "shape" (parameters, layers, experts, KV cache, state, attention FLOPs), "context_max", "native_precision".
+    `assume`: the reading taken of each field the config leaves open (derive_readings)."""
     where = repo or path
-    c = _Config(config, where)
+    c = _Config(config, where, assume=assume)
     shape = _reader(c)(c)
     layers = shape.layers
     moe = any(layer.experts for layer in layers)

@@ -8,6 +8,8 @@ the catalogues load). A file holds:
     url           where it was fetched from (a repository), or null
     etag          the ETag Hugging Face sent with it, or null
     safetensors   the model API's count of the weights ({"parameters": {dtype: n}, "total": n}), or null
+    weights       the count a user gave for a config on disk (`models add --weights-index` or `--params`):
+                  {"params": n, "source": where it was read from}; absent otherwise
     added_on      the day it was added (YYYY-MM-DD); added_at, the moment (UTC)
     config_sha256 sha256 of the config as received
     config        the config.json itself

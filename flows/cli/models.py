@@ -53,8 +53,17 @@ def add(
                                                         "fetched (HF_TOKEN for a gated one).")] = None,
     model_id: Annotated[str | None, typer.Option("--id", help="The id to know it by (default: the repository's name, "
                                                               "or the config's folder, in lower case).")] = None,
+    weights_index: Annotated[Path | None, typer.Option(
+        "--weights-index", dir_okay=False, help="With --config: the checkpoint's model.safetensors.index.json; its "
+                                                "total_size over the config dtype's bytes counts the weights "
+                                                "(approximate for mixed dtypes).")] = None,
+    params: Annotated[int | None, typer.Option("--params", min=1, help="With --config: the weights' parameter "
+                                                                       "count.")] = None,
 ) -> None:
-    """Add a model nobody tracks, from its config.json: every command, the nightly tables and the report use it."""
+    """Add a model nobody tracks, from its config.json: every command, the nightly tables and the report use it.
+
+    Where the config leaves open what the model's code decides (its MLP gated or not, its output head tied or not),
+    the weights' count chooses the reading: the Hub's for --hf, --weights-index or --params for --config."""
     from flows import catalogue
     from transforms import model_catalogue
     from transforms.model_config import slug
@@ -62,7 +71,13 @@ def add(
 
     if (config_file is None) == (hf is None):
         raise fail("give --config FILE or --hf OWNER/NAME (one of them)")
+    if hf is not None and (weights_index or params):
+        raise fail("--weights-index and --params go with --config (--hf reads the Hub's count of the weights)")
+    if weights_index and params:
+        raise fail("give --weights-index FILE or --params N (one of them)")
     entry = _from_file(config_file) if config_file else _from_hub(hf)
+    if weights_index or params:
+        entry["weights"] = _weights(weights_index, params, entry["config"])
     entry["model_id"] = model_id or slug(hf or config_file.resolve().parent.name)
     if not user_models.MODEL_ID.fullmatch(entry["model_id"]):
         raise fail(f"--id {entry['model_id']!r}: {user_models.ID_RULE}")
@@ -103,6 +118,26 @@ def _from_file(path: Path) -> dict:
     if not isinstance(data, dict):
         raise fail(f"--config {path}: not a config.json (a JSON object)")
     return _entry(data, hashlib.sha256(body).hexdigest(), {"path": str(path.resolve())})
+
+
+def _weights(index: Path | None, params: int | None, config_data: dict) -> dict:
+    """The user's count of the weights as a user model file keeps it ({"params": n, "source": ...})."""
+    from transforms.model_catalogue import index_weights
+    from warehouse.bounded import read_json
+
+    if params:
+        return {"params": params, "source": "given with --params"}
+    try:
+        data, _ = read_json(index, max_bytes=INDEX_BYTES)
+        weights = index_weights(data, config_data, index.name)
+    except OSError as exc:
+        raise fail(f"--weights-index {index}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise fail(f"--weights-index {index}: {exc}") from None
+    return {"params": weights.params, "source": weights.source}
+
+
+INDEX_BYTES = 64 * 2**20  # a weight index lists every tensor: DeepSeek-V3's is 9 MB
 
 
 def _from_hub(repo: str) -> dict:
@@ -154,17 +189,18 @@ def show(
         model_id = resolve_name(model, ids, "model")
         (row,) = Rows.of(con.sql(f"select {', '.join(SHOWN)} from models where model_id = ?", params=[model_id])).dicts()
         origin = row["origin"]
-        config_data, where = _config_of(con, row)
+        config_data, where, weights = _config_of(con, row)
         if origin == "curated":  # a curated row is checked against the weights its repository's model API counted
             row |= _curated_weights(con, row)
     finally:
         con.close()
     read, says = {}, {}
     if config_data is not None:
-        from transforms.model_config import derive_with_keys
+        from transforms.model_catalogue import read_reading
 
-        try:
-            says, read = derive_with_keys(config_data, row["hf_repo"], model_id=model_id, path=row["source"])
+        try:  # as the row was read: where the config leaves a reading open, the weights' count chooses it
+            reading = read_reading(config_data, row["hf_repo"], model_id=model_id, path=row["source"], weights=weights)
+            says, read = reading.row, reading.keys
         except Exception as exc:  # a config the reader cannot read, whatever it raises: said, the fields still shown
             where += f" (the reader cannot read it: {exc})"
     fields = [{"field": name, "value": row[name], "from": _from(name, origin, bool(read)),
@@ -209,8 +245,10 @@ def _from(field: str, origin: str, read: bool) -> str:
     return f"config.json: {FROM_CONFIG[field]}" if field in FROM_CONFIG and read else "gpuledger"
 
 
-def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[dict | None, str]:
-    """(the config.json the row came from or was checked against, where that config came from)."""
+def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[dict | None, str, object]:
+    """(the config.json the row came from or was checked against, where that config came from, the weights' count
+    held beside it)."""
+    from transforms.model_catalogue import hub_weights, user_weights
     from warehouse import user_models
 
     origin = row["origin"]
@@ -218,20 +256,22 @@ def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[dict | None, 
         entries, _ = user_models.read_all()
         entry = next((e for e in entries if e["model_id"] == row["model_id"]), None)
         if entry is None:
-            return None, f"its file {user_models.path_of(row['model_id'])} is gone"
+            return None, f"its file {user_models.path_of(row['model_id'])} is gone", None
         fetched = entry["url"] or entry["path"]
-        return entry["config"], f"added {entry['added_on']} from {fetched} (sha256 {entry['config_sha256']})"
+        return (entry["config"], f"added {entry['added_on']} from {fetched} (sha256 {entry['config_sha256']})",
+                user_weights(entry))
     found = con.execute(
-        "select c.repo, c.checked_on, c.changed_on, c.http_status, c.config_sha256, f.archive_dir from model_configs c "
+        "select c.repo, c.checked_on, c.changed_on, c.http_status, c.config_sha256, f.archive_dir, c.safetensors "
+        "from model_configs c "
         "left join fetches f on f.run_id = c.config_run_id and f.source = 'huggingface' "
         "where lower(c.repo) = lower(?) and c.config_run_id is not null", [row["hf_repo"] or ""]).fetchall()
     if not found:
         held = "curated in warehouse/reference/models.csv" if origin == "curated" else "no config.json held"
-        return None, f"{held}; no config.json of {row['hf_repo']} fetched yet" if row["hf_repo"] else held
-    repo, checked, changed, status, sha256, archive_dir = found[0]
+        return None, f"{held}; no config.json of {row['hf_repo']} fetched yet" if row["hf_repo"] else held, None
+    repo, checked, changed, status, sha256, archive_dir, safetensors = found[0]
     where = (f"{'curated in warehouse/reference/models.csv; ' if origin == 'curated' else ''}{repo} config.json "
              f"fetched {changed} (sha256 {sha256}), last checked {checked} (HTTP {status})")
-    return _archived_config(archive_dir, repo), where
+    return _archived_config(archive_dir, repo), where, hub_weights(json.loads(safetensors) if safetensors else None)
 
 
 def _archived_config(archive_dir: str | None, repo: str) -> dict | None:
