@@ -302,17 +302,24 @@ DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2,
 
 def index_weights(index, config: dict, name: str) -> Weights:
     """The parameters a checkpoint's weight index (model.safetensors.index.json, pytorch_model.bin.index.json) holds:
-    its metadata.total_size in bytes over the bytes per value of the config's dtype. Approximate where the
-    checkpoint keeps some tensors in another dtype (norms or routers in float32 beside bfloat16 weights count a
-    little high), as the source text says; refused (ValueError naming `name` and the field) for a quantized config,
-    whose bytes are packed integers and scales, and for a config that states no dtype."""
-    size = index.get("metadata", {}).get("total_size") if isinstance(index, dict) else None
-    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-        raise ValueError(f"{name}: field 'metadata.total_size' is not a size in bytes ({size!r})")
+    its metadata.total_parameters where it has one (transformers' save_pretrained writes the model's
+    num_parameters() there: modeling_utils.py, file index id 70868262472), else its metadata.total_size in bytes over
+    the bytes per value of the config's dtype: approximate where the checkpoint keeps some tensors in another dtype
+    (norms or routers in float32 beside bfloat16 weights count a little high), as the source text says. Refused
+    (ValueError naming `name` and the field) for a quantized config, whose weights are packed integers and scales
+    (neither count is then the parameters'), and, without total_parameters, for a config that states no dtype."""
+    metadata = index.get("metadata") if isinstance(index, dict) else None
+    metadata = metadata if isinstance(metadata, dict) else {}
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
     if any(key in part for part in (config, text) for key in ("quantization_config", "quantization")):
-        raise ValueError(f"{name}: the config is of a quantized checkpoint (quantization_config): its bytes are packed "
-                         "integers and scales, not parameters at the dtype's size; give --params")
+        raise ValueError(f"{name}: the config is of a quantized checkpoint (quantization_config): its weights are "
+                         "packed integers and scales, not a parameter count; give --params")
+    counted = metadata.get("total_parameters")
+    if isinstance(counted, int) and not isinstance(counted, bool) and counted > 0:
+        return Weights(counted, f"{name} metadata.total_parameters")
+    size = metadata.get("total_size")
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        raise ValueError(f"{name}: field 'metadata.total_size' is not a size in bytes ({size!r})")
     dtype = next((part.get(key) for part in (config, text) for key in ("torch_dtype", "dtype") if part.get(key)), None)
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"{name}: config.json field 'torch_dtype' is {dtype!r}, not a dtype whose size is known: the "

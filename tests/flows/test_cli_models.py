@@ -200,3 +200,41 @@ def test_add_from_a_hub_that_redirects_or_fails_is_what_the_real_one_gives(home,
     with serve_fixtures(monkeypatch, faults={config_path: "500*"}):
         assert "HTTP 500" in gpuledger("models", "add", "--hf", repo, "--id", "failing", code=1)
     assert not user_models.path_of("elsewhere").exists() and not user_models.path_of("failing").exists()
+
+
+UNSEEN = FIXTURES.parent / "unseen_configs"
+INDEXES = FIXTURES.parent / "weight_indexes"  # real weight indexes, trimmed, with PROVENANCE
+
+
+def test_a_config_on_disk_is_checked_against_the_weight_index_or_count_a_user_has(home, tmp_path, monkeypatch):
+    """--weights-index: MiMo-7B's index (15,666,819,072 bytes of bfloat16) counts its weights; TeleChat-7B's config
+    states no dtype and Molmo-7B-D NF4's is quantized, so their indexes are refused, saying to give --params. Where the
+    config leaves its MLP and head open (TeleChat-7B without the entry its scoring taught), --params chooses the
+    reading, and `models show` reads it the same way."""
+    mimo = UNSEEN / "holdout8" / "jj8127" / "mimo_kor" / "config.json"
+    gpuledger("models", "add", "--config", str(mimo), "--id", "mimo", "--weights-index",
+              str(INDEXES / "jj8127" / "mimo_kor" / "model.safetensors.index.json"))
+    (row,) = rows(gpuledger("sql", "select total_params_b, weights_params_b, weights_check from models "
+                                   "where model_id = 'mimo'", "-f", "csv"))
+    assert row == {"total_params_b": "7.62", "weights_params_b": "7.83", "weights_check": "within 3% of the weights (-2.7%)"}
+    telechat = UNSEEN / "holdout9" / "Tele-AI" / "telechat-7B" / "config.json"
+    refused = gpuledger("models", "add", "--config", str(telechat), "--id", "tc", "--weights-index",
+                        str(INDEXES / "Tele-AI" / "telechat-7B" / "pytorch_model.bin.index.json"), code=1)
+    assert "config.json field 'torch_dtype' is None" in refused and "give --params" in refused
+    molmo = UNSEEN / "holdout8" / "reubzdubz" / "Molmo7B_D_NF4Quant" / "config.json"
+    assert "a quantized checkpoint" in gpuledger("models", "add", "--config", str(molmo), "--id", "m", "--weights-index", str(
+        INDEXES / "reubzdubz" / "Molmo7B_D_NF4Quant" / "model.safetensors.index.json"), code=1)
+    assert "one of them" in gpuledger("models", "add", "--config", str(mimo), "--params", "5", "--weights-index",
+                                      str(INDEXES / "jj8127" / "mimo_kor" / "model.safetensors.index.json"), code=1)
+    assert not any(user_models.path_of(m).exists() for m in ("tc", "m"))
+
+    from transforms import model_config
+    monkeypatch.delitem(model_config._FAMILIES, "telechat")  # the reader as the ninth held-out set met TeleChat
+    assert "the weights' parameter count would settle it" in gpuledger("models", "add", "--config", str(telechat),
+                                                                        "--id", "tc", code=1)
+    gpuledger("models", "add", "--config", str(telechat), "--id", "tc", "--params", "7200018432")
+    assert json.loads(user_models.path_of("tc").read_text())["weights"] == {"params": 7_200_018_432,
+                                                                            "source": "given with --params"}
+    shown = {f["field"]: f["value"] for f in json.loads(gpuledger("models", "show", "tc", "-f", "json"))["fields"]}
+    assert shown["total_params_b"] == 7.2 and "read as a gated MLP (gate, up and down projections) and the output " \
+        "head tied to the input embedding" in shown["notes"]

@@ -1,12 +1,27 @@
 """Which rows a night's config.json answers give, and who wins where two rows name one model or repository."""
 
 import json
+import re
 from datetime import date, datetime
 from pathlib import Path
 
+import pytest
+
 from scrapers.base import ModelConfig
-from transforms.model_catalogue import NOT_FOLLOWED, UNKNOWN_304, checked, refusal, user_rows, weights_check
-from transforms.model_config import derive_model
+from transforms import hf_class_defaults, model_config
+from transforms.model_catalogue import (
+    NOT_FOLLOWED,
+    UNKNOWN_304,
+    Weights,
+    checked,
+    hub_weights,
+    index_weights,
+    read_config,
+    refusal,
+    user_rows,
+    weights_check,
+)
+from transforms.model_config import ModelConfigError, derive_model, derive_readings
 
 CONFIGS = Path(__file__).parents[1] / "fixtures" / "hf_configs"
 API = Path(__file__).parents[1] / "fixtures" / "hf_api"  # real answers of the model API, with their PROVENANCE
@@ -175,3 +190,131 @@ def test_a_status_without_a_meaning_of_its_own_says_what_the_hub_said():
     assert refusal(ModelConfig("odd/one", 503, at)) == "HTTP 503: a server error through every retry"
     assert refusal(ModelConfig("odd/one", 404, at, error="RepoNotFound: gone")) == (
         "HTTP 404: no such repository, or no config.json in it")  # the status says it: its meaning, as ever
+
+
+# --- readings the weights choose (docs/models.md, "When the config leaves a reading open") ------------------------
+
+UNSEEN = Path(__file__).parents[1] / "fixtures" / "unseen_configs"
+INDEXES = Path(__file__).parents[1] / "fixtures" / "weight_indexes"  # real weight indexes, trimmed, with PROVENANCE
+TELECHAT = "Tele-AI/telechat-7B"
+RUGPT = "EvilFreelancer/rugpt3xl-convert"
+
+
+def unseen(where: str) -> dict:
+    return json.loads((UNSEEN / where / "config.json").read_text())
+
+
+@pytest.fixture
+def first_contact(monkeypatch):
+    """The reader as the ninth held-out set met it: without the entries its scoring taught (TeleChat's gated SiLU and
+    tied head, ruGPT-3 XL's ungated GELU; README.md of unseen_configs), where the configs leave both open."""
+    monkeypatch.delitem(model_config._FAMILIES, "telechat")
+    monkeypatch.delitem(model_config._QUIRKS, "rugpt3xl")
+
+
+def test_a_config_that_leaves_the_mlp_and_the_head_open_is_read_every_way(first_contact):
+    """TeleChat-7B states neither an activation nor tie_word_embeddings (remote code hard-wires both): four readings,
+    each counted; alone, the config is refused naming both fields and every reading."""
+    readings = derive_readings(unseen(f"holdout9/{TELECHAT}"), TELECHAT)
+    assert {tuple(r.assumed.items()): r.row["total_params_b"] for r in readings} == {
+        (("hidden_act", "gated"), ("tie_word_embeddings", "tied")): 7.2,
+        (("hidden_act", "gated"), ("tie_word_embeddings", "untied")): 7.86,
+        (("hidden_act", "ungated"), ("tie_word_embeddings", "tied")): 5.69,
+        (("hidden_act", "ungated"), ("tie_word_embeddings", "untied")): 6.35}
+    with pytest.raises(ModelConfigError) as refused:
+        read_config(unseen(f"holdout9/{TELECHAT}"), TELECHAT)
+    assert str(refused.value).startswith(f"{TELECHAT}: config.json leaves 'hidden_act', 'tie_word_embeddings' open")
+    assert "7.2B total; " in str(refused.value) and "6.35B total" in str(refused.value)
+    assert str(refused.value).endswith("the weights' parameter count would settle it (the Hub's model API for a "
+                                       "repository; `models add --weights-index` or `--params` for a config on disk)")
+
+
+def test_the_weights_count_chooses_the_one_reading_within_3_percent(first_contact):
+    """TeleChat-7B's weight index holds 14,400,036,864 bytes: 7,200,018,432 values at 2 bytes (a user's --params; the
+    config states no dtype). Only the gated, tied reading is within 3% of it: what TeleChat's code builds (TelechatMLP
+    around F.silu; the index lists no lm_head). ruGPT-3 XL's 1,418,678,272 chooses its ungated GELU MLP."""
+    row = read_config(unseen(f"holdout9/{TELECHAT}"), TELECHAT, weights=Weights(7_200_018_432, "given with --params"))
+    assert row["total_params_b"] == 7.2
+    why = row["notes"].split("; config.json leaves ")[1]
+    assert why.startswith("'hidden_act', 'tie_word_embeddings' open (the family's code decides): read as a gated MLP "
+                          "(gate, up and down projections) and the output head tied to the input embedding, the reading "
+                          "whose total is within 3% of the weights' 7,200,018,432 parameters (given with --params) "
+                          "(-0.0%); the other readings: ")
+    assert "an ungated MLP (up and down) and an untied output head: 6.35B total (-11.8%)" in why
+    rugpt = read_config(unseen(f"holdout9/{RUGPT}"), RUGPT, weights=Weights(1_418_678_272, "given with --params"))
+    assert rugpt["total_params_b"] == 1.41 and "read as an ungated MLP (up and down)" in rugpt["notes"]
+
+
+def test_a_count_no_reading_meets_is_refused_naming_the_count(first_contact):
+    """The same index read at the wrong width (4 bytes a value, 3,600,009,216): no reading is within 3%."""
+    with pytest.raises(ModelConfigError, match=re.escape("none is within 3% of the weights' 3,600,009,216 parameters "
+                                                         "(given with --params) (+100.0%, +118.3%, +58.1%, +76.4%)")):
+        read_config(unseen(f"holdout9/{TELECHAT}"), TELECHAT, weights=Weights(3_600_009_216, "given with --params"))
+
+
+def test_two_readings_within_3_percent_whose_active_counts_disagree_are_refused(monkeypatch):
+    """DeepSeek-V2-Lite without its class's untied head (the remote code's DeepseekV2Config, now transformers'): tied
+    15.5B and untied 15.71B are both within 3% of its card's 15.7B, but their active counts (2.45B, 2.66B) are not
+    within 3% of each other: the count cannot tell them apart, so nothing is chosen."""
+    monkeypatch.delitem(hf_class_defaults.CLASS_DEFAULTS, "deepseek_v2")
+    with pytest.raises(ModelConfigError, match=re.escape("2 are within 3% of the weights' 15,700,000,000 parameters "
+                                                         "(given with --params) and their active counts differ by "
+                                                         "more than 3% (2.45B to 2.66B)")):
+        read_config(unseen("dev/deepseek-ai/DeepSeek-V2-Lite-Chat"), "deepseek-ai/DeepSeek-V2-Lite-Chat",
+                    weights=Weights(15_700_000_000, "given with --params"))
+
+
+def test_a_count_of_packed_integers_or_of_parts_the_readings_leave_out_never_chooses(first_contact, monkeypatch):
+    """A quantized checkpoint's count (the model API's, of DeepSeek-V4-Flash-0731's I8 blocks) is no parameter count;
+    Molmo-7B-D's weights hold the vision backbone its code builds, which no reading counts: neither chooses."""
+    packed = hub_weights(weights("deepseek-ai/DeepSeek-V4-Flash-0731"))
+    with pytest.raises(ModelConfigError, match=r"the weights' count \(the Hugging Face model API's safetensors "
+                                               r"total\) cannot choose: 296.36B of the weights' 304.18B are integers"):
+        read_config(unseen(f"holdout9/{TELECHAT}"), TELECHAT, weights=packed)
+    monkeypatch.delitem(model_config._FAMILIES, "molmo")  # Molmo's SwiGLU, learnt from the eighth set
+    molmo = "reubzdubz/Molmo7B_D_NF4Quant"
+    with pytest.raises(ModelConfigError, match="cannot choose: the weights hold a vision tower its code builds"):
+        read_config(unseen(f"holdout8/{molmo}"), molmo, weights=Weights(8_021_025_280, "given with --params"))
+
+
+def test_a_weight_index_counts_parameters_by_its_total_and_the_configs_dtype():
+    """MiMo-7B's index: 15,666,819,072 bytes of bfloat16, 7,833,409,536 parameters. TeleChat-7B's config states no
+    dtype, and Molmo-7B-D NF4's is quantized (packed 4-bit weights): neither index is turned into a count."""
+    index = json.loads((INDEXES / "jj8127/mimo_kor/model.safetensors.index.json").read_text())
+    counted = index_weights(index, unseen("holdout8/jj8127/mimo_kor"), "model.safetensors.index.json")
+    assert counted.params == 7_833_409_536 and counted.source == (
+        "model.safetensors.index.json metadata.total_size 15,666,819,072 bytes / 2 (bfloat16; approximate where some "
+        "tensors are stored in another dtype)")
+    telechat = json.loads((INDEXES / TELECHAT / "pytorch_model.bin.index.json").read_text())
+    with pytest.raises(ValueError, match="field 'torch_dtype' is None, not a dtype whose size is known"):
+        index_weights(telechat, unseen(f"holdout9/{TELECHAT}"), "pytorch_model.bin.index.json")
+    molmo = json.loads((INDEXES / "reubzdubz/Molmo7B_D_NF4Quant/model.safetensors.index.json").read_text())
+    with pytest.raises(ValueError, match=r"a quantized checkpoint \(quantization_config\)"):
+        index_weights(molmo, unseen("holdout8/reubzdubz/Molmo7B_D_NF4Quant"), "model.safetensors.index.json")
+    # an index that states total_parameters (transformers' save_pretrained: the model's num_parameters()) is read by it
+    assert index_weights(index | {"metadata": {"total_parameters": 7_833_409_536}}, unseen("holdout8/jj8127/mimo_kor"),
+                         "i.json").params == 7_833_409_536
+
+
+def test_the_hubs_count_chooses_for_a_fetched_config_and_a_users_count_for_one_on_disk(first_contact, monkeypatch):
+    """The same rule on both paths. Qwen3-8B's config without its tie_word_embeddings, and qwen3 unknown to the class
+    defaults (as a family the reader has not met would be): tied 7.57B or untied 8.19B, and the model API's real
+    answer (8,190,735,360 BF16) chooses untied; without the answer the config is refused. A user model file's count
+    (TeleChat-7B's, given with --params) chooses the same way."""
+    monkeypatch.delitem(hf_class_defaults.CLASS_DEFAULTS, "qwen3")
+    qwen = answer("Qwen/Qwen3-8B", config="Qwen/Qwen3-8B")
+    qwen = ModelConfig(**{**qwen.__dict__, "repo": "lab/Qwen3-8B-copy",
+                          "config": {k: v for k, v in qwen.config.items() if k != "tie_word_embeddings"}})
+    done = checked([ModelConfig(**{**qwen.__dict__, "safetensors": weights("Qwen/Qwen3-8B")})], CURATED, {}, DAY, "r1")
+    (row,) = done.models
+    assert row["total_params_b"] == 8.19 and row["weights_check"] == "within 3% of the weights (-0.0%)"
+    assert "read as an untied output head, the reading whose total is within 3% of the weights' 8,190,735,360 " \
+           "parameters (the Hugging Face model API's safetensors total) (-0.0%)" in row["notes"]
+    assert by_repo(checked([qwen], CURATED, {}, DAY, "r1"))["lab/Qwen3-8B-copy"]["reason"].endswith(
+        "would settle it (the Hub's model API for a repository; `models add --weights-index` or `--params` for a "
+        "config on disk)")
+    entry = {"model_id": "telechat", "repo": None, "path": "/tmp/c.json", "config": unseen(f"holdout9/{TELECHAT}"),
+             "config_sha256": "b" * 64, "added_on": "2026-08-19", "safetensors": None,
+             "weights": {"params": 7_200_018_432, "source": "given with --params"}}
+    (user,), refused = user_rows([entry], CURATED)
+    assert refused == [] and user["total_params_b"] == 7.2 and user["weights_check"] == "within 3% of the weights (-0.0%)"
