@@ -425,6 +425,13 @@ def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
         tied = True
     if tied is None:  # left to the class: PretrainedConfig ties by default, yet most families' classes untie
         tied = c.class_default("tie_word_embeddings")
+    # Remote code (no transformers class): both readings, for the weights to choose. Not "absent means True": transformers
+    # 4's PretrainedConfig.to_diff_dict writes a key unless its value equals both PretrainedConfig's default (True here)
+    # and the class's (configuration_utils.py), so a file save_pretrained wrote omits it only when True; but a
+    # transformers_version key does not prove save_pretrained wrote the file: DeepSeek-V2-Lite-Chat's (4.33.1) omits it
+    # while DeepseekV2Config defaults to False (transformers' port of the remote class: hf_class_defaults) and its card's
+    # 2.4B active count is the untied reading's (2.45B; tied, 2.24B). In
+    # transformers 5 tie_word_embeddings is no PreTrainedConfig field at all (written whenever the class has it).
     if tied is None:
         tied = c.reading("tie_word_embeddings", ("tied", "untied"),
                          "is missing: whether the output head shares the embedding is the family's class default, and "

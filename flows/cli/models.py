@@ -237,7 +237,8 @@ def _curated_weights(con: duckdb.DuckDBPyConnection, row: dict) -> dict:
 
 def _from(field: str, origin: str, read: bool) -> str:
     if field in ("weights_params_b", "weights_check"):
-        return "the Hugging Face model API (safetensors), compared with total_params_b"
+        return ("the weights' count (the Hugging Face model API's safetensors total, or `models add --weights-index` or "
+                "`--params`), compared with total_params_b")
     if field in ("model_id", "origin", "config_sha256", "derived_on"):
         return "gpuledger"
     if origin == "curated":

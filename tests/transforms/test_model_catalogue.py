@@ -318,3 +318,15 @@ def test_the_hubs_count_chooses_for_a_fetched_config_and_a_users_count_for_one_o
              "weights": {"params": 7_200_018_432, "source": "given with --params"}}
     (user,), refused = user_rows([entry], CURATED)
     assert refused == [] and user["total_params_b"] == 7.2 and user["weights_check"] == "within 3% of the weights (-0.0%)"
+
+
+def test_a_transformers_version_does_not_make_an_absent_tie_word_embeddings_true(monkeypatch):
+    """transformers 4's to_diff_dict omits tie_word_embeddings from a file it writes only when it is True, but a config
+    carrying transformers_version need not be one it wrote: DeepSeek-V2-Lite-Chat's (4.33.1) omits it, its class unties,
+    and the card's 2.4B active (without the input embedding) is the untied reading's. Both readings stay open."""
+    monkeypatch.delitem(hf_class_defaults.CLASS_DEFAULTS, "deepseek_v2")  # as if its class were remote code
+    raw = unseen("dev/deepseek-ai/DeepSeek-V2-Lite-Chat")
+    assert raw["transformers_version"] == "4.33.1" and "tie_word_embeddings" not in raw
+    active = {r.assumed["tie_word_embeddings"]: r.row["active_params_b"] - 102_400 * 2048 / 1e9
+              for r in derive_readings(raw, "deepseek-ai/DeepSeek-V2-Lite-Chat")}
+    assert active["untied"] == pytest.approx(2.4, rel=0.03) and active["tied"] != pytest.approx(2.4, rel=0.03)
