@@ -226,6 +226,10 @@ def test_a_config_on_disk_is_checked_against_the_weight_index_or_count_a_user_ha
         INDEXES / "reubzdubz" / "Molmo7B_D_NF4Quant" / "model.safetensors.index.json"), code=1)
     assert "one of them" in gpuledger("models", "add", "--config", str(mimo), "--params", "5", "--weights-index",
                                       str(INDEXES / "jj8127" / "mimo_kor" / "model.safetensors.index.json"), code=1)
+    assert "--weights-index /nonexistent/index.json: No such file or directory" in gpuledger(
+        "models", "add", "--config", str(mimo), "--id", "m", "--weights-index", "/nonexistent/index.json", code=1)
+    assert "--weights-index and --params go with --config" in gpuledger("models", "add", "--hf", "a/b", "--params", "5",
+                                                                        code=1)
     assert not any(user_models.path_of(m).exists() for m in ("tc", "m"))
 
     from transforms import model_config
