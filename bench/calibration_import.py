@@ -35,8 +35,13 @@ COLUMNS = (
 #   (seed 12345). Its tok_input_length sums to 219,743 over the 1,000 rows: mean 219.74 (median 153.5, sd 171.1,
 #   max 1,020; cot 119, flan 197, niv 264, t0 294 per origin), so the 24,576's mean is 220 give or take 5 tokens
 #   (standard error). JetStream's experimental/jax/README.md at that commit prints the same rows counted by its own
-#   tokenizer (one token fewer a row): 218,743 input tokens over 1,000 requests. An estimate, not the dataset's
-#   published mean: it stays marked (input_assumed, out of the fit) until a re-fit takes it in.
+#   tokenizer (one token fewer a row): 218,743 input tokens over 1,000 requests. The whole 24,576's per-sample lengths
+#   are in the third party's extract named for mixtral-8x7b below (mlperf-data/summaries/llama2-70b-99.csv, git blob
+#   efbf1c9ba5a332c7d46db28689d654e7179827eb, from that pickle's tok_input_length and tok_output_length): its
+#   input_length sums to 5,463,976 over the 24,576 rows, mean 222.33 (median 152, max 1,021), within the subset's
+#   standard error; all 1,000 (tok_input_length, tok_output_length) pairs of the calibration subset are among its
+#   rows (163 would be by chance, its columns shuffled). That mean is used. Not MLCommons' own statement: it stays
+#   marked (input_assumed, out of the fit) until a re-fit takes it in.
 # mixtral-8x7b: output 144.84 [INF-mx]. No MLCommons source publishes the mean input of the 15,000 samples
 #   (09292024_mixtral_15k_mintoken2_v1.pkl); their per-sample lengths are public in Red Hat PSAP's MLPerf dashboard:
 #   openshift-psap/performance-dashboard at commit 67033baeaac181a3a35641dd2b86a7cb22d856dd,
@@ -58,9 +63,9 @@ COLUMNS = (
 # gpt-oss-120b (v6.0 on): input ~5,000 (the v6.0 blog [BLOG-oss]); output 1,278.20, the reference mean TEST09 holds
 #   every run to within 10% [INF-oss].
 MLPERF_LENGTHS = {
-    "llama2-70b": ("llama-2-70b", 219.74, 294.45,
-                   "output [INF-l2]; input estimated: the mean of its 1,000-sample calibration subset "
-                   "(bench/calibration_import.py)"),
+    "llama2-70b": ("llama-2-70b", 222.33, 294.45,
+                   "output [INF-l2]; input: the mean tok_input_length of the 24,576 samples, from a third party's "
+                   "per-sample extract, checked against the 1,000-sample calibration subset (bench/calibration_import.py)"),
     "mixtral-8x7b": ("mixtral-8x7b", 427.39, 144.84,
                      "output [INF-mx]; input: the mean tok_input_len of the 15,000 samples, from a third party's "
                      "per-sample extract (bench/calibration_import.py)"),

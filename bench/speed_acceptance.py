@@ -18,11 +18,11 @@ llama2-70b and mixtral-8x7b publish their mean answer (294.45 and 144.84 generat
 reference READMEs, language/llama2-70b/README.md and language/mixtral-8x7b/README.md) and their length limits
 (inputs below 1,024 tokens, language/llama2-70b/processorca.py; max_seq_len 2,048 per sub-dataset, the inference
 rules), but no MLCommons source publishes their mean prompt (searched: the MLCommons inference repository, its rules
-and benchmark posts, NVIDIA's and AMD's MLPerf posts and harnesses). llama2-70b's is estimated from its public
-1,000-sample calibration subset (220 tokens, give or take 5), mixtral-8x7b's (427) is the mean of its 15,000
-samples' prompt lengths as a third party's per-sample extract gives them (bench/calibration_import.py has both
-provenances); both stay marked (input_assumed). `prompt_sensitivity` prints how the throughput at max load moves
-with that prompt.
+and benchmark posts, NVIDIA's and AMD's MLPerf posts and harnesses). llama2-70b's public 1,000-sample calibration
+subset gave 220 tokens, give or take 5; both families' means (llama2-70b 222 over its 24,576 samples, mixtral-8x7b
+427 over its 15,000) are now those of a third party's per-sample extract of their datasets
+(bench/calibration_import.py has the provenance and the checks); both stay marked (input_assumed).
+`prompt_sensitivity` prints how the throughput at max load moves with that prompt.
 
 Speculative decoding (MLPerf allows it in the Interactive scenario from v6.0) is modelled only where a submission's
 published configuration says it ran, and only with a figure a source states: SPECULATIVE lists those submissions
@@ -173,9 +173,8 @@ def offline_share(compared: pl.DataFrame, at_max: pl.DataFrame) -> pl.DataFrame:
 
 def prompt_sensitivity(rows: pl.DataFrame) -> pl.DataFrame:
     """The throughput the targets start from, on the families whose mean prompt no MLCommons source publishes
-    (input_assumed: llama2-70b, estimated from its calibration subset; mixtral-8x7b, from a third party's per-sample
-    extract): the estimate at max load over measured Offline (same systems, as `offline_share`) with that prompt
-    scaled by PROMPT_SCALES. A diagnosis, never an input: nothing here picks a prompt."""
+    (input_assumed: both from a third party's per-sample extract of their datasets): the estimate at max load over
+    measured Offline (same systems, as `offline_share`) with that prompt scaled by PROMPT_SCALES. A diagnosis, never an input: nothing here picks a prompt."""
     assumed = rows.filter(pl.col("input_assumed").cast(pl.Boolean))
     out = []
     for scale in PROMPT_SCALES:
