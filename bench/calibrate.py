@@ -122,9 +122,9 @@ def report(params: presets.Params, out_of_fold: dict[str, pl.DataFrame], rows: p
         "(model and GPU in the catalogue).\n\n" + _markdown(checks)
         + "\n\nRepresentable rows per group (usable: published lengths and no exclusion by the source):\n\n"
         + _markdown(shares),
-        "## By suite (leave-one-model-out)\n\n`input_assumed`: MLPerf's llama2-70b and mixtral-8x7b publish no mean "
-        "prompt length (llama2-70b's is estimated from its 1,000-sample calibration subset, mixtral-8x7b's assumed: "
-        "half the dataset's input limit), so these rows are estimated but never fitted on nor counted above.\n\n"
+        "## By suite (leave-one-model-out)\n\n`input_assumed`: MLCommons publishes no mean prompt length for MLPerf's "
+        "llama2-70b and mixtral-8x7b (the ones used are the means of a third party's per-sample extract of their "
+        "datasets), so these rows are estimated but never fitted on nor counted above.\n\n"
         + _markdown(by_suite),
         "## By held-out vendor (leave-one-vendor-out)\n\n" + _markdown(by_fold),
         "## Fitted parameters\n\n" + _markdown(fitted),

@@ -12,11 +12,10 @@ max load, and the output tokens per second per GPU it reached. The estimator is 
 - the streams: the estimator's max-load batch (what memory holds, at most the engine's documented batch limit per
   data-parallel rank: engine_batch_limit), or the stated concurrency when it is smaller.
 
-Rows whose dataset's mean prompt length no source publishes (MLPerf's llama2-70b: its 1,000-sample calibration
-subset's mean; mixtral-8x7b: half the dataset's input limit; `input_assumed`) are estimated and reported but never
-fitted on: their prefill share is estimated (llama2-70b) or a guess (mixtral-8x7b). Legacy
-rows (`legacy`: DeepSeek-R1 at fixed concurrency on early-2025 releases, SGLang 0.4.2-0.4.3, vLLM 0.7.3-0.7.4,
-TensorRT-LLM 0.17) are estimated and reported as a group of their own but never fitted nor accepted on: the same
+Rows whose dataset's mean prompt length no MLCommons source publishes (MLPerf's llama2-70b and mixtral-8x7b: the
+means of a third party's per-sample extract of their datasets; `input_assumed`) are estimated and reported but never
+fitted on: their prefill share is not the benchmark's own statement. Legacy rows (`legacy`: DeepSeek-R1 at fixed
+concurrency on early-2025 releases, SGLang 0.4.2-0.4.3, vLLM 0.7.3-0.7.4, TensorRT-LLM 0.17) are estimated and reported as a group of their own but never fitted nor accepted on: the same
 GPUs beat them 8-30 times over under later releases (the TensorRT-LLM tables' DeepSeek-R1 rows), so they measure
 those releases' kernels, not the hardware the cost tables price. Every other row is fitted on, at max load and at
 fixed concurrency alike.
