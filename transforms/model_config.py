@@ -4,9 +4,10 @@ Pure: `derive_model(config, repo)` takes the parsed config.json and returns a ro
 warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
 (its text model's, for a multimodal one) states, under their common spellings (_ALIASES) and inside the nested
 blocks some families keep them in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type
-or none: attention (multi-head, grouped, multi-query, latent), windowed, chunked and linear-attention layers, Mamba
-and Mamba-2 mixers, short convolutions, per-layer blocks, dense, gated and expert MLPs (OLMo's block kinds among
-them: _OLMO_BLOCKS), shared experts and which layers route. A field the config leaves to its transformers class is read at that class's default (hf_class_defaults). A model_type matters only for a true quirk: a family's
+or none: attention (multi-head, grouped, multi-query, latent; values narrower than keys by `v_head_dim`), windowed
+layers (sized apart by `swa_*` where stated), chunked and linear-attention layers, Mamba and Mamba-2 mixers, short
+convolutions, per-layer blocks, dense, gated and expert MLPs (OLMo's block kinds among them: _OLMO_BLOCKS), shared
+experts and which layers route (by a count, a rule or a per-layer list). A field the config leaves to its transformers class is read at that class's default (hf_class_defaults). A model_type matters only for a true quirk: a family's
 defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
 says (_QUIRKS), or a layout of its own (_READERS). A config it cannot read, or one carrying a field that changes the
 count and is not read (_UNREAD), raises ModelConfigError naming the repository and the field, never a guessed number.
@@ -246,14 +247,18 @@ def _mlp_params(c: _Config, hidden: int, width: int, act_key: str = "hidden_act"
     return (3 if gating == "gated" else 2) * hidden * width
 
 
-def _gqa(c: _Config, hidden: int, heads: int, kv_heads: int, head_dim: int, *, output_gate: bool = False) -> _Layer:
-    """Grouped-query (or multi-head, multi-query) attention: q, k, v, o projections and its K and V per token."""
+def _gqa(c: _Config, hidden: int, heads: int, kv_heads: int, head_dim: int, *, output_gate: bool = False,
+         v_head_dim: int | None = None) -> _Layer:
+    """Grouped-query (or multi-head, multi-query) attention: q, k, v, o projections and its K and V per token. V
+    (and o_proj's input) may be narrower than Q and K (`v_head_dim`: MiMo-V2's 192-wide keys, 128-wide values)."""
+    v_dim = head_dim if v_head_dim is None else v_head_dim
     q_width = heads * head_dim * (2 if output_gate else 1)  # a gated output doubles q_proj (Qwen3-Next, Qwen3.5)
-    params = hidden * q_width + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
+    params = hidden * q_width + hidden * kv_heads * (head_dim + v_dim) + heads * v_dim * hidden
     if c.get("attention_bias", False):  # q, k and v biases (an output bias, where there is one, is left out)
-        params += q_width + 2 * kv_heads * head_dim
+        params += q_width + kv_heads * (head_dim + v_dim)
     return _Layer(attention="gqa", kv_heads=kv_heads, attention_params=params,
-                  kv_bytes_per_token=2 * kv_heads * head_dim * KV_BYTES, attn_flops_per_ctx_token=4 * heads * head_dim)
+                  kv_bytes_per_token=kv_heads * (head_dim + v_dim) * KV_BYTES,
+                  attn_flops_per_ctx_token=2 * heads * (head_dim + v_dim))
 
 
 def _windowed(c: _Config, layer: _Layer, field: str) -> _Layer:
@@ -270,6 +275,8 @@ def _windowed(c: _Config, layer: _Layer, field: str) -> _Layer:
 # A config stating any of these has multi-head latent attention (DeepSeek V2/V3, Kimi K2, GLM 4.7 Flash), and must
 # state them all; any of _DSA, a DeepSeek sparse-attention indexer beside it (DeepSeek V3.2, GLM 5).
 _MLA = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank")
+# v_head_dim alone is no latent: beside grouped-query attention it is the values' own width (MiMo-V2)
+_MLA_MARKERS = tuple(key for key in _MLA if key != "v_head_dim")
 _DSA = ("index_n_heads", "index_head_dim", "index_topk")
 
 
@@ -572,6 +579,12 @@ _QUIRKS = {
 def _layer_types(c: _Config, layers: int) -> list[str]:
     """Per layer: full, sliding, chunked or linear attention, from `layer_types` or the family's rule."""
     types = c.get("layer_types")
+    if types is None and c.get("hybrid_layer_pattern") is not None:  # MiMo-V2: 1 sliding window, 0 full attention
+        pattern = c.get("hybrid_layer_pattern")
+        if not isinstance(pattern, list) or len(pattern) != layers or not all(k in (0, 1) for k in pattern):
+            raise c.error("hybrid_layer_pattern", f"is not 0 (full) or 1 (sliding window) per layer "
+                                                  f"({repr(pattern)[:60]})")
+        return ["sliding_attention" if kind == 1 else "full_attention" for kind in pattern]
     if types is None and c.get("attn_type_list") is not None:  # MiniMax: 1 softmax attention, 0 lightning attention
         kinds = c.get("attn_type_list")
         if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {1}:
@@ -655,8 +668,15 @@ def _global_local(c: _Config, layers: int) -> list[str]:
     return kinds
 
 
+# The sizes of sliding-window layers, where a config gives them apart from the full-attention layers' (MiMo-V2:
+# MiMoV2FlashDecoderLayer builds its windowed layers from the swa_* fields, the others from the plain ones)
+_SWA_SIZES = ("swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim")
+
+
 def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False) -> _Layer:
     """The attention of one layer of a GQA family, windowed where its type says so."""
+    if kind == "sliding_attention" and c.has(*_SWA_SIZES):
+        return _own_sized_window(c, hidden)
     heads = c.number("num_attention_heads")
     kv_heads = _kv_heads(c, heads)
     head_dim = c.number("head_dim", hidden // heads)
@@ -666,7 +686,10 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
         return _short_conv(c, hidden)
     if kind == "mamba":  # Mamba-2 where a Mamba-2 spelling says so (Bamba, Granite 4.0-H), else Mamba (Jamba)
         return _mamba2(c, hidden) if c.has(*_MAMBA2_SPELLINGS) else _mamba1(c, hidden)
-    layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate)
+    v_head_dim = c.number("v_head_dim") if c.has("v_head_dim") else None
+    layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate, v_head_dim=v_head_dim)
+    if c.get("add_full_attention_sink_bias", False):  # a learned sink logit per head (MiMoV2Attention)
+        layer.attention_params += heads
     if kind == "sliding_attention" and c.number("sliding_window") >= _context(c):
         note = (f"sliding_window {c.get('sliding_window')} is no shorter than the served context: its layers attend "
                 "to the whole context, read as full attention")
@@ -678,6 +701,21 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
     if kind == "chunked_attention":
         return _windowed(c, layer, "attention_chunk_size")
     return layer
+
+
+def _own_sized_window(c: _Config, hidden: int) -> _Layer:
+    """A sliding-window layer sized by the swa_* fields (each stated: a missing one is refused, never taken from the
+    full-attention layers), over sliding_window_size tokens (MiMo-V2's code reads that, not sliding_window), with a
+    learned sink logit per head where add_swa_attention_sink_bias says so."""
+    heads, kv_heads = c.number("swa_num_attention_heads"), c.number("swa_num_key_value_heads")
+    head_dim, v_head_dim = c.number("swa_head_dim"), c.number("swa_v_head_dim")
+    layer = _gqa(c, hidden, heads, kv_heads, head_dim, v_head_dim=v_head_dim)
+    if c.get("add_swa_attention_sink_bias", False):
+        layer.attention_params += heads
+    field = "sliding_window_size" if c.has("sliding_window_size") else "sliding_window"
+    if c.number(field) >= _context(c):
+        raise c.error(field, "is no shorter than the served context beside swa_* sizes of its own")
+    return _windowed(c, layer, field)
 
 
 def _kv_heads(c: _Config, heads: int) -> int:
@@ -724,6 +762,11 @@ def _moe_layers(c: _Config, layers: int) -> list[bool]:
         if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {"dense", "sparse"}:
             raise c.error("mlp_layer_types", f"is not dense or sparse per layer ({repr(kinds)[:60]})")
         return [kind == "sparse" for kind in kinds]
+    if isinstance(c.get("moe_layer_freq"), list):  # 1 routes, 0 is dense, per layer: MiMo-V2's (MiMoV2FlashDecoderLayer
+        flags = c.get("moe_layer_freq")  # .is_moe_layer) and Megatron-LM's list form of --moe-layer-freq
+        if len(flags) != layers or not all(type(f) is int and f in (0, 1) for f in flags):
+            raise c.error("moe_layer_freq", f"is not 0 (dense) or 1 (experts) per layer ({repr(flags)[:60]})")
+        return [flag == 1 for flag in flags]
     first_dense = c.number("first_k_dense_replace", 0)  # DeepSeek, GLM: the first k layers are dense
     every = c.number("moe_layer_freq", 1)  # DeepSeek: one MoE layer in `every`
     step = c.number("decoder_sparse_step", 1)  # Qwen MoE
@@ -748,7 +791,7 @@ def _read_transformer(c: _Config) -> _Shape:
     hidden, layers = c.number("hidden_size"), c.number("num_hidden_layers")
     experts, per_token = _experts(c)
     moe = _moe_layers(c, layers) if experts else [False] * layers
-    mla = c.has(*_MLA, *_DSA)
+    mla = c.has(*_MLA_MARKERS, *_DSA)
     types = ["full_attention"] * layers if mla else _layer_types(c, layers)
     expert_width = c.number("moe_intermediate_size", c.get("intermediate_size")) if experts else 0
     # use_moe false: the MoE variant's shared-expert field describes nothing either (MiniMind's is a flag, true)

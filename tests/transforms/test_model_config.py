@@ -450,11 +450,11 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            "vikhyatk/moondream2": "hidden_size",  # its config states no size at all (the remote code holds them)
            # the ninth set: MiniCPM-V's whole-model figure, its SigLIP encoder named by a timm model's name only
            "EmotioTech/EmotioLocal": "vision_encoder",
-           # the tenth set, scored once: SmallThinker's experts are moe_ffn_hidden_size wide and it has no dense MLP;
-           # MiMo-V2's moe_layer_freq is a per-layer list; MOSS (GPT-J's names) states n_inner null under a
-           # model_type of its own; BitNet's ternary weights; Hymba's parallel attention and Mamba heads
+           # the tenth set, scored once (refused then as well: MiMo-V2.5 and MiMo-V2.5-Pro, moe_layer_freq a per-layer
+           # list, now read): SmallThinker's experts are moe_ffn_hidden_size wide and it has no dense MLP; MOSS (GPT-J's
+           # names) states n_inner null under a model_type of its own; BitNet's ternary weights; Hymba's parallel
+           # attention and Mamba heads
            "PowerInfer/SmallThinker-4BA0.6B-Instruct": "intermediate_size",
-           "XiaomiMiMo/MiMo-V2.5": "moe_layer_freq", "XiaomiMiMo/MiMo-V2.5-Pro": "moe_layer_freq",
            "fnlp/moss-moon-003-sft-int8": "intermediate_size",
            "microsoft/bitnet-b1.58-2B-4T-bf16": "quantization_config.quant_method",
            "nvidia/Hymba-1.5B-Base": "mamba_d_state"}
@@ -936,3 +936,48 @@ def test_a_window_no_shorter_than_the_context_needs_no_rule_for_its_layers():
         derive_model(raw | {"sliding_window": 4096}, "acme/windowed")
     row = derive_model(raw | {"sliding_window": raw["max_position_embeddings"]}, "acme/windowed")
     assert row["window_tokens"] is None and "no shorter than the served context" in row["notes"]
+
+
+def _holdout10(repo: str) -> dict:
+    return json.loads((UNSEEN / "holdout10" / repo / "config.json").read_text())
+
+
+def test_mimo_v2_reads_its_windowed_layers_by_their_own_sizes_and_its_experts_by_a_per_layer_list():
+    """MiMo-V2.5 (MiMoV2FlashDecoderLayer): hybrid_layer_pattern 1 is a 128-token window of 64 query and 8 KV heads,
+    192-wide keys and 128-wide values (swa_*); 0 is full attention of 64 and 4; moe_layer_freq 1 routes, 0 (layer 0)
+    is a 16,384-wide dense SwiGLU."""
+    raw, repo = _holdout10("XiaomiMiMo/MiMo-V2.5"), "XiaomiMiMo/MiMo-V2.5"
+    row = derive_model(raw, repo)
+    full, windowed = raw["hybrid_layer_pattern"].count(0), raw["hybrid_layer_pattern"].count(1)
+    assert (full, windowed, row["layers"]) == (9, 39, 48)
+    assert row["kv_bytes_per_token"] == full * 4 * (192 + 128) * 2  # only the full layers' KV grows
+    assert (row["window_tokens"], row["window_kv_bytes_per_token"]) == (128, windowed * 8 * (192 + 128) * 2)
+    assert (row["attention"], row["kv_heads"], row["experts"], row["experts_per_token"]) == ("gqa", 4, 256, 8)
+    experts = 47 * 256 * 3 * 4096 * 2048
+    assert row["total_params_b"] - row["active_params_b"] == pytest.approx(experts * (1 - 8 / 256) / 1e9, abs=0.01)
+    # every layer routed (no dense layer 0) would add 256 experts and lose the dense MLP: outside the figure
+    routed = derive_model(raw | {"moe_layer_freq": [1] * 48}, repo)
+    assert routed["total_params_b"] - row["total_params_b"] == pytest.approx(
+        (256 * 3 * 4096 * 2048 + 4096 * 256 - 3 * 4096 * 16384) / 1e9, abs=0.01)
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    ({"moe_layer_freq": [0] + [1] * 46}, "moe_layer_freq"),  # 47 values for 48 layers
+    ({"moe_layer_freq": [0] + [2] * 47}, "moe_layer_freq"),
+    ({"hybrid_layer_pattern": [0, 1] * 23}, "hybrid_layer_pattern"),
+    ({"swa_num_key_value_heads": None}, "swa_num_key_value_heads"),  # never the full layers' 4 KV heads instead
+])
+def test_mimo_v2_per_layer_fields_are_checked(edit, field):
+    raw = _holdout10("XiaomiMiMo/MiMo-V2.5") | edit
+    with pytest.raises(ModelConfigError, match=rf"field '{field}' (is not|is missing)"):
+        derive_model(raw, "XiaomiMiMo/MiMo-V2.5")
+
+
+def test_a_value_head_narrower_than_the_key_is_read_beside_grouped_query_attention():
+    """v_head_dim without a latent (no kv_lora_rank, q_lora_rank, qk_*): V and o_proj are v_head_dim wide, not MLA."""
+    raw = config("meta-llama/Llama-3.3-70B-Instruct")
+    narrow = derive_model(raw | {"v_head_dim": 64}, "meta-llama/Llama-3.3-70B-Instruct")
+    row = derive_model(raw, "meta-llama/Llama-3.3-70B-Instruct")
+    assert narrow["attention"] == "gqa" and narrow["kv_bytes_per_token"] == 80 * 8 * (128 + 64) * 2
+    saved = 80 * (8192 * 8 * 64 + 64 * 64 * 8192)  # v_proj and o_proj, 64 narrower per KV head and per head
+    assert row["total_params_b"] - narrow["total_params_b"] == pytest.approx(saved / 1e9, abs=0.01)
