@@ -556,7 +556,9 @@ _QUIRKS = {
     # CodeShellMLP (remote code, model_type "kclgpt"): c_fc, c_proj around its activation_function, as GPT2MLP;
     # ruGPT-3 XL converted (remote code "rugpt3xl"): up_proj, down_proj around gelu_new (Megatron-LM's
     # dense_h_to_4h, dense_4h_to_h)
-    **dict.fromkeys(("kclgpt", "rugpt3xl"), {"ungated_mlp"}),
+    # MOSS (remote code modeling_moss.py, "Copied from transformers.models.gptj.modeling_gptj.GPTJMLP"): MossMLP is
+    # fc_in, fc_out around its activation_function
+    **dict.fromkeys(("kclgpt", "rugpt3xl", "moss"), {"ungated_mlp"}),
     "gpt_neox": {"ungated_mlp"},  # GPTNeoXMLP: dense_h_to_4h, dense_4h_to_h
     # OPTDecoderLayer and XGLMDecoderLayer: fc1, fc2 around the activation (ReLU, GELU); MptMLP: up_proj, down_proj
     **dict.fromkeys(("opt", "xglm", "mpt"), {"ungated_mlp"}),
@@ -820,9 +822,15 @@ def _dense_width(c: _Config) -> int:
         width = c.number("expansion_ratio") * c.number("hidden_size")
         c.notes.append(f"MLP width expansion_ratio x hidden_size ({width})")
         return width
-    if not c.has("intermediate_size", "intermediate_size_mlp") and c.quirk("mlp_width_4x_hidden"):
+    # n_inner stated null: GPT2Config's field (GPT-J's, CodeGen's, GPTBigCode's, and the remote codes that copy them:
+    # MOSS's MossBlock), whose blocks all build `n_inner if n_inner is not None else 4 * n_embd`
+    stated_null = "n_inner" in c.text and c.text["n_inner"] is None
+    if not c.has("intermediate_size", "intermediate_size_mlp") and (stated_null or c.quirk("mlp_width_4x_hidden")):
         width = 4 * c.number("hidden_size")
-        c.defaulted["intermediate_size"] = f"4 x hidden_size ({width})"
+        if c.quirk("mlp_width_4x_hidden"):
+            c.defaulted["intermediate_size"] = f"4 x hidden_size ({width})"
+        else:
+            c.notes.append(f"n_inner null: an MLP 4 x hidden_size wide ({width})")
         return width
     if c.get("block_type") is not None:  # OLMo's config vocabulary (LLaDA): the width by the block's kind
         return _olmo_width(c)
@@ -1152,6 +1160,10 @@ def _precision(c: _Config) -> str:
         raise c.error("quantization_config.quant_method", f"is not one the reader knows ({method!r})")
     if isinstance(mlx, dict) and "bits" in mlx:
         return _integer_bits(c, mlx.get("bits"), "quantization.bits")
+    if quantization_field(c.top) == "wbits":
+        wbits = c.get("wbits")
+        c.notes.append(f"GPTQ stated by the top-level wbits ({wbits}), not by a quantization_config")
+        return _integer_bits(c, wbits, "wbits")
     dtype = c.get("torch_dtype") or c.get("dtype")
     if dtype in ("bfloat16", "float16", "float32"):  # served at 16 bits
         return "bf16"
@@ -1159,6 +1171,23 @@ def _precision(c: _Config) -> str:
         c.notes.append("no torch_dtype: read as unquantized (no quantization_config), served at 16 bits")
         return "bf16"
     raise c.error("torch_dtype", f"is not a precision the reader knows ({dtype!r})")
+
+
+UNQUANTIZED_WBITS = (16, 32)  # GPTQ-for-LLaMa's wbits for weights left unquantized
+
+
+def quantization_field(config: dict) -> str | None:
+    """The field saying the checkpoint's weights are quantized (stored as packed integers or low-bit floats, with
+    scales), else None: a quantization_config, MLX's quantization, or GPTQ-for-LLaMa's top-level wbits below 16 (MOSS's
+    int4/int8 checkpoints: MossForCausalLM quantizes its linears with GPTQ when wbits is 4 or 8; 32 is unquantized)."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    for part in (config, text):
+        for key in ("quantization_config", "quantization"):
+            if key in part:
+                return key
+        if part.get("wbits") is not None and part.get("wbits") not in UNQUANTIZED_WBITS:
+            return "wbits"
+    return None
 
 
 def _integer_bits(c: _Config, bits, key: str) -> str:

@@ -422,7 +422,10 @@ SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc
               # the tenth set, scored once: GLM-4.7-Flash reads 29.94B total (within 5% of "30B") and 3.9B active
               # against "A3B" (47 layers, 64 routed experts of which 4 per token and 1 shared, each 1,536 wide, over
               # a 2,048 hidden; 154,880 x 2,048 untied embeddings): both figures are size classes
-              "zai-org/GLM-4.7-Flash"}
+              "zai-org/GLM-4.7-Flash",
+              # MOSS 003 (read after the tenth set's scoring) reads 16.72B: CodeGen-16B's 34 layers of 6,144 with a
+              # 107,008-row untied vocabulary (CodeGen's 51,200 gives 16.03B) against "16B", held to 3.1%
+              "fnlp/moss-moon-003-sft-int8"}
 # Published active counts the reader does not meet, the totals within their figure (the sixth set, scored once; the
 # active figures were taken before scoring to include the input embedding, as the totals do): Granite 3.0 1B-A400M reads
 # 1.33B total, 0.429B active (24 layers x 8 of 32 experts x 3 x 1,024 x 512, attention, the tied 49,152 x 1,024
@@ -450,12 +453,11 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            "vikhyatk/moondream2": "hidden_size",  # its config states no size at all (the remote code holds them)
            # the ninth set: MiniCPM-V's whole-model figure, its SigLIP encoder named by a timm model's name only
            "EmotioTech/EmotioLocal": "vision_encoder",
-           # the tenth set, scored once (refused then as well: MiMo-V2.5 and MiMo-V2.5-Pro, moe_layer_freq a per-layer
-           # list, now read): SmallThinker's experts are moe_ffn_hidden_size wide and it has no dense MLP; MOSS (GPT-J's
-           # names) states n_inner null under a model_type of its own; BitNet's ternary weights; Hymba's parallel
+           # the tenth set, scored once (refused then as well, now read: MiMo-V2.5 and MiMo-V2.5-Pro, moe_layer_freq a
+           # per-layer list; MOSS, GPT-J's names with n_inner null under a model_type of its own): SmallThinker's
+           # experts are moe_ffn_hidden_size wide and it has no dense MLP; BitNet's ternary weights; Hymba's parallel
            # attention and Mamba heads
            "PowerInfer/SmallThinker-4BA0.6B-Instruct": "intermediate_size",
-           "fnlp/moss-moon-003-sft-int8": "intermediate_size",
            "microsoft/bitnet-b1.58-2B-4T-bf16": "quantization_config.quant_method",
            "nvidia/Hymba-1.5B-Base": "mamba_d_state"}
 
@@ -981,3 +983,31 @@ def test_a_value_head_narrower_than_the_key_is_read_beside_grouped_query_attenti
     assert narrow["attention"] == "gqa" and narrow["kv_bytes_per_token"] == 80 * 8 * (128 + 64) * 2
     saved = 80 * (8192 * 8 * 64 + 64 * 64 * 8192)  # v_proj and o_proj, 64 narrower per KV head and per head
     assert row["total_params_b"] - narrow["total_params_b"] == pytest.approx(saved / 1e9, abs=0.01)
+
+
+MOSS = "fnlp/moss-moon-003-sft-int8"
+
+
+def test_n_inner_stated_null_is_four_times_the_hidden_size_and_top_level_wbits_is_gptq():
+    """MOSS 003 (MossBlock: `n_inner if n_inner is not None else 4 * n_embd`; MossMLP, GPT-J's fc_in and fc_out): 34
+    layers of 24-head attention (256 wide) and a 24,576-wide ungated MLP over 6,144, untied 107,008-row embeddings;
+    its 8-bit GPTQ is stated only by wbits."""
+    raw = _holdout10(MOSS)
+    row = derive_model(raw, MOSS)
+    layer = 4 * 6144**2 + 2 * 6144 * 24_576
+    assert row["total_params_b"] == pytest.approx((34 * layer + 2 * 107_008 * 6144) / 1e9, abs=0.005)
+    assert (row["layers"], row["kv_heads"], row["kv_bytes_per_token"]) == (34, 24, 34 * 2 * 24 * 256 * 2)
+    assert row["native_precision"] == "int8" and "n_inner null: an MLP 4 x hidden_size wide (24576)" in row["notes"]
+    assert derive_model(raw | {"n_inner": 8192}, MOSS)["total_params_b"] < row["total_params_b"]  # a stated width wins
+    assert derive_model(raw | {"wbits": 4}, MOSS)["native_precision"] == "int4"
+    assert derive_model(raw | {"wbits": 32}, MOSS)["native_precision"] == "bf16"  # MossForCausalLM: not quantized
+    with pytest.raises(ModelConfigError, match=r"field 'wbits' is not 4 or 8 \(3\)"):
+        derive_model(raw | {"wbits": 3}, MOSS)
+
+
+def test_n_inner_left_out_is_not_read_as_null():
+    """Absent is not null: only a family whose block builds 4 x hidden when the width is missing (_QUIRKS) reads it so."""
+    raw = _holdout10(MOSS)
+    del raw["n_inner"]
+    with pytest.raises(ModelConfigError, match=r"field 'intermediate_size' \(or [^)]+\) is missing"):
+        derive_model(raw, MOSS)
