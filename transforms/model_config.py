@@ -264,6 +264,10 @@ def _gqa(c: _Config, hidden: int, heads: int, kv_heads: int, head_dim: int, *, o
 def _windowed(c: _Config, layer: _Layer, field: str) -> _Layer:
     """A sliding-window or chunked-local layer: its KV stops at the window (`field`), its attention does not grow."""
     window = c.number(field)
+    stated = {key: c.text[key] for key in ("sliding_window", "sliding_window_size") if c.text.get(key) is not None}
+    if field == "sliding_window" and len(set(map(repr, stated.values()))) > 1:  # which one a family's code reads varies
+        raise c.error("sliding_window_size", f"is {stated['sliding_window_size']!r} beside sliding_window "
+                                             f"{stated['sliding_window']!r}: two windows for the same layers")
     layer.mixer = f"{window}-token windowed attention"
     layer.window_tokens, layer.window_field = window, field
     layer.window_kv_bytes_per_token = layer.kv_bytes_per_token
@@ -395,9 +399,9 @@ def _read_state_space(c: _Config) -> _Shape:
 # The spellings of the expert counts, tried in order (the first stated is read; the others may repeat it, as
 # gpt-oss's experts_per_token beside num_experts_per_tok).
 _EXPERT_COUNTS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts", "n_experts",
-                  "num_moe_experts")
+                  "num_moe_experts", "moe_num_primary_experts")  # the last SmallThinker's (SmallThinkerMoeBlock)
 _EXPERTS_PER_TOKEN = ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts", "moe_top_k", "moe_topk",
-                      "num_experts_per_token", "num_selected_experts")
+                      "num_experts_per_token", "num_selected_experts", "moe_num_active_primary_experts")
 _SHARED_EXPERTS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
 
 
@@ -466,10 +470,13 @@ _ALIASES = {
                                 "max_seq_length", "seq_len"),
     "head_dim": ("kv_channels",),
     "hidden_act": ("activation_function", "activation", "ffn_act_fn", "activation_type"),
-    "sliding_window": ("window_size",),  # GPT-Neo's local attention window
+    # GPT-Neo's local attention window; SmallThinker's and MiMo-V2's window of the layers their per-layer lists slide
+    "sliding_window": ("window_size", "sliding_window_size"),
     "attention_bias": ("add_qkv_bias", "use_qkv_bias", "qkv_bias", "include_qkv_bias"),
     "tie_word_embeddings": ("weight_tying",),
     "rope_scaling": ("rope_parameters",),  # transformers 5's name
+    # an expert's width: Megatron-LM's moe_ffn_hidden_size (--moe-ffn-hidden-size), which SmallThinker keeps
+    "moe_intermediate_size": ("moe_ffn_hidden_size",),
 }
 
 # Fields read inside a nested block (MPT, DBRX): the MLP's width, activation and kind, experts, KV heads, attention kind.
@@ -524,6 +531,9 @@ _FAMILIES = {
     # MiniMindLM assigns the output head's weight to the embedding (tok_embeddings.weight = output.weight); its config
     # states neither
     "minimind": {"hidden_act": "silu", "tie_word_embeddings": True},
+    # SmallThinker (PowerInfer's remote code modeling_smallthinker.py): no activation field; SmallThinkerExpert is
+    # up(x) * F.relu(gate(x)) then down (gated: _QUIRKS)
+    "smallthinker": {"hidden_act": "relu"},
 }
 # A multimodal config's text_config may leave sizes out: its class builds the text model's config as
 # CONFIG_MAPPING[text_config["model_type"]](**text_config) (LlavaConfig.__init__, which also defaults the model_type to
@@ -543,6 +553,7 @@ _QUIRKS = {
     # GemmaMLP (and Gemma 2, 3, 4's): gate, up and down projections around a GELU
     **dict.fromkeys(("gemma", "gemma2", "gemma3_text", "gemma4_text"), {"gated_gelu_mlp"}),
     "qwen": {"mlp_width_is_both_halves"},  # w1 and w2 are intermediate_size / 2 wide each
+    "smallthinker": {"gated_gelu_mlp"},  # SmallThinkerExpert: gate, up and down around a ReLU
     # Molmo's ff_proj is intermediate_size wide, the gate and up halves together (Molmo-7B-D: 37,888, Qwen2-7B's
     # 18,944 twice); its vision backbone (a CLIP ViT and connector) is built by its code, not stated in the config
     "molmo": {"mlp_width_is_both_halves", "vision_tower_in_code"},
@@ -581,11 +592,14 @@ _QUIRKS = {
 def _layer_types(c: _Config, layers: int) -> list[str]:
     """Per layer: full, sliding, chunked or linear attention, from `layer_types` or the family's rule."""
     types = c.get("layer_types")
-    if types is None and c.get("hybrid_layer_pattern") is not None:  # MiMo-V2: 1 sliding window, 0 full attention
-        pattern = c.get("hybrid_layer_pattern")
-        if not isinstance(pattern, list) or len(pattern) != layers or not all(k in (0, 1) for k in pattern):
-            raise c.error("hybrid_layer_pattern", f"is not 0 (full) or 1 (sliding window) per layer "
-                                                  f"({repr(pattern)[:60]})")
+    # 1 sliding window, 0 full attention, per layer: MiMo-V2's hybrid_layer_pattern (MiMoV2FlashDecoderLayer),
+    # SmallThinker's sliding_window_layout (SmallThinkerAttention)
+    listed = next((key for key in ("hybrid_layer_pattern", "sliding_window_layout") if c.get(key) is not None), None)
+    if types is None and listed:
+        pattern = c.get(listed)
+        if (not isinstance(pattern, list) or len(pattern) != layers
+                or not all(type(k) is int and k in (0, 1) for k in pattern)):
+            raise c.error(listed, f"is not 0 (full) or 1 (sliding window) per layer ({repr(pattern)[:60]})")
         return ["sliding_attention" if kind == 1 else "full_attention" for kind in pattern]
     if types is None and c.get("attn_type_list") is not None:  # MiniMax: 1 softmax attention, 0 lightning attention
         kinds = c.get("attn_type_list")
@@ -707,17 +721,16 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
 
 def _own_sized_window(c: _Config, hidden: int) -> _Layer:
     """A sliding-window layer sized by the swa_* fields (each stated: a missing one is refused, never taken from the
-    full-attention layers), over sliding_window_size tokens (MiMo-V2's code reads that, not sliding_window), with a
+    full-attention layers), over its sliding_window (MiMo-V2's code reads sliding_window_size: _windowed holds the two equal), with a
     learned sink logit per head where add_swa_attention_sink_bias says so."""
     heads, kv_heads = c.number("swa_num_attention_heads"), c.number("swa_num_key_value_heads")
     head_dim, v_head_dim = c.number("swa_head_dim"), c.number("swa_v_head_dim")
     layer = _gqa(c, hidden, heads, kv_heads, head_dim, v_head_dim=v_head_dim)
     if c.get("add_swa_attention_sink_bias", False):
         layer.attention_params += heads
-    field = "sliding_window_size" if c.has("sliding_window_size") else "sliding_window"
-    if c.number(field) >= _context(c):
-        raise c.error(field, "is no shorter than the served context beside swa_* sizes of its own")
-    return _windowed(c, layer, field)
+    if c.number("sliding_window") >= _context(c):
+        raise c.error("sliding_window", "is no shorter than the served context beside swa_* sizes of its own")
+    return _windowed(c, layer, "sliding_window")
 
 
 def _kv_heads(c: _Config, heads: int) -> int:

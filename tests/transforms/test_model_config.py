@@ -425,7 +425,11 @@ SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc
               "zai-org/GLM-4.7-Flash",
               # MOSS 003 (read after the tenth set's scoring) reads 16.72B: CodeGen-16B's 34 layers of 6,144 with a
               # 107,008-row untied vocabulary (CodeGen's 51,200 gives 16.03B) against "16B", held to 3.1%
-              "fnlp/moss-moon-003-sft-int8"}
+              "fnlp/moss-moon-003-sft-int8",
+              # SmallThinker-4B-A0.6B (read after the tenth set's scoring) reads 4.03B total, within 5% of "4B", and
+              # 0.864B active against "0.6B" (32 layers x 4 of 32 ReLU-gated 768-wide experts and GQA attention, 0.63B,
+              # and the tied 151,936 x 1,536 embedding, 0.23B, which the set decided before scoring the figure counts)
+              "PowerInfer/SmallThinker-4BA0.6B-Instruct"}
 # Published active counts the reader does not meet, the totals within their figure (the sixth set, scored once; the
 # active figures were taken before scoring to include the input embedding, as the totals do): Granite 3.0 1B-A400M reads
 # 1.33B total, 0.429B active (24 layers x 8 of 32 experts x 3 x 1,024 x 512, attention, the tied 49,152 x 1,024
@@ -454,10 +458,9 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            # the ninth set: MiniCPM-V's whole-model figure, its SigLIP encoder named by a timm model's name only
            "EmotioTech/EmotioLocal": "vision_encoder",
            # the tenth set, scored once (refused then as well, now read: MiMo-V2.5 and MiMo-V2.5-Pro, moe_layer_freq a
-           # per-layer list; MOSS, GPT-J's names with n_inner null under a model_type of its own): SmallThinker's
-           # experts are moe_ffn_hidden_size wide and it has no dense MLP; BitNet's ternary weights; Hymba's parallel
-           # attention and Mamba heads
-           "PowerInfer/SmallThinker-4BA0.6B-Instruct": "intermediate_size",
+           # per-layer list; MOSS, GPT-J's names with n_inner null under a model_type of its own; SmallThinker, experts
+           # moe_ffn_hidden_size wide and no dense MLP): BitNet's ternary weights; Hymba's parallel attention and Mamba
+           # heads
            "microsoft/bitnet-b1.58-2B-4T-bf16": "quantization_config.quant_method",
            "nvidia/Hymba-1.5B-Base": "mamba_d_state"}
 
@@ -1011,3 +1014,25 @@ def test_n_inner_left_out_is_not_read_as_null():
     del raw["n_inner"]
     with pytest.raises(ModelConfigError, match=r"field 'intermediate_size' \(or [^)]+\) is missing"):
         derive_model(raw, MOSS)
+
+
+SMALLTHINKER = "PowerInfer/SmallThinker-4BA0.6B-Instruct"
+
+
+def test_smallthinker_reads_its_primary_experts_and_its_per_layer_window_layout():
+    """SmallThinkerDecoderLayer: attention and a SmallThinkerMoeBlock, no dense MLP; moe_num_primary_experts experts of
+    moe_ffn_hidden_size (Megatron-LM's name for an expert's width), each up(x) * relu(gate(x)) then down, and
+    moe_num_active_primary_experts of them a token; sliding_window_layout 1 slides over sliding_window_size."""
+    raw = _holdout10(SMALLTHINKER)
+    row = derive_model(raw, SMALLTHINKER)
+    attention, expert = 1536 * (12 * 128 * 2 + 2 * 2 * 128), 3 * 1536 * 768
+    embedding = 151_936 * 1536  # tied
+    assert row["total_params_b"] == pytest.approx((32 * (attention + 1536 * 32 + 32 * expert) + embedding) / 1e9, abs=0.005)
+    assert row["active_params_b"] == pytest.approx((32 * (attention + 1536 * 32 + 4 * expert) + embedding) / 1e9, abs=0.005)
+    assert (row["experts"], row["experts_per_token"], row["window_tokens"]) == (32, 4, None)
+    half = derive_model(raw | {"sliding_window_layout": [1, 0] * 16}, SMALLTHINKER)
+    assert (half["window_tokens"], half["kv_bytes_per_token"]) == (4096, row["kv_bytes_per_token"] / 2)
+    with pytest.raises(ModelConfigError, match=r"field 'sliding_window_layout' is not 0 \(full\) or 1"):
+        derive_model(raw | {"sliding_window_layout": [1, 0] * 15}, SMALLTHINKER)
+    with pytest.raises(ModelConfigError, match=r"field 'sliding_window_size' is 4096 beside sliding_window 2048"):
+        derive_model(raw | {"sliding_window_layout": [1, 0] * 16, "sliding_window": 2048}, SMALLTHINKER)
