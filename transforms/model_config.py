@@ -1115,6 +1115,10 @@ _UNREAD = {
     "lru_width": "RG-LRU recurrent layers (RecurrentGemma)",
     "mb_per_layer": "Mamba layers between attention layers, and gated memory units sharing a cache (SambaY: "
                     "Phi-4-mini-flash)",
+    # Hymba (remote code modeling_hymba.py): every layer runs attention heads and num_mamba Mamba heads in parallel,
+    # prepends num_memory_tokens meta tokens and shares KV across kv_reuse_group: no sequence of layer kinds the
+    # reader builds, and its mamba_* fields would otherwise be refused as Mamba layers with no layout
+    "num_mamba": "Mamba heads in parallel with the attention heads of each layer (Hymba)",
 }
 
 

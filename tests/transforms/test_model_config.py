@@ -462,7 +462,9 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            # moe_ffn_hidden_size wide and no dense MLP): BitNet's ternary weights; Hymba's parallel attention and Mamba
            # heads
            "microsoft/bitnet-b1.58-2B-4T-bf16": "quantization_config.quant_method",
-           "nvidia/Hymba-1.5B-Base": "mamba_d_state"}
+           # refused at first contact naming mamba_d_state (Mamba layers with no layout); now by the field that says
+           # what its layers are
+           "nvidia/Hymba-1.5B-Base": "num_mamba"}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
