@@ -43,7 +43,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - context_max: max_position_embeddings, or original_max_position_embeddings x factor for YaRN rope scaling (the
   served length vLLM derives from the config); a longer context a model card offers by editing the config is not.
 - native_precision from quantization_config (FP8 blocks: fp8, MXFP4/NVFP4: fp4, 4-bit AWQ/GPTQ/compressed-tensors
-  integers: int4) or MLX's `quantization` (its bits: int4, int8), else the 16-bit dtype: bf16.
+  integers: int4) or MLX's `quantization` (its bits: int4, int8) or GPTQ-for-LLaMa's top-level `wbits`, else the
+  16-bit dtype: bf16.
 """
 
 import re
