@@ -311,8 +311,9 @@ def index_weights(index, config: dict, name: str) -> Weights:
     metadata = index.get("metadata") if isinstance(index, dict) else None
     metadata = metadata if isinstance(metadata, dict) else {}
     text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
-    if any(key in part for part in (config, text) for key in ("quantization_config", "quantization")):
-        raise ValueError(f"{name}: the config is of a quantized checkpoint (quantization_config): its weights are "
+    quantized = model_config.quantization_field(config)
+    if quantized:
+        raise ValueError(f"{name}: the config is of a quantized checkpoint ({quantized}): its weights are "
                          "packed integers and scales, not a parameter count; give --params")
     counted = metadata.get("total_parameters")
     if isinstance(counted, int) and not isinstance(counted, bool) and counted > 0:

@@ -4,9 +4,10 @@ Pure: `derive_model(config, repo)` takes the parsed config.json and returns a ro
 warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
 (its text model's, for a multimodal one) states, under their common spellings (_ALIASES) and inside the nested
 blocks some families keep them in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type
-or none: attention (multi-head, grouped, multi-query, latent), windowed, chunked and linear-attention layers, Mamba
-and Mamba-2 mixers, short convolutions, per-layer blocks, dense, gated and expert MLPs (OLMo's block kinds among
-them: _OLMO_BLOCKS), shared experts and which layers route. A field the config leaves to its transformers class is read at that class's default (hf_class_defaults). A model_type matters only for a true quirk: a family's
+or none: attention (multi-head, grouped, multi-query, latent; values narrower than keys by `v_head_dim`), windowed
+layers (sized apart by `swa_*` where stated), chunked and linear-attention layers, Mamba and Mamba-2 mixers, short
+convolutions, per-layer blocks, dense, gated and expert MLPs (OLMo's block kinds among them: _OLMO_BLOCKS), shared
+experts and which layers route (by a count, a rule or a per-layer list). A field the config leaves to its transformers class is read at that class's default (hf_class_defaults). A model_type matters only for a true quirk: a family's
 defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
 says (_QUIRKS), or a layout of its own (_READERS). A config it cannot read, or one carrying a field that changes the
 count and is not read (_UNREAD), raises ModelConfigError naming the repository and the field, never a guessed number.
@@ -42,7 +43,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - context_max: max_position_embeddings, or original_max_position_embeddings x factor for YaRN rope scaling (the
   served length vLLM derives from the config); a longer context a model card offers by editing the config is not.
 - native_precision from quantization_config (FP8 blocks: fp8, MXFP4/NVFP4: fp4, 4-bit AWQ/GPTQ/compressed-tensors
-  integers: int4) or MLX's `quantization` (its bits: int4, int8), else the 16-bit dtype: bf16.
+  integers: int4) or MLX's `quantization` (its bits: int4, int8) or GPTQ-for-LLaMa's top-level `wbits`, else the
+  16-bit dtype: bf16.
 """
 
 import re
@@ -246,19 +248,27 @@ def _mlp_params(c: _Config, hidden: int, width: int, act_key: str = "hidden_act"
     return (3 if gating == "gated" else 2) * hidden * width
 
 
-def _gqa(c: _Config, hidden: int, heads: int, kv_heads: int, head_dim: int, *, output_gate: bool = False) -> _Layer:
-    """Grouped-query (or multi-head, multi-query) attention: q, k, v, o projections and its K and V per token."""
+def _gqa(c: _Config, hidden: int, heads: int, kv_heads: int, head_dim: int, *, output_gate: bool = False,
+         v_head_dim: int | None = None) -> _Layer:
+    """Grouped-query (or multi-head, multi-query) attention: q, k, v, o projections and its K and V per token. V
+    (and o_proj's input) may be narrower than Q and K (`v_head_dim`: MiMo-V2's 192-wide keys, 128-wide values)."""
+    v_dim = head_dim if v_head_dim is None else v_head_dim
     q_width = heads * head_dim * (2 if output_gate else 1)  # a gated output doubles q_proj (Qwen3-Next, Qwen3.5)
-    params = hidden * q_width + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
+    params = hidden * q_width + hidden * kv_heads * (head_dim + v_dim) + heads * v_dim * hidden
     if c.get("attention_bias", False):  # q, k and v biases (an output bias, where there is one, is left out)
-        params += q_width + 2 * kv_heads * head_dim
+        params += q_width + kv_heads * (head_dim + v_dim)
     return _Layer(attention="gqa", kv_heads=kv_heads, attention_params=params,
-                  kv_bytes_per_token=2 * kv_heads * head_dim * KV_BYTES, attn_flops_per_ctx_token=4 * heads * head_dim)
+                  kv_bytes_per_token=kv_heads * (head_dim + v_dim) * KV_BYTES,
+                  attn_flops_per_ctx_token=2 * heads * (head_dim + v_dim))
 
 
 def _windowed(c: _Config, layer: _Layer, field: str) -> _Layer:
     """A sliding-window or chunked-local layer: its KV stops at the window (`field`), its attention does not grow."""
     window = c.number(field)
+    stated = {key: c.text[key] for key in ("sliding_window", "sliding_window_size") if c.text.get(key) is not None}
+    if field == "sliding_window" and len(set(map(repr, stated.values()))) > 1:  # which one a family's code reads varies
+        raise c.error("sliding_window_size", f"is {stated['sliding_window_size']!r} beside sliding_window "
+                                             f"{stated['sliding_window']!r}: two windows for the same layers")
     layer.mixer = f"{window}-token windowed attention"
     layer.window_tokens, layer.window_field = window, field
     layer.window_kv_bytes_per_token = layer.kv_bytes_per_token
@@ -270,6 +280,8 @@ def _windowed(c: _Config, layer: _Layer, field: str) -> _Layer:
 # A config stating any of these has multi-head latent attention (DeepSeek V2/V3, Kimi K2, GLM 4.7 Flash), and must
 # state them all; any of _DSA, a DeepSeek sparse-attention indexer beside it (DeepSeek V3.2, GLM 5).
 _MLA = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank")
+# v_head_dim alone is no latent: beside grouped-query attention it is the values' own width (MiMo-V2)
+_MLA_MARKERS = tuple(key for key in _MLA if key != "v_head_dim")
 _DSA = ("index_n_heads", "index_head_dim", "index_topk")
 
 
@@ -388,9 +400,9 @@ def _read_state_space(c: _Config) -> _Shape:
 # The spellings of the expert counts, tried in order (the first stated is read; the others may repeat it, as
 # gpt-oss's experts_per_token beside num_experts_per_tok).
 _EXPERT_COUNTS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts", "n_experts",
-                  "num_moe_experts")
+                  "num_moe_experts", "moe_num_primary_experts")  # the last SmallThinker's (SmallThinkerMoeBlock)
 _EXPERTS_PER_TOKEN = ("num_experts_per_tok", "experts_per_token", "moe_k", "top_k_experts", "moe_top_k", "moe_topk",
-                      "num_experts_per_token", "num_selected_experts")
+                      "num_experts_per_token", "num_selected_experts", "moe_num_active_primary_experts")
 _SHARED_EXPERTS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
 
 
@@ -459,10 +471,13 @@ _ALIASES = {
                                 "max_seq_length", "seq_len"),
     "head_dim": ("kv_channels",),
     "hidden_act": ("activation_function", "activation", "ffn_act_fn", "activation_type"),
-    "sliding_window": ("window_size",),  # GPT-Neo's local attention window
+    # GPT-Neo's local attention window; SmallThinker's and MiMo-V2's window of the layers their per-layer lists slide
+    "sliding_window": ("window_size", "sliding_window_size"),
     "attention_bias": ("add_qkv_bias", "use_qkv_bias", "qkv_bias", "include_qkv_bias"),
     "tie_word_embeddings": ("weight_tying",),
     "rope_scaling": ("rope_parameters",),  # transformers 5's name
+    # an expert's width: Megatron-LM's moe_ffn_hidden_size (--moe-ffn-hidden-size), which SmallThinker keeps
+    "moe_intermediate_size": ("moe_ffn_hidden_size",),
 }
 
 # Fields read inside a nested block (MPT, DBRX): the MLP's width, activation and kind, experts, KV heads, attention kind.
@@ -517,6 +532,9 @@ _FAMILIES = {
     # MiniMindLM assigns the output head's weight to the embedding (tok_embeddings.weight = output.weight); its config
     # states neither
     "minimind": {"hidden_act": "silu", "tie_word_embeddings": True},
+    # SmallThinker (PowerInfer's remote code modeling_smallthinker.py): no activation field; SmallThinkerExpert is
+    # up(x) * F.relu(gate(x)) then down (gated: _QUIRKS)
+    "smallthinker": {"hidden_act": "relu"},
 }
 # A multimodal config's text_config may leave sizes out: its class builds the text model's config as
 # CONFIG_MAPPING[text_config["model_type"]](**text_config) (LlavaConfig.__init__, which also defaults the model_type to
@@ -536,6 +554,7 @@ _QUIRKS = {
     # GemmaMLP (and Gemma 2, 3, 4's): gate, up and down projections around a GELU
     **dict.fromkeys(("gemma", "gemma2", "gemma3_text", "gemma4_text"), {"gated_gelu_mlp"}),
     "qwen": {"mlp_width_is_both_halves"},  # w1 and w2 are intermediate_size / 2 wide each
+    "smallthinker": {"gated_gelu_mlp"},  # SmallThinkerExpert: gate, up and down around a ReLU
     # Molmo's ff_proj is intermediate_size wide, the gate and up halves together (Molmo-7B-D: 37,888, Qwen2-7B's
     # 18,944 twice); its vision backbone (a CLIP ViT and connector) is built by its code, not stated in the config
     "molmo": {"mlp_width_is_both_halves", "vision_tower_in_code"},
@@ -549,7 +568,9 @@ _QUIRKS = {
     # CodeShellMLP (remote code, model_type "kclgpt"): c_fc, c_proj around its activation_function, as GPT2MLP;
     # ruGPT-3 XL converted (remote code "rugpt3xl"): up_proj, down_proj around gelu_new (Megatron-LM's
     # dense_h_to_4h, dense_4h_to_h)
-    **dict.fromkeys(("kclgpt", "rugpt3xl"), {"ungated_mlp"}),
+    # MOSS (remote code modeling_moss.py, "Copied from transformers.models.gptj.modeling_gptj.GPTJMLP"): MossMLP is
+    # fc_in, fc_out around its activation_function
+    **dict.fromkeys(("kclgpt", "rugpt3xl", "moss"), {"ungated_mlp"}),
     "gpt_neox": {"ungated_mlp"},  # GPTNeoXMLP: dense_h_to_4h, dense_4h_to_h
     # OPTDecoderLayer and XGLMDecoderLayer: fc1, fc2 around the activation (ReLU, GELU); MptMLP: up_proj, down_proj
     **dict.fromkeys(("opt", "xglm", "mpt"), {"ungated_mlp"}),
@@ -572,6 +593,15 @@ _QUIRKS = {
 def _layer_types(c: _Config, layers: int) -> list[str]:
     """Per layer: full, sliding, chunked or linear attention, from `layer_types` or the family's rule."""
     types = c.get("layer_types")
+    # 1 sliding window, 0 full attention, per layer: MiMo-V2's hybrid_layer_pattern (MiMoV2FlashDecoderLayer),
+    # SmallThinker's sliding_window_layout (SmallThinkerAttention)
+    listed = next((key for key in ("hybrid_layer_pattern", "sliding_window_layout") if c.get(key) is not None), None)
+    if types is None and listed:
+        pattern = c.get(listed)
+        if (not isinstance(pattern, list) or len(pattern) != layers
+                or not all(type(k) is int and k in (0, 1) for k in pattern)):
+            raise c.error(listed, f"is not 0 (full) or 1 (sliding window) per layer ({repr(pattern)[:60]})")
+        return ["sliding_attention" if kind == 1 else "full_attention" for kind in pattern]
     if types is None and c.get("attn_type_list") is not None:  # MiniMax: 1 softmax attention, 0 lightning attention
         kinds = c.get("attn_type_list")
         if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {1}:
@@ -655,8 +685,15 @@ def _global_local(c: _Config, layers: int) -> list[str]:
     return kinds
 
 
+# The sizes of sliding-window layers, where a config gives them apart from the full-attention layers' (MiMo-V2:
+# MiMoV2FlashDecoderLayer builds its windowed layers from the swa_* fields, the others from the plain ones)
+_SWA_SIZES = ("swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim")
+
+
 def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False) -> _Layer:
     """The attention of one layer of a GQA family, windowed where its type says so."""
+    if kind == "sliding_attention" and c.has(*_SWA_SIZES):
+        return _own_sized_window(c, hidden)
     heads = c.number("num_attention_heads")
     kv_heads = _kv_heads(c, heads)
     head_dim = c.number("head_dim", hidden // heads)
@@ -666,7 +703,10 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
         return _short_conv(c, hidden)
     if kind == "mamba":  # Mamba-2 where a Mamba-2 spelling says so (Bamba, Granite 4.0-H), else Mamba (Jamba)
         return _mamba2(c, hidden) if c.has(*_MAMBA2_SPELLINGS) else _mamba1(c, hidden)
-    layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate)
+    v_head_dim = c.number("v_head_dim") if c.has("v_head_dim") else None
+    layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate, v_head_dim=v_head_dim)
+    if c.get("add_full_attention_sink_bias", False):  # a learned sink logit per head (MiMoV2Attention)
+        layer.attention_params += heads
     if kind == "sliding_attention" and c.number("sliding_window") >= _context(c):
         note = (f"sliding_window {c.get('sliding_window')} is no shorter than the served context: its layers attend "
                 "to the whole context, read as full attention")
@@ -678,6 +718,20 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
     if kind == "chunked_attention":
         return _windowed(c, layer, "attention_chunk_size")
     return layer
+
+
+def _own_sized_window(c: _Config, hidden: int) -> _Layer:
+    """A sliding-window layer sized by the swa_* fields (each stated: a missing one is refused, never taken from the
+    full-attention layers), over its sliding_window (MiMo-V2's code reads sliding_window_size: _windowed holds the two equal), with a
+    learned sink logit per head where add_swa_attention_sink_bias says so."""
+    heads, kv_heads = c.number("swa_num_attention_heads"), c.number("swa_num_key_value_heads")
+    head_dim, v_head_dim = c.number("swa_head_dim"), c.number("swa_v_head_dim")
+    layer = _gqa(c, hidden, heads, kv_heads, head_dim, v_head_dim=v_head_dim)
+    if c.get("add_swa_attention_sink_bias", False):
+        layer.attention_params += heads
+    if c.number("sliding_window") >= _context(c):
+        raise c.error("sliding_window", "is no shorter than the served context beside swa_* sizes of its own")
+    return _windowed(c, layer, "sliding_window")
 
 
 def _kv_heads(c: _Config, heads: int) -> int:
@@ -724,6 +778,11 @@ def _moe_layers(c: _Config, layers: int) -> list[bool]:
         if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {"dense", "sparse"}:
             raise c.error("mlp_layer_types", f"is not dense or sparse per layer ({repr(kinds)[:60]})")
         return [kind == "sparse" for kind in kinds]
+    if isinstance(c.get("moe_layer_freq"), list):  # 1 routes, 0 is dense, per layer: MiMo-V2's (MiMoV2FlashDecoderLayer
+        flags = c.get("moe_layer_freq")  # .is_moe_layer) and Megatron-LM's list form of --moe-layer-freq
+        if len(flags) != layers or not all(type(f) is int and f in (0, 1) for f in flags):
+            raise c.error("moe_layer_freq", f"is not 0 (dense) or 1 (experts) per layer ({repr(flags)[:60]})")
+        return [flag == 1 for flag in flags]
     first_dense = c.number("first_k_dense_replace", 0)  # DeepSeek, GLM: the first k layers are dense
     every = c.number("moe_layer_freq", 1)  # DeepSeek: one MoE layer in `every`
     step = c.number("decoder_sparse_step", 1)  # Qwen MoE
@@ -748,7 +807,7 @@ def _read_transformer(c: _Config) -> _Shape:
     hidden, layers = c.number("hidden_size"), c.number("num_hidden_layers")
     experts, per_token = _experts(c)
     moe = _moe_layers(c, layers) if experts else [False] * layers
-    mla = c.has(*_MLA, *_DSA)
+    mla = c.has(*_MLA_MARKERS, *_DSA)
     types = ["full_attention"] * layers if mla else _layer_types(c, layers)
     expert_width = c.number("moe_intermediate_size", c.get("intermediate_size")) if experts else 0
     # use_moe false: the MoE variant's shared-expert field describes nothing either (MiniMind's is a flag, true)
@@ -777,9 +836,15 @@ def _dense_width(c: _Config) -> int:
         width = c.number("expansion_ratio") * c.number("hidden_size")
         c.notes.append(f"MLP width expansion_ratio x hidden_size ({width})")
         return width
-    if not c.has("intermediate_size", "intermediate_size_mlp") and c.quirk("mlp_width_4x_hidden"):
+    # n_inner stated null: GPT2Config's field (GPT-J's, CodeGen's, GPTBigCode's, and the remote codes that copy them:
+    # MOSS's MossBlock), whose blocks all build `n_inner if n_inner is not None else 4 * n_embd`
+    stated_null = "n_inner" in c.text and c.text["n_inner"] is None
+    if not c.has("intermediate_size", "intermediate_size_mlp") and (stated_null or c.quirk("mlp_width_4x_hidden")):
         width = 4 * c.number("hidden_size")
-        c.defaulted["intermediate_size"] = f"4 x hidden_size ({width})"
+        if c.quirk("mlp_width_4x_hidden"):
+            c.defaulted["intermediate_size"] = f"4 x hidden_size ({width})"
+        else:
+            c.notes.append(f"n_inner null: an MLP 4 x hidden_size wide ({width})")
         return width
     if c.get("block_type") is not None:  # OLMo's config vocabulary (LLaDA): the width by the block's kind
         return _olmo_width(c)
@@ -1051,6 +1116,10 @@ _UNREAD = {
     "lru_width": "RG-LRU recurrent layers (RecurrentGemma)",
     "mb_per_layer": "Mamba layers between attention layers, and gated memory units sharing a cache (SambaY: "
                     "Phi-4-mini-flash)",
+    # Hymba (remote code modeling_hymba.py): every layer runs attention heads and num_mamba Mamba heads in parallel,
+    # prepends num_memory_tokens meta tokens and shares KV across kv_reuse_group: no sequence of layer kinds the
+    # reader builds, and its mamba_* fields would otherwise be refused as Mamba layers with no layout
+    "num_mamba": "Mamba heads in parallel with the attention heads of each layer (Hymba)",
 }
 
 
@@ -1109,6 +1178,10 @@ def _precision(c: _Config) -> str:
         raise c.error("quantization_config.quant_method", f"is not one the reader knows ({method!r})")
     if isinstance(mlx, dict) and "bits" in mlx:
         return _integer_bits(c, mlx.get("bits"), "quantization.bits")
+    if quantization_field(c.top) == "wbits":
+        wbits = c.get("wbits")
+        c.notes.append(f"GPTQ stated by the top-level wbits ({wbits}), not by a quantization_config")
+        return _integer_bits(c, wbits, "wbits")
     dtype = c.get("torch_dtype") or c.get("dtype")
     if dtype in ("bfloat16", "float16", "float32"):  # served at 16 bits
         return "bf16"
@@ -1116,6 +1189,23 @@ def _precision(c: _Config) -> str:
         c.notes.append("no torch_dtype: read as unquantized (no quantization_config), served at 16 bits")
         return "bf16"
     raise c.error("torch_dtype", f"is not a precision the reader knows ({dtype!r})")
+
+
+UNQUANTIZED_WBITS = (16, 32)  # GPTQ-for-LLaMa's wbits for weights left unquantized
+
+
+def quantization_field(config: dict) -> str | None:
+    """The field saying the checkpoint's weights are quantized (stored as packed integers or low-bit floats, with
+    scales), else None: a quantization_config, MLX's quantization, or GPTQ-for-LLaMa's top-level wbits below 16 (MOSS's
+    int4/int8 checkpoints: MossForCausalLM quantizes its linears with GPTQ when wbits is 4 or 8; 32 is unquantized)."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    for part in (config, text):
+        for key in ("quantization_config", "quantization"):
+            if key in part:
+                return key
+        if part.get("wbits") is not None and part.get("wbits") not in UNQUANTIZED_WBITS:
+            return "wbits"
+    return None
 
 
 def _integer_bits(c: _Config, bits, key: str) -> str:

@@ -291,6 +291,9 @@ def test_a_weight_index_counts_parameters_by_its_total_and_the_configs_dtype():
     molmo = json.loads((INDEXES / "reubzdubz/Molmo7B_D_NF4Quant/model.safetensors.index.json").read_text())
     with pytest.raises(ValueError, match=r"a quantized checkpoint \(quantization_config\)"):
         index_weights(molmo, unseen("holdout8/reubzdubz/Molmo7B_D_NF4Quant"), "model.safetensors.index.json")
+    # MOSS's int8 checkpoint states its GPTQ only by the top-level wbits: its index's bytes are packed integers too
+    with pytest.raises(ValueError, match=r"a quantized checkpoint \(wbits\)"):
+        index_weights(index, unseen("holdout10/fnlp/moss-moon-003-sft-int8"), "model.safetensors.index.json")
     # an index that states total_parameters (transformers' save_pretrained: the model's num_parameters()) is read by it
     assert index_weights(index | {"metadata": {"total_parameters": 7_833_409_536}}, unseen("holdout8/jj8127/mimo_kor"),
                          "i.json").params == 7_833_409_536

@@ -388,8 +388,9 @@ def _tolerance(figure: str) -> float:
 
 def test_every_unseen_config_says_where_it_came_from():
     assert {e["set"] for e in PUBLISHED} == {"dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5",
-                                             "holdout6", "holdout7", "holdout8", "holdout9"}
-    assert len(PUBLISHED) >= 75 and {e["figure_counts"] for e in PUBLISHED} <= {"", "whole model"}
+                                             "holdout6", "holdout7", "holdout8", "holdout9",
+                                             "holdout10"}
+    assert len(PUBLISHED) >= 83 and {e["figure_counts"] for e in PUBLISHED} <= {"", "whole model"}
     for entry in PUBLISHED:
         provenance = (UNSEEN / entry["set"] / entry["repo"] / "PROVENANCE").read_text()
         assert f"Hugging Face {entry['repo']} config.json" in provenance
@@ -417,7 +418,18 @@ SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc
               "reubzdubz/Molmo7B_D_NF4Quant",
               # the ninth set (in-sample since its scoring): CodeShell-7B reads 7.69B (70,144 x 4,096 tied
               # embeddings, 42 layers of 8-group GQA and a 16,384-wide ungated GELU MLP) against "70亿" (7 billion)
-              "WisdomShell/CodeShell-7B"}
+              "WisdomShell/CodeShell-7B",
+              # the tenth set, scored once: GLM-4.7-Flash reads 29.94B total (within 5% of "30B") and 3.9B active
+              # against "A3B" (47 layers, 64 routed experts of which 4 per token and 1 shared, each 1,536 wide, over
+              # a 2,048 hidden; 154,880 x 2,048 untied embeddings): both figures are size classes
+              "zai-org/GLM-4.7-Flash",
+              # MOSS 003 (read after the tenth set's scoring) reads 16.72B: CodeGen-16B's 34 layers of 6,144 with a
+              # 107,008-row untied vocabulary (CodeGen's 51,200 gives 16.03B) against "16B", held to 3.1%
+              "fnlp/moss-moon-003-sft-int8",
+              # SmallThinker-4B-A0.6B (read after the tenth set's scoring) reads 4.03B total, within 5% of "4B", and
+              # 0.864B active against "0.6B" (32 layers x 4 of 32 ReLU-gated 768-wide experts and GQA attention, 0.63B,
+              # and the tied 151,936 x 1,536 embedding, 0.23B, which the set decided before scoring the figure counts)
+              "PowerInfer/SmallThinker-4BA0.6B-Instruct"}
 # Published active counts the reader does not meet, the totals within their figure (the sixth set, scored once; the
 # active figures were taken before scoring to include the input embedding, as the totals do): Granite 3.0 1B-A400M reads
 # 1.33B total, 0.429B active (24 layers x 8 of 32 experts x 3 x 1,024 x 512, attention, the tied 49,152 x 1,024
@@ -444,7 +456,15 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            "microsoft/Phi-4-mini-flash-reasoning": "mb_per_layer",
            "vikhyatk/moondream2": "hidden_size",  # its config states no size at all (the remote code holds them)
            # the ninth set: MiniCPM-V's whole-model figure, its SigLIP encoder named by a timm model's name only
-           "EmotioTech/EmotioLocal": "vision_encoder"}
+           "EmotioTech/EmotioLocal": "vision_encoder",
+           # the tenth set, scored once (refused then as well, now read: MiMo-V2.5 and MiMo-V2.5-Pro, moe_layer_freq a
+           # per-layer list; MOSS, GPT-J's names with n_inner null under a model_type of its own; SmallThinker, experts
+           # moe_ffn_hidden_size wide and no dense MLP): BitNet's ternary weights; Hymba's parallel attention and Mamba
+           # heads
+           "microsoft/bitnet-b1.58-2B-4T-bf16": "quantization_config.quant_method",
+           # refused at first contact naming mamba_d_state (Mamba layers with no layout); now by the field that says
+           # what its layers are
+           "nvidia/Hymba-1.5B-Base": "num_mamba"}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
@@ -923,3 +943,98 @@ def test_a_window_no_shorter_than_the_context_needs_no_rule_for_its_layers():
         derive_model(raw | {"sliding_window": 4096}, "acme/windowed")
     row = derive_model(raw | {"sliding_window": raw["max_position_embeddings"]}, "acme/windowed")
     assert row["window_tokens"] is None and "no shorter than the served context" in row["notes"]
+
+
+def _holdout10(repo: str) -> dict:
+    return json.loads((UNSEEN / "holdout10" / repo / "config.json").read_text())
+
+
+def test_mimo_v2_reads_its_windowed_layers_by_their_own_sizes_and_its_experts_by_a_per_layer_list():
+    """MiMo-V2.5 (MiMoV2FlashDecoderLayer): hybrid_layer_pattern 1 is a 128-token window of 64 query and 8 KV heads,
+    192-wide keys and 128-wide values (swa_*); 0 is full attention of 64 and 4; moe_layer_freq 1 routes, 0 (layer 0)
+    is a 16,384-wide dense SwiGLU."""
+    raw, repo = _holdout10("XiaomiMiMo/MiMo-V2.5"), "XiaomiMiMo/MiMo-V2.5"
+    row = derive_model(raw, repo)
+    full, windowed = raw["hybrid_layer_pattern"].count(0), raw["hybrid_layer_pattern"].count(1)
+    assert (full, windowed, row["layers"]) == (9, 39, 48)
+    assert row["kv_bytes_per_token"] == full * 4 * (192 + 128) * 2  # only the full layers' KV grows
+    assert (row["window_tokens"], row["window_kv_bytes_per_token"]) == (128, windowed * 8 * (192 + 128) * 2)
+    assert (row["attention"], row["kv_heads"], row["experts"], row["experts_per_token"]) == ("gqa", 4, 256, 8)
+    experts = 47 * 256 * 3 * 4096 * 2048
+    assert row["total_params_b"] - row["active_params_b"] == pytest.approx(experts * (1 - 8 / 256) / 1e9, abs=0.01)
+    # every layer routed (no dense layer 0) would add 256 experts and lose the dense MLP: outside the figure
+    routed = derive_model(raw | {"moe_layer_freq": [1] * 48}, repo)
+    assert routed["total_params_b"] - row["total_params_b"] == pytest.approx(
+        (256 * 3 * 4096 * 2048 + 4096 * 256 - 3 * 4096 * 16384) / 1e9, abs=0.01)
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    ({"moe_layer_freq": [0] + [1] * 46}, "moe_layer_freq"),  # 47 values for 48 layers
+    ({"moe_layer_freq": [0] + [2] * 47}, "moe_layer_freq"),
+    ({"hybrid_layer_pattern": [0, 1] * 23}, "hybrid_layer_pattern"),
+    ({"swa_num_key_value_heads": None}, "swa_num_key_value_heads"),  # never the full layers' 4 KV heads instead
+])
+def test_mimo_v2_per_layer_fields_are_checked(edit, field):
+    raw = _holdout10("XiaomiMiMo/MiMo-V2.5") | edit
+    with pytest.raises(ModelConfigError, match=rf"field '{field}' (is not|is missing)"):
+        derive_model(raw, "XiaomiMiMo/MiMo-V2.5")
+
+
+def test_a_value_head_narrower_than_the_key_is_read_beside_grouped_query_attention():
+    """v_head_dim without a latent (no kv_lora_rank, q_lora_rank, qk_*): V and o_proj are v_head_dim wide, not MLA."""
+    raw = config("meta-llama/Llama-3.3-70B-Instruct")
+    narrow = derive_model(raw | {"v_head_dim": 64}, "meta-llama/Llama-3.3-70B-Instruct")
+    row = derive_model(raw, "meta-llama/Llama-3.3-70B-Instruct")
+    assert narrow["attention"] == "gqa" and narrow["kv_bytes_per_token"] == 80 * 8 * (128 + 64) * 2
+    saved = 80 * (8192 * 8 * 64 + 64 * 64 * 8192)  # v_proj and o_proj, 64 narrower per KV head and per head
+    assert row["total_params_b"] - narrow["total_params_b"] == pytest.approx(saved / 1e9, abs=0.01)
+
+
+MOSS = "fnlp/moss-moon-003-sft-int8"
+
+
+def test_n_inner_stated_null_is_four_times_the_hidden_size_and_top_level_wbits_is_gptq():
+    """MOSS 003 (MossBlock: `n_inner if n_inner is not None else 4 * n_embd`; MossMLP, GPT-J's fc_in and fc_out): 34
+    layers of 24-head attention (256 wide) and a 24,576-wide ungated MLP over 6,144, untied 107,008-row embeddings;
+    its 8-bit GPTQ is stated only by wbits."""
+    raw = _holdout10(MOSS)
+    row = derive_model(raw, MOSS)
+    layer = 4 * 6144**2 + 2 * 6144 * 24_576
+    assert row["total_params_b"] == pytest.approx((34 * layer + 2 * 107_008 * 6144) / 1e9, abs=0.005)
+    assert (row["layers"], row["kv_heads"], row["kv_bytes_per_token"]) == (34, 24, 34 * 2 * 24 * 256 * 2)
+    assert row["native_precision"] == "int8" and "n_inner null: an MLP 4 x hidden_size wide (24576)" in row["notes"]
+    assert derive_model(raw | {"n_inner": 8192}, MOSS)["total_params_b"] < row["total_params_b"]  # a stated width wins
+    assert derive_model(raw | {"wbits": 4}, MOSS)["native_precision"] == "int4"
+    assert derive_model(raw | {"wbits": 32}, MOSS)["native_precision"] == "bf16"  # MossForCausalLM: not quantized
+    with pytest.raises(ModelConfigError, match=r"field 'wbits' is not 4 or 8 \(3\)"):
+        derive_model(raw | {"wbits": 3}, MOSS)
+
+
+def test_n_inner_left_out_is_not_read_as_null():
+    """Absent is not null: only a family whose block builds 4 x hidden when the width is missing (_QUIRKS) reads it so."""
+    raw = _holdout10(MOSS)
+    del raw["n_inner"]
+    with pytest.raises(ModelConfigError, match=r"field 'intermediate_size' \(or [^)]+\) is missing"):
+        derive_model(raw, MOSS)
+
+
+SMALLTHINKER = "PowerInfer/SmallThinker-4BA0.6B-Instruct"
+
+
+def test_smallthinker_reads_its_primary_experts_and_its_per_layer_window_layout():
+    """SmallThinkerDecoderLayer: attention and a SmallThinkerMoeBlock, no dense MLP; moe_num_primary_experts experts of
+    moe_ffn_hidden_size (Megatron-LM's name for an expert's width), each up(x) * relu(gate(x)) then down, and
+    moe_num_active_primary_experts of them a token; sliding_window_layout 1 slides over sliding_window_size."""
+    raw = _holdout10(SMALLTHINKER)
+    row = derive_model(raw, SMALLTHINKER)
+    attention, expert = 1536 * (12 * 128 * 2 + 2 * 2 * 128), 3 * 1536 * 768
+    embedding = 151_936 * 1536  # tied
+    assert row["total_params_b"] == pytest.approx((32 * (attention + 1536 * 32 + 32 * expert) + embedding) / 1e9, abs=0.005)
+    assert row["active_params_b"] == pytest.approx((32 * (attention + 1536 * 32 + 4 * expert) + embedding) / 1e9, abs=0.005)
+    assert (row["experts"], row["experts_per_token"], row["window_tokens"]) == (32, 4, None)
+    half = derive_model(raw | {"sliding_window_layout": [1, 0] * 16}, SMALLTHINKER)
+    assert (half["window_tokens"], half["kv_bytes_per_token"]) == (4096, row["kv_bytes_per_token"] / 2)
+    with pytest.raises(ModelConfigError, match=r"field 'sliding_window_layout' is not 0 \(full\) or 1"):
+        derive_model(raw | {"sliding_window_layout": [1, 0] * 15}, SMALLTHINKER)
+    with pytest.raises(ModelConfigError, match=r"field 'sliding_window_size' is 4096 beside sliding_window 2048"):
+        derive_model(raw | {"sliding_window_layout": [1, 0] * 16, "sliding_window": 2048}, SMALLTHINKER)
