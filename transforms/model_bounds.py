@@ -28,6 +28,7 @@ ROW_BOUNDS = {
     "total_params_b": (0.0, 50_000.0),
     "active_params_b": (0.0, 50_000.0),
     "layers": (1, 1024),
+    "hidden_size": (CONFIG_MIN["hidden_size"], CONFIG_MAX["hidden_size"]),
     "experts": (1, 16_384),
     "experts_per_token": (1, 16_384),
     "shared_experts": (0, 16_384),

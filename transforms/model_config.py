@@ -31,6 +31,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - State per stream (`state_bytes_per_stream`), bytes that do not depend on the context at all, on the same 2-byte
   basis: linear-attention (Gated DeltaNet) and Mamba layers hold a fixed recurrent state plus a short convolution
   state.
+- The hidden size (`hidden_size`): the width of the vector each layer reads and writes (`hidden_size` or its
+  spellings; the language model's for a multimodal one), which a tensor-parallel group all-reduces.
 - The attention kind (`attention`): `mla` when every attention layer caches one multi-head latent, `gqa` when they
   cache K and V per KV head (multi-head and multi-query attention included), `none` for a state-space model (no
   attention layer, `kv_heads` empty); `kv_heads`, the KV heads of the layers
@@ -1305,6 +1307,7 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     where = repo or path
     c = _Config(config, where, assume=assume)
     shape = _reader(c)(c)
+    hidden = c.number("hidden_size")  # every reader has read it: the width a tensor-parallel group all-reduces
     layers = shape.layers
     moe = any(layer.experts for layer in layers)
     _unread_structure(c, moe)
@@ -1357,6 +1360,7 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
         "experts_per_token": routed[0].experts_per_token if moe else None,
         "shared_experts": shape.shared_experts if moe else None,
         "layers": len(layers),
+        "hidden_size": hidden,
         "kv_bytes_per_token": float(kv),
         "kv_cache_dtype": KV_CACHE_DTYPE,
         "context_max": context,

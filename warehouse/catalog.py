@@ -78,7 +78,9 @@ CATALOGS: tuple[Catalog, ...] = (
         "models",
         _cols(
             "model_id! name! vendor! arch! total_params_b:float! active_params_b:float! active_params_in_b:float "
-            "experts:int experts_per_token:int shared_experts:int layers:int kv_bytes_per_token:float "
+            "experts:int experts_per_token:int shared_experts:int layers:int "
+            "hidden_size:int "  # the width each layer reads and writes (config.json's); empty where no source states it
+            "kv_bytes_per_token:float "
             "kv_cache_dtype context_max:int native_precision! source! uncertain notes attn_flops_per_ctx_token:float "
             "state_bytes_per_stream:float "  # per stream, whatever the context: recurrent states
             # windowed layers hold min(context, window_tokens) tokens of KV, window_kv_bytes_per_token each

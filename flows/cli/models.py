@@ -20,15 +20,16 @@ from warehouse.lock import WriterBusy, writer_lock
 
 app = typer.Typer(no_args_is_help=False)
 SHOWN = ("model_id", "origin", "name", "vendor", "arch", "total_params_b", "active_params_b", "active_params_in_b",
-         "experts", "experts_per_token", "shared_experts", "layers", "kv_bytes_per_token", "kv_cache_dtype",
-         "state_bytes_per_stream", "window_tokens", "window_kv_bytes_per_token", "attention", "kv_heads",
+         "experts", "experts_per_token", "shared_experts", "layers", "hidden_size", "kv_bytes_per_token",
+         "kv_cache_dtype", "state_bytes_per_stream", "window_tokens", "window_kv_bytes_per_token", "attention", "kv_heads",
          "attn_flops_per_ctx_token", "context_max", "native_precision", "hf_repo", "hf_ids",
          "api_ids", "source", "uncertain", "notes", "config_sha256", "derived_on", "weights_params_b", "weights_check")
 # The fields a config.json gives (the rest is the catalogue's own: names, ids, notes), by the part that reads them.
 FROM_CONFIG = {"context_max": "context_max", "native_precision": "native_precision",
                **dict.fromkeys(("arch", "total_params_b", "active_params_b", "experts", "experts_per_token",
-                                "shared_experts", "layers", "kv_bytes_per_token", "state_bytes_per_stream",
-                                "window_tokens", "window_kv_bytes_per_token", "attention", "kv_heads",
+                                "shared_experts", "layers", "hidden_size", "kv_bytes_per_token",
+                                "state_bytes_per_stream", "window_tokens", "window_kv_bytes_per_token", "attention",
+                                "kv_heads",
                                 "attn_flops_per_ctx_token"), "shape")}
 
 

@@ -16,8 +16,8 @@ from warehouse import catalog
 CONFIGS = Path(__file__).parent.parent / "fixtures" / "hf_configs"
 FIXTURES = sorted(str(p.parent.relative_to(CONFIGS)) for p in CONFIGS.glob("*/*/config.json"))
 # Derived by the reader; the rest of a row (name, vendor, source, notes, ids) is the catalogue's to write.
-SHAPE = ("arch", "experts", "experts_per_token", "shared_experts", "layers", "kv_bytes_per_token", "kv_cache_dtype",
-         "context_max", "attn_flops_per_ctx_token", "state_bytes_per_stream", "window_tokens",
+SHAPE = ("arch", "experts", "experts_per_token", "shared_experts", "layers", "hidden_size", "kv_bytes_per_token",
+         "kv_cache_dtype", "context_max", "attn_flops_per_ctx_token", "state_bytes_per_stream", "window_tokens",
          "window_kv_bytes_per_token", "attention", "kv_heads")
 PARAMS = ("total_params_b", "active_params_b")
 UNREADABLE = {  # real configs of architectures the reader does not know, and the field it names
@@ -114,6 +114,28 @@ NAMED = [(r, _named_total_b(r)) for r in FIXTURES if r not in UNREADABLE and _na
 def test_the_size_a_model_is_named_for_is_its_total(repo, size_b):
     """An independent check of the count: names round (Qwen2.5-7B has 7.62B), so within 10%."""
     assert derive(repo)["total_params_b"] == pytest.approx(size_b, rel=0.1)
+
+
+@pytest.mark.parametrize(("repo", "hidden_size"), [
+    ("meta-llama/Llama-3.3-70B-Instruct", 8192),
+    ("openai/gpt-oss-120b", 2880),  # a mixture of experts: not sqrt(active / (12 x layers)), 3,636
+    ("Qwen/Qwen3-30B-A3B", 2048),
+    ("google/gemma-3-27b-it", 5376),  # multimodal: text_config's, not the vision tower's 1152
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 5120),  # text_config's, not the vision tower's 1408
+])
+def test_the_hidden_size_is_the_language_models_as_its_config_states_it(repo, hidden_size):
+    stated = config(repo).get("text_config", config(repo))["hidden_size"]
+    assert derive(repo)["hidden_size"] == stated == hidden_size
+
+
+@pytest.mark.parametrize(("entry", "spelled", "hidden_size"), [
+    ("holdout2/openai-community/gpt2", "n_embd", 768),
+    ("holdout3/mosaicml/mpt-7b-instruct", "d_model", 4096),
+])
+def test_the_hidden_size_is_read_under_its_other_spellings(entry, spelled, hidden_size):
+    raw = json.loads((Path(__file__).parent.parent / "fixtures" / "unseen_configs" / entry / "config.json").read_text())
+    assert "hidden_size" not in raw and raw[spelled] == hidden_size
+    assert derive_model(raw, entry.split("/", 1)[1])["hidden_size"] == hidden_size
 
 
 def test_gqa_caches_k_and_v_per_kv_head_on_every_layer():

@@ -220,3 +220,25 @@ def test_migration_0026_keeps_the_days_stored_before_the_speed_and_own_views_and
         derived.replace_for_date(con, day, {"replica_prices": prices, "own_hardware": hardware})
         for table in ("cost_at_speed", "own_vs_rent"):
             assert con.execute(f"select * from {table}").fetchall() == before[table][:1]
+
+
+def test_migration_0029_gives_the_models_a_hidden_size_the_catalogue_fills_and_older_derived_rows_leave_empty(
+        monkeypatch):
+    """A derived row stored before 0029 keeps its fields and has no hidden size (the estimator falls back to its
+    estimate) until its config is read again; the curated catalogue, loaded again, states its rows'."""
+    from warehouse import catalog
+
+    known = db.migrations()
+    monkeypatch.setattr(db, "migrations", lambda: tuple(m for m in known if m[0] < 29))
+    with db.connect() as con:
+        con.execute("insert into models (model_id, name, vendor, arch, total_params_b, active_params_b, layers, "
+                    "native_precision, source, origin) values ('old-derived', 'old', 'someone', 'dense', 1.0, 1.0, "
+                    "16, 'bf16', 'derived from someone/old config.json', 'derived')")
+    monkeypatch.setattr(db, "migrations", lambda: known)
+    with db.connect() as con:
+        assert con.execute("select layers, hidden_size from models where model_id = 'old-derived'").fetchall() == [
+            (16, None)]
+        catalog.load_catalogs(con)
+        stated = dict(con.execute("select model_id, hidden_size from models where origin = 'curated'").fetchall())
+    assert stated["llama-3.3-70b"] == 8192 and stated["gpt-oss-120b"] == 2880
+    assert stated["deepseek-v4.1-flash"] is None  # no config.json and no source states it

@@ -126,12 +126,15 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
         _window_kv_bytes=pl.col("window_kv_bytes_per_token").fill_null(0.0),
         # a GQA cache splits by KV head over at most kv_heads GPUs; a latent (MLA) is one head; unknown: no limit
         _kv_heads=pl.col("kv_heads"),
-        # The width of the activations a tensor-parallel group all-reduces (the hidden size, which the catalogue
-        # does not hold): a transformer layer holds about 12 d^2 parameters a token passes through (4 d^2 attention,
-        # 8 d^2 MLP; Kaplan et al. 2020, "Scaling Laws for Neural Language Models", eq. 2.1), so d from the active
-        # parameters per layer (within ~15% for Llama 2/3 70B-405B, DeepSeek-V3, Qwen3-235B); NULL without layers.
+        # The width of the activations a tensor-parallel group all-reduces: the row's hidden size (its config.json's).
+        # A row without one (no source states it) falls back to an estimate: a transformer layer holds about 12 d^2
+        # parameters a token passes through (4 d^2 attention, 8 d^2 MLP; Kaplan et al. 2020, "Scaling Laws for
+        # Neural Language Models", eq. 2.1), so d from the active parameters per layer (within ~15% for Llama 2/3
+        # 70B-405B, DeepSeek-V3, Qwen3-235B; ~19% high for gpt-oss and Qwen3-30B, whose active parameters are not
+        # 12 d^2 a layer); NULL without layers either.
         _layers=pl.col("layers").cast(pl.Float64),
-        _hidden=(pl.col("active_params_b") * 1e9 / (12 * pl.col("layers"))).sqrt(),
+        _hidden=pl.coalesce(pl.col("hidden_size").cast(pl.Float64),
+                            (pl.col("active_params_b") * 1e9 / (12 * pl.col("layers"))).sqrt()),
         _native=pl.col("native_precision").replace_strict(natives, return_dtype=PRECISION),
         _prefill_params_b=pl.coalesce("active_params_in_b", "active_params_b")
         if params.prefill_active == "input" else pl.col("active_params_b"),

@@ -43,8 +43,9 @@ def _coverage(tokens: pl.Expr | None) -> pl.Expr:
 def _expert_seconds(params: Params, streams: pl.Expr | None, verified: float = 1.0) -> tuple[pl.Expr, pl.Expr]:
     """(memory time, compute time) of a decode step's routed experts alone: the share of _step_seconds' terms the
     grouped expert matmuls take (serving model)."""
-    coverage = _coverage(_tokens(streams, verified))
-    count = (pl.lit(1.0) if streams is None else streams) * verified
+    tokens = _tokens(streams, verified)
+    coverage = _coverage(tokens)
+    count = pl.lit(1.0) if tokens is None else tokens
     return (pl.col("_expert_b") * coverage * pl.col("_bytes") / pl.col("_mem_gbs"),
             count * params.decode_flops_per_param * pl.col("_expert_b") * pl.col("_route_p") * 1e9 / pl.col("_flops_per_s"))
 

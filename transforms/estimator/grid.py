@@ -23,7 +23,9 @@ from transforms.presets import DEFAULT_CONTEXT_TOKENS, DEFAULT_STREAMS, PRECISIO
 # 1.10: the measured method's tensor-parallel all-reduces move their bytes over the part's link (NVLink, PCIe: the
 # catalogue's interconnect) at link_efficiency, added to each decode step and prefill; a replica may state the
 # pipeline stages its group runs (pipeline_stages), whose tensor-parallel width alone all-reduces.
-ESTIMATOR_VERSION = "1.10.0"
+# 1.11: the all-reduces move the catalogue's hidden size (config.json's), estimated from the active parameters per
+# layer only for a row that states none.
+ESTIMATOR_VERSION = "1.11.0"
 CONTEXT_TOKENS_MAX = 1 << 20
 STREAMS_MAX = 4096
 PRECISION = pl.Enum(PRECISIONS)
