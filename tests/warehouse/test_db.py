@@ -222,14 +222,14 @@ def test_migration_0026_keeps_the_days_stored_before_the_speed_and_own_views_and
             assert con.execute(f"select * from {table}").fetchall() == before[table][:1]
 
 
-def test_migration_0029_gives_the_models_a_hidden_size_the_catalogue_fills_and_older_derived_rows_leave_empty(
+def test_migration_0027_gives_the_models_a_hidden_size_the_catalogue_fills_and_older_derived_rows_leave_empty(
         monkeypatch):
-    """A derived row stored before 0029 keeps its fields and has no hidden size (the estimator falls back to its
+    """A derived row stored before 0027 keeps its fields and has no hidden size (the estimator falls back to its
     estimate) until its config is read again; the curated catalogue, loaded again, states its rows'."""
     from warehouse import catalog
 
     known = db.migrations()
-    monkeypatch.setattr(db, "migrations", lambda: tuple(m for m in known if m[0] < 29))
+    monkeypatch.setattr(db, "migrations", lambda: tuple(m for m in known if m[0] < 27))
     with db.connect() as con:
         con.execute("insert into models (model_id, name, vendor, arch, total_params_b, active_params_b, layers, "
                     "native_precision, source, origin) values ('old-derived', 'old', 'someone', 'dense', 1.0, 1.0, "

@@ -1,4 +1,4 @@
--- 0029: a model's hidden size, the width of the vector each layer reads and writes: what a tensor-parallel group
+-- 0027: a model's hidden size, the width of the vector each layer reads and writes: what a tensor-parallel group
 -- all-reduces after each layer's attention and MLP. The measured serving model estimated it from the active
 -- parameters per layer (12 d^2), which a mixture of experts' active parameters do not follow (gpt-oss, Qwen3-30B:
 -- ~19% high). Curated rows state it from their config.json; derived and user rows read it from theirs. Rows derived
