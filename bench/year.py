@@ -214,76 +214,61 @@ def _night_line(n: int, wall_s: float, cpu_s: float, peak_mb: float, parts: dict
             f"lake {mb['lake']:7.1f}  report {mb['report']:7.1f}  raw {mb['raw']:6.1f} MB")
 
 
-def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
-    print(f"  {breadth}x: {OFFERS * breadth:,} vast.ai offers a night (plus the RunPod and Verda recordings), "
-          f"{CATALOGUE_MODELS * breadth} models, {nights} nights from {FIRST_NIGHT}")
-    checks = []
-    with tempfile.TemporaryDirectory(prefix="gpuledger-bench-year-") as tmp:
-        tmp = Path(tmp)
-        home, exports = tmp / "home", tmp / "exports"
-        env = {"GPULEDGER_HOME": str(home), "GPULEDGER_EXPORTS": str(exports), "PREFECT_HOME": str(home / "prefect"),
-               "VERDA_CLIENT_ID": "bench", "VERDA_CLIENT_SECRET": "bench-not-real"}
-        env |= {f"GPULEDGER_{s.upper()}_MIN_INTERVAL_S": "0" for s in ("fx", "vastai", "runpod", "verda", "openrouter")}
-        _user_models(home, CATALOGUE_MODELS * (breadth - 1))
-        offers = _offers.offers(OFFERS * breadth, templates_file=_offers.REAL)
-        walk = random.Random(breadth)
-        factors = [1.0] * len(offers)
-        run([*GPULEDGER, "init"], env)
-        done, cpus = [], []  # each night's (wall s, peak MB, bytes per part), and its CPU s
+class _Nights:
+    """Nights of the whole nightly process at one breadth, in a temporary store (tmp): each night's wall time, CPU,
+    peak memory and the store's bytes after it, printed as it runs; then what every mode prints after its nights."""
 
-        def night_of(n: int) -> date:
-            """Night n, the whole nightly process: its time, memory and the store's bytes after it."""
-            nonlocal factors
-            night = FIRST_NIGHT + timedelta(days=n - 1)
-            recordings = _recordings(tmp / "recordings", offers, factors, night)
-            with replay_server(recordings) as replay:
-                ran = run([sys.executable, "-c", NIGHTLY], env | replay | {"GPULEDGER_NOW": f"{night}T22:00:00"})
-            parts = _parts(home, exports)
-            done.append((ran.wall_s, ran.peak_rss_mb, parts))
-            cpus.append(ran.cpu_s)
-            print(_night_line(n, ran.wall_s, ran.cpu_s, ran.peak_rss_mb, parts), flush=True)
-            print("      phases (wall s): " + ", ".join(f"{k} {v:.1f}" for k, v in _phases(ran.stdout).items()))
-            factors = [f * (1 + walk.uniform(-0.03, 0.03)) for f in factors]
-            return night
+    def __init__(self, tmp: Path, breadth: int):
+        self.tmp, self.home, self.exports = tmp, tmp / "home", tmp / "exports"
+        self.env = {"GPULEDGER_HOME": str(self.home), "GPULEDGER_EXPORTS": str(self.exports),
+                    "PREFECT_HOME": str(self.home / "prefect"), "VERDA_CLIENT_ID": "bench",
+                    "VERDA_CLIENT_SECRET": "bench-not-real"}
+        self.env |= {f"GPULEDGER_{s.upper()}_MIN_INTERVAL_S": "0" for s in ("fx", "vastai", "runpod", "verda", "openrouter")}
+        _user_models(self.home, CATALOGUE_MODELS * (breadth - 1))
+        self.offers = _offers.offers(OFFERS * breadth, templates_file=_offers.REAL)
+        self.walk = random.Random(breadth)
+        self.factors = [1.0] * len(self.offers)
+        run([*GPULEDGER, "init"], self.env)
+        self.done, self.cpus = [], []  # each night's (wall s, peak MB, bytes per part), and its CPU s
 
-        for n in range(1, nights + 1):
-            last = night_of(n)
-        if SEED:
-            year_gb = _seeded_year(home, exports, env, last, night_of)
-            last, nights = FIRST_NIGHT + timedelta(days=YEAR - 1), YEAR
-        else:
-            first_total = sum(done[0][2].values())
-            total = sum(done[-1][2].values())
-            growth = (total - first_total) / (nights - 1) if nights > 1 else float(first_total)
-            year_gb = (first_total + (YEAR - 1) * growth) / 1e9
-            per_part = {k: (done[-1][2][k] - done[0][2][k]) / max(nights - 1, 1) / 1e6 for k in done[0][2]}
-            print(f"    growth a night (mean of nights 2-{nights}): "
-                  + ", ".join(f"{k} {v:.2f} MB" for k, v in per_part.items()))
-            print(f"    a year, EXTRAPOLATED from {nights} nights: {year_gb:.2f} GB (night 1 {first_total / 1e6:.0f} MB "
-                  f"+ 364 x {growth / 1e6:.2f} MB)")
-        tables = _baseline(home, tmp / "parquet")
+    def night(self, n: int) -> date:
+        """Night n, the whole nightly process: its time, memory and the store's bytes after it."""
+        night = FIRST_NIGHT + timedelta(days=n - 1)
+        recordings = _recordings(self.tmp / "recordings", self.offers, self.factors, night)
+        with replay_server(recordings) as replay:
+            ran = run([sys.executable, "-c", NIGHTLY], self.env | replay | {"GPULEDGER_NOW": f"{night}T22:00:00"})
+        parts = _parts(self.home, self.exports)
+        self.done.append((ran.wall_s, ran.peak_rss_mb, parts))
+        self.cpus.append(ran.cpu_s)
+        print(_night_line(n, ran.wall_s, ran.cpu_s, ran.peak_rss_mb, parts), flush=True)
+        print("      phases (wall s): " + ", ".join(f"{k} {v:.1f}" for k, v in _phases(ran.stdout).items()))
+        self.factors = [f * (1 + self.walk.uniform(-0.03, 0.03)) for f in self.factors]
+        return night
+
+    def baseline(self) -> None:
+        tables = _baseline(self.home, self.tmp / "parquet")
         parquet = sum(p for _, _, p in tables.values())
-        warehouse = done[-1][2]["warehouse"]
+        warehouse = self.done[-1][2]["warehouse"]
         print(f"    baseline: the warehouse's tables as zstd Parquet {parquet / 1e6:.1f} MB; the warehouse file "
               f"{warehouse / 1e6:.1f} MB = {warehouse / parquet:.2f}x; the largest tables (rows, blocks used, Parquet):")
         for table, (rows, used, pq) in sorted(tables.items(), key=lambda t: -t[1][1])[:6]:
             print(f"      {table:16s} {rows:>11,} rows  {used / 1e6:7.1f} MB  Parquet {pq / 1e6:6.1f} MB "
                   f"({used / max(pq, 1):.1f}x)")
-        later = [w for w, _, _ in done[1:]] or [done[0][0]]
-        compared = done[-1][0] if SEED else sorted(later)[len(later) // 2]  # night 365 itself, when it was run
+
+    def times(self, compared: float, against: str) -> tuple[float, float]:
+        """(the compared night's drift from night 1, the slowest night's wall s), printed with the peak memory."""
+        done = self.done
         drift = compared / done[0][0] - 1 if len(done) > 1 else 0.0
         slowest = max(w for w, _, _ in done)
-        print(f"    nights: first {done[0][0]:.1f} s, {'night 365' if SEED else 'median of the others'} {compared:.1f} s "
+        print(f"    nights: first {done[0][0]:.1f} s, {against} {compared:.1f} s "
               f"({drift:+.0%}), slowest {slowest:.1f} s; peak memory up to {max(p for _, p, _ in done):.0f} MB")
-        if SEED:  # on a shared machine the CPU a night used moves less with the load than its wall time
-            print(f"    CPU (user + system): night 1 {cpus[0]:.1f} s, night 365 {cpus[-1]:.1f} s "
-                  f"({cpus[-1] / cpus[0] - 1:+.0%})" + (f", night 2 {cpus[1]:.1f} s" if len(cpus) > 2 else ""))
-        if SEED and len(done) > 2:  # night 1 computes the estimate grid the later nights read back
-            print(f"    night 365 against night 2, the first to read the grid back: {done[1][0]:.1f} s -> "
-                  f"{done[-1][0]:.1f} s ({done[-1][0] / done[1][0] - 1:+.0%}); peak {done[1][1]:.0f} -> {done[-1][1]:.0f} MB")
+        return drift, slowest
+
+    def report_and_queries(self, nights: int, last: date) -> float:
+        """The report of the last night drawn again, then the analyst's queries on it; the slowest query's wall s."""
         # the nightly's report stage alone: what of a night grows with the catalogue (a page per model)
-        drawn = run([*GPULEDGER, "report", "--out", str(tmp / "report-again")], env)
-        pages = len(list((tmp / "report-again").glob("date=*/*.html")))
+        drawn = run([*GPULEDGER, "report", "--out", str(self.tmp / "report-again")], self.env)
+        pages = len(list((self.tmp / "report-again").glob("date=*/*.html")))
         print(f"    the report of night {nights} drawn again (`gpuledger report`, whole process): {pages} pages in "
               f"{drawn.wall_s:.1f} s ({drawn.cpu_s:.1f} s CPU, {drawn.cpu_s / max(pages - 2, 1):.3f} s CPU a model page)")
         print(f"    the analyst's queries on night {nights} ({last}), whole `gpuledger` process, best of 3 (its CPU):")
@@ -296,22 +281,71 @@ def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
         }
         slowest_query = 0.0
         for name, args in asked.items():
-            best = min((run([*GPULEDGER, *args], env) for _ in range(3)), key=lambda r: r.wall_s)
+            best = min((run([*GPULEDGER, *args], self.env) for _ in range(3)), key=lambda r: r.wall_s)
             slowest_query = max(slowest_query, best.wall_s)
             print(f"      {best.wall_s:5.2f} s ({best.cpu_s:4.2f} s CPU)  {name}")
-        if not SEED:  # seeded, the store holds the year's prices already: the queries above were over them
-            print(f"    the sql queries over {YEAR} nights of replica and hardware prices, one run each:")
-            for name, ran in _year_of_prices(home, tmp / "year", env):
-                slowest_query = max(slowest_query, ran.wall_s)
-                print(f"      {ran.wall_s:5.2f} s ({ran.cpu_s:4.2f} s CPU)  {name}")
-    year_how, against = ("measured, seeded", "night 365") if SEED else ("extrapolated", "the later nights' median")
-    checks += [
+        return slowest_query
+
+
+def _checks(breadth: int, year_how: str, against: str, year_gb: float, slowest: float, drift: float,
+            slowest_query: float) -> list[tuple[str, float, float]]:
+    return [
         (f"{breadth}x: a year of nights ({year_how}), GB", year_gb, MAX_YEAR_GB.get(breadth, MAX_YEAR_GB[10])),
         (f"{breadth}x: the slowest night, s", slowest, MAX_NIGHT_S.get(breadth, MAX_NIGHT_S[10])),
         (f"{breadth}x: {against} against night 1", abs(drift), MAX_DRIFT),
         (f"{breadth}x: the slowest analyst query through the CLI, s", slowest_query, MAX_QUERY_S),
     ]
-    return checks
+
+
+def extrapolated_year(year: _Nights, breadth: int, nights: int, last: date) -> list[tuple[str, float, float]]:
+    """The year extrapolated from the nights run (the store's growth after night 1), the later nights' median
+    against night 1, the queries on the last night and the sql ones again over a year of prices (a copy)."""
+    done = year.done
+    first_total = sum(done[0][2].values())
+    total = sum(done[-1][2].values())
+    growth = (total - first_total) / (nights - 1) if nights > 1 else float(first_total)
+    year_gb = (first_total + (YEAR - 1) * growth) / 1e9
+    per_part = {k: (done[-1][2][k] - done[0][2][k]) / max(nights - 1, 1) / 1e6 for k in done[0][2]}
+    print(f"    growth a night (mean of nights 2-{nights}): "
+          + ", ".join(f"{k} {v:.2f} MB" for k, v in per_part.items()))
+    print(f"    a year, EXTRAPOLATED from {nights} nights: {year_gb:.2f} GB (night 1 {first_total / 1e6:.0f} MB "
+          f"+ 364 x {growth / 1e6:.2f} MB)")
+    year.baseline()
+    later = [w for w, _, _ in done[1:]] or [done[0][0]]
+    drift, slowest = year.times(sorted(later)[len(later) // 2], "median of the others")
+    slowest_query = year.report_and_queries(nights, last)
+    print(f"    the sql queries over {YEAR} nights of replica and hardware prices, one run each:")
+    for name, ran in _year_of_prices(year.home, year.tmp / "year", year.env):
+        slowest_query = max(slowest_query, ran.wall_s)
+        print(f"      {ran.wall_s:5.2f} s ({ran.cpu_s:4.2f} s CPU)  {name}")
+    return _checks(breadth, "extrapolated", "the later nights' median", year_gb, slowest, drift, slowest_query)
+
+
+def seeded_year(year: _Nights, breadth: int, last: date) -> list[tuple[str, float, float]]:
+    """The nights after `last` up to 364 seeded, night 365 run on top and measured against night 1 (its wall time
+    and CPU; against night 2 too when it ran), the queries on night 365 (the store holds the year's prices)."""
+    year_gb = _seeded_year(year.home, year.exports, year.env, last, year.night)
+    done, cpus = year.done, year.cpus
+    year.baseline()
+    drift, slowest = year.times(done[-1][0], "night 365")
+    # on a shared machine the CPU a night used moves less with the load than its wall time
+    print(f"    CPU (user + system): night 1 {cpus[0]:.1f} s, night 365 {cpus[-1]:.1f} s "
+          f"({cpus[-1] / cpus[0] - 1:+.0%})" + (f", night 2 {cpus[1]:.1f} s" if len(cpus) > 2 else ""))
+    if len(done) > 2:  # night 1 computes the estimate grid the later nights read back
+        print(f"    night 365 against night 2, the first to read the grid back: {done[1][0]:.1f} s -> "
+              f"{done[-1][0]:.1f} s ({done[-1][0] / done[1][0] - 1:+.0%}); peak {done[1][1]:.0f} -> {done[-1][1]:.0f} MB")
+    slowest_query = year.report_and_queries(YEAR, FIRST_NIGHT + timedelta(days=YEAR - 1))
+    return _checks(breadth, "measured, seeded", "night 365", year_gb, slowest, drift, slowest_query)
+
+
+def breadth_year(breadth: int, nights: int) -> list[tuple[str, float, float]]:
+    print(f"  {breadth}x: {OFFERS * breadth:,} vast.ai offers a night (plus the RunPod and Verda recordings), "
+          f"{CATALOGUE_MODELS * breadth} models, {nights} nights from {FIRST_NIGHT}")
+    with tempfile.TemporaryDirectory(prefix="gpuledger-bench-year-") as tmp:
+        year = _Nights(Path(tmp), breadth)
+        for n in range(1, nights + 1):
+            last = year.night(n)
+        return seeded_year(year, breadth, last) if SEED else extrapolated_year(year, breadth, nights, last)
 
 
 def main() -> None:

@@ -7,7 +7,8 @@ the last item for ever: "429,429,200" is two 429s then the recording, "500*" a p
   "200" or "ok" serves the recording;
 - transport: "timeout" holds the request for hang_s, then closes without answering; "drop" closes at once
   without answering; "truncate" announces the whole body, sends half and closes; "trickle" sends the whole body
-  in TRICKLE_PIECES pieces spread over hang_s; "huge" sends the recording padded with whitespace to HUGE_BYTES,
+  in pieces spread over hang_s, at least TRICKLE_PIECES and one every TRICKLE_GAP_S at most (every read is quick
+  however long the whole takes, so only a deadline on the whole response cuts it); "huge" sends the recording padded with whitespace to HUGE_BYTES,
   chunked without a Content-Length, so only the client's size cap stops it (the padding is never held in memory);
 - payload, with the recording's status: "invalid" is the first half of the body (complete at the HTTP level);
   "html" an HTML error page; "empty" the recording without its records; "dup" every record twice; "deep" a
@@ -47,6 +48,7 @@ BIGINT = 2**64 + 1
 OVERFLOW = "1e999999"
 CONTROL = ("\x1b]0;gpuledger\x07\x1b[2J\x1b[31m", "\x00\r\x9b0m")  # set the title, clear, red; NUL, CR, C1 reset
 TRICKLE_PIECES = 20
+TRICKLE_GAP_S = 0.1
 HUGE_BYTES = 128 * 2**20  # twice the client's default size cap
 HTML_PAGE = (b"<!DOCTYPE html>\n<html><head><title>503 Service Temporarily Unavailable</title></head>\n"
              b"<body><h1>We'll be back soon</h1><p>Our API is under maintenance.</p></body></html>\n")

@@ -27,6 +27,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -275,9 +276,11 @@ class _Handler(BaseHTTPRequestHandler):
             if mode == "truncate":
                 self.wfile.write(body[: len(body) // 2])
             elif mode == "trickle":
-                step = -(-len(body) // faults.TRICKLE_PIECES)
+                hang_s = self.server.replay.hang_s
+                pieces = max(faults.TRICKLE_PIECES, math.ceil(hang_s / faults.TRICKLE_GAP_S))
+                step = max(1, -(-len(body) // pieces))
                 for start in range(0, len(body), step):
-                    time.sleep(self.server.replay.hang_s / faults.TRICKLE_PIECES)
+                    time.sleep(hang_s * step / len(body))
                     self.wfile.write(body[start:start + step])
             elif mode == "huge":
                 for chunk in faults.padded(body):

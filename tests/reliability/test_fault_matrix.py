@@ -12,6 +12,8 @@ import json
 import shutil
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -28,9 +30,19 @@ from warehouse import config, db
 
 EARLIER = date(2026, 11, 26)
 CAP = 2**20  # the size cap in these tests: above every fixture, far below the 'huge' fault
-HANG_S = 3.0  # how long a 'timeout' fault holds a request and a 'trickle' takes: past the bounds below
-HF_WAVE_S = 2.0  # Hugging Face's ~110 config.json requests (each archived), asked once the others are loaded
-ENV = FAST_ENV | {"GPULEDGER_HTTP_TIMEOUT_S": "0.5", "GPULEDGER_HTTP_DEADLINE_S": "0.5",
+# The time limits, apart from the machine's load. Unloaded, an answer that is no fault arrives in milliseconds; on
+# 2 loaded cores the fetch threads, the replay server's and the parses share one GIL, and with 0.5 s limits an
+# answer ran past them and was retried as a fault (a plan's step consumed early, a faulted answer's retry clean, a
+# request too many). With 4 busy loops beside the file (load 10-14), 1 answer in 1,000 took over 0.7 s, the
+# slowest 1.5 s (13,500 answers). So an answer that is no fault stays well inside the limits, and a fault that must
+# be cut stalls far beyond them: a 'timeout' holds its request, a 'trickle' spreads its body over HANG_S (a piece
+# every 0.1 s at most, so each read is quick), and no run waits that out. Each second of DEADLINE_S costs the file
+# 10 s: the slow trickle's 5 runs of 2 attempts.
+READ_TIMEOUT_S = 2.0  # silence: cuts the 'timeout' fault
+DEADLINE_S = 2.5  # one attempt, from sending to the last byte: cuts the 'trickle'; above the read timeout, as live,
+# so a silent server is cut by the read timeout
+HANG_S = 60.0
+ENV = FAST_ENV | {"GPULEDGER_HTTP_TIMEOUT_S": str(READ_TIMEOUT_S), "GPULEDGER_HTTP_DEADLINE_S": str(DEADLINE_S),
                   "GPULEDGER_HTTP_MAX_BYTES": str(CAP), "VERDA_CLIENT_ID": "matrix-client-id",
                   "VERDA_CLIENT_SECRET": "matrix-client-secret"}
 # A source joins the matrix here: its name in SOURCES, its paths in TARGET and REFUSED, and its entry in every
@@ -67,10 +79,6 @@ class Fault:
     expect: str | dict[str, str] = ""  # in the error (FX: in a note), or the quarantined field
     env: dict = field(default_factory=dict)
     server: dict = field(default_factory=dict)
-    within_s: float = 10.0 + HF_WAVE_S  # the whole run's wall time
-    # the faulted source's own fetch (started_at to finished_at): what its deadline bounds, apart from the rest of
-    # the run, whose time grows with the machine's load
-    fetch_within_s: float | None = None
     attempts: int | None = None  # requests the faulted path gets before the source gives up on it
 
     def faults(self, source: str) -> dict[str, str]:
@@ -114,7 +122,7 @@ FAULTS = [
     Fault("connection dropped", "drop", "recovered"),
     Fault("read timeout", "timeout", "recovered"),
     Fault("slow trickle", midway("trickle*"), "failed", "DeadlineExceeded after 2 attempts",
-          env={"GPULEDGER_HTTP_ATTEMPTS": "2"}, fetch_within_s=2 * HANG_S - 1, attempts=2),  # without the deadline: 2 × 3 s
+          env={"GPULEDGER_HTTP_ATTEMPTS": "2"}, attempts=2),
     Fault("truncated body", "truncate", "recovered"),
     Fault("invalid JSON or XML", midway("invalid*"), but_hf("failed", "quarantined"), NOT_PARSED),
     Fault("HTML error page with status 200", midway("html*"), but_hf("failed", "quarantined"),
@@ -297,14 +305,16 @@ def warehouse(tmp_path_factory) -> Warehouse:
     return Warehouse(Path(template), earlier, clean)
 
 
-def closed_port_url() -> str:
+@contextmanager
+def refusing_url() -> Iterator[str]:
+    """A URL whose port refuses connections while the block runs: bound, never listening. A port bound and
+    closed again is free to be taken (by the run's own replay server, say, which then answers: one request, no refusal)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-def run_with(warehouse: Warehouse, monkeypatch, faults: dict[str, str], *, env: dict = None, server: dict = None,
-             within_s: float = 10.0 + HF_WAVE_S):
+def run_with(warehouse: Warehouse, monkeypatch, faults: dict[str, str], *, env: dict = None, server: dict = None):
     """The faulty day's run on a copy of the warehouse: (connection, what the run left, the replay server)."""
     config.home().mkdir(parents=True, exist_ok=True)
     shutil.copy(warehouse.path, config.db_path())
@@ -312,7 +322,7 @@ def run_with(warehouse: Warehouse, monkeypatch, faults: dict[str, str], *, env: 
     # No Retry-After unless a cell asks: the server's default (1 s) on 503s would only slow the matrix down
     with ReplayServer(FIXTURES, hang_s=HANG_S, faults=faults, **({"retry_after": None} | (server or {}))) as replay:
         con, rows = replayed_run(monkeypatch, replay, "faulty", SNAPSHOT, env)
-    assert time.monotonic() - started < within_s
+    assert time.monotonic() - started < HANG_S  # no stalled request was waited out: a limit cut each one
     return con, Run.of(con, "faulty", rows), replay
 
 
@@ -345,9 +355,9 @@ OUTCOMES = ("recovered", "failed", "quarantined", "unchanged", "deduplicated", "
     pytest.param(fault, group, id=f"{fault.name}: {'+'.join(group)}") for fault in FAULTS for group in groups(fault)])
 def test_fault(warehouse, monkeypatch, fault, group):
     faults = {path: spec for source in group for path, spec in fault.faults(source).items()}
-    refused = {REFUSED[source][0]: closed_port_url() for source in group if fault.plan is None}
-    con, run, server = run_with(warehouse, monkeypatch, faults, server=fault.server, within_s=fault.within_s,
-                                env=fault.env | refused)
+    with ExitStack() as ports:
+        refused = {REFUSED[source][0]: ports.enter_context(refusing_url()) for source in group if fault.plan is None}
+        con, run, server = run_with(warehouse, monkeypatch, faults, server=fault.server, env=fault.env | refused)
     assert {call.host for call in server.log} == {server.url.removeprefix("http://")}  # nothing followed elsewhere
     for source in group:
         try:
@@ -371,8 +381,6 @@ def check_outcome(con, run: Run, clean: Run, fault: Fault, source: str, server: 
     if fault.attempts and (fault.plan or source != "fx"):  # a refused request never reaches the server
         faulted = [call for call in server.requests_to(path) if call.served != "ok"]
         assert (len(faulted) if fault.plan else fetch.requests) == fault.attempts
-    if fault.fetch_within_s is not None:
-        assert (fetch.finished_at - fetch.started_at).total_seconds() < fault.fetch_within_s
     if outcome == "failed" and source != "fx":
         assert fetch.status == "failed"
         assert fetch.error.startswith(f"{source}: ") and path in fetch.error and expected in fetch.error
