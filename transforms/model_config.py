@@ -839,8 +839,10 @@ def _dense_width(c: _Config) -> int:
         c.notes.append(f"MLP width expansion_ratio x hidden_size ({width})")
         return width
     # n_inner stated null: GPT2Config's field (GPT-J's, CodeGen's, GPTBigCode's, and the remote codes that copy them:
-    # MOSS's MossBlock), whose blocks all build `n_inner if n_inner is not None else 4 * n_embd`
-    stated_null = "n_inner" in c.text and c.text["n_inner"] is None
+    # MOSS's MossBlock, phi-msft), whose blocks all build `n_inner if n_inner is not None else 4 * n_embd`. Read so
+    # only beside the n_embd those configs spell the width with: a stray null in a hidden_size config (Llama's
+    # vocabulary, whose MLP is intermediate_size wide) says nothing of a width its code builds
+    stated_null = "n_inner" in c.text and c.text["n_inner"] is None and c.text.get("n_embd") is not None
     if not c.has("intermediate_size", "intermediate_size_mlp") and (stated_null or c.quirk("mlp_width_4x_hidden")):
         width = 4 * c.number("hidden_size")
         if c.quirk("mlp_width_4x_hidden"):

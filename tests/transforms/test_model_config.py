@@ -1032,6 +1032,15 @@ def test_n_inner_stated_null_is_four_times_the_hidden_size_and_top_level_wbits_i
         derive_model(raw | {"wbits": 3}, MOSS)
 
 
+def test_n_inner_null_is_read_only_beside_gpt2_style_names():
+    """A Llama config (hidden_size, num_hidden_layers) with a stray n_inner null and no intermediate_size is refused
+    for its missing width: LlamaMLP builds intermediate_size, never 4 x hidden."""
+    raw = config("meta-llama/Llama-3.3-70B-Instruct")
+    del raw["intermediate_size"]
+    with pytest.raises(ModelConfigError, match=r"field 'intermediate_size' \(or [^)]+\) is missing"):
+        derive_model(raw | {"n_inner": None}, "meta-llama/Llama-3.3-70B-Instruct")
+
+
 def test_n_inner_left_out_is_not_read_as_null():
     """Absent is not null: only a family whose block builds 4 x hidden when the width is missing (_QUIRKS) reads it so."""
     raw = _holdout10(MOSS)
