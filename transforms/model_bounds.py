@@ -17,10 +17,12 @@ CONFIG_MAX = {"num_hidden_layers": 1024, "hidden_size": 2**17, "vocab_size": 2**
               "max_position_embeddings": CONTEXT_MAX, "sliding_window": CONTEXT_MAX,
               "attention_chunk_size": CONTEXT_MAX, "rope_scaling.original_max_position_embeddings": CONTEXT_MAX,
               "expansion_ratio": 64}  # MPT's MLP width in hiddens (published: 4)
-# Counts a model cannot have none of (a hidden size of 0 or 0 attention heads divides by zero); others may be 0
-# (shared experts, dense layers first).
+# Counts a model cannot have none of (a hidden size of 0 or 0 attention heads divides by zero; a value head or a
+# windowed layer's heads of width or count 0 would read its parameters and KV as nothing); others may be 0 (shared
+# experts, dense layers first).
 CONFIG_MIN = dict.fromkeys(("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "head_dim",
-                            "rope_scaling.original_max_position_embeddings"), 1)
+                            "v_head_dim", "swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim",
+                            "swa_v_head_dim", "rope_scaling.original_max_position_embeddings"), 1)
 
 # A derived row's numbers: (least, most), both included. Parameters in billions (the largest published: 2.4T);
 # bytes at the catalogue's 2-byte basis.

@@ -1002,6 +1002,15 @@ def test_mimo_v2_per_layer_fields_are_checked(edit, field):
         derive_model(raw, "XiaomiMiMo/MiMo-V2.5")
 
 
+@pytest.mark.parametrize("field", ["v_head_dim", "swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim",
+                                   "swa_v_head_dim"])
+def test_a_zero_head_size_or_count_is_refused_naming_the_field(field):
+    """0 value-head width or 0 windowed heads would read those layers' parameters and KV as nothing."""
+    raw = _holdout10("XiaomiMiMo/MiMo-V2.5") | {field: 0}
+    with pytest.raises(ModelConfigError, match=rf"field '{field}' is 0, outside the plausible \[1, "):
+        derive_model(raw, "XiaomiMiMo/MiMo-V2.5")
+
+
 def test_a_value_head_narrower_than_the_key_is_read_beside_grouped_query_attention():
     """v_head_dim without a latent (no kv_lora_rank, q_lora_rank, qk_*): V and o_proj are v_head_dim wide, not MLA."""
     raw = config("meta-llama/Llama-3.3-70B-Instruct")
