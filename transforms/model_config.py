@@ -282,7 +282,7 @@ def _windowed(c: _Config, layer: _Layer, field: str) -> _Layer:
 # A config stating any of these has multi-head latent attention (DeepSeek V2/V3, Kimi K2, GLM 4.7 Flash), and must
 # state them all; any of _DSA, a DeepSeek sparse-attention indexer beside it (DeepSeek V3.2, GLM 5).
 _MLA = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank")
-# v_head_dim alone is no latent: beside grouped-query attention it is the values' own width (MiMo-V2)
+# v_head_dim alone is no latent: beside grouped-query attention it is the values' own width (MiMo-V2: _value_width)
 _MLA_MARKERS = tuple(key for key in _MLA if key != "v_head_dim")
 _DSA = ("index_n_heads", "index_head_dim", "index_topk")
 
@@ -705,7 +705,7 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
         return _short_conv(c, hidden)
     if kind == "mamba":  # Mamba-2 where a Mamba-2 spelling says so (Bamba, Granite 4.0-H), else Mamba (Jamba)
         return _mamba2(c, hidden) if c.has(*_MAMBA2_SPELLINGS) else _mamba1(c, hidden)
-    v_head_dim = c.number("v_head_dim") if c.has("v_head_dim") else None
+    v_head_dim = _value_width(c, head_dim)
     layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate, v_head_dim=v_head_dim)
     if c.get("add_full_attention_sink_bias", False):  # a learned sink logit per head (MiMoV2Attention)
         layer.attention_params += heads
@@ -720,6 +720,20 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False)
     if kind == "chunked_attention":
         return _windowed(c, layer, "attention_chunk_size")
     return layer
+
+
+def _value_width(c: _Config, head_dim: int) -> int | None:
+    """A grouped-query layer's value width where the config gives one of its own, else None (head_dim's). No
+    transformers GQA class reads v_head_dim (LlamaAttention builds V head_dim wide), so one differing from head_dim
+    is read only in a config that also states the windowed layers' own value width (swa_v_head_dim: MiMo-V2, whose
+    MiMoV2Attention builds V of each kind of layer apart); elsewhere it would narrow V and o_proj silently: refused."""
+    if not c.has("v_head_dim"):
+        return None
+    width = c.number("v_head_dim")
+    if width != head_dim and not c.has("swa_v_head_dim"):
+        raise c.error("v_head_dim", f"is {width} beside head_dim {head_dim} in grouped-query attention: a value width "
+                                    "of its own is read only beside swa_v_head_dim (MiMo-V2's values)")
+    return width
 
 
 def _own_sized_window(c: _Config, hidden: int) -> _Layer:

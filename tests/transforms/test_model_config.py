@@ -1012,13 +1012,25 @@ def test_a_zero_head_size_or_count_is_refused_naming_the_field(field):
 
 
 def test_a_value_head_narrower_than_the_key_is_read_beside_grouped_query_attention():
-    """v_head_dim without a latent (no kv_lora_rank, q_lora_rank, qk_*): V and o_proj are v_head_dim wide, not MLA."""
+    """v_head_dim without a latent (no kv_lora_rank, q_lora_rank, qk_*) in a config that states the windowed layers'
+    value width too (MiMo-V2's pair): V and o_proj are v_head_dim wide, not MLA."""
     raw = config("meta-llama/Llama-3.3-70B-Instruct")
-    narrow = derive_model(raw | {"v_head_dim": 64}, "meta-llama/Llama-3.3-70B-Instruct")
+    narrow = derive_model(raw | {"v_head_dim": 64, "swa_v_head_dim": 64}, "meta-llama/Llama-3.3-70B-Instruct")
     row = derive_model(raw, "meta-llama/Llama-3.3-70B-Instruct")
     assert narrow["attention"] == "gqa" and narrow["kv_bytes_per_token"] == 80 * 8 * (128 + 64) * 2
     saved = 80 * (8192 * 8 * 64 + 64 * 64 * 8192)  # v_proj and o_proj, 64 narrower per KV head and per head
     assert row["total_params_b"] - narrow["total_params_b"] == pytest.approx(saved / 1e9, abs=0.01)
+
+
+def test_a_stray_value_head_width_beside_grouped_query_attention_never_narrows_it_silently():
+    """LlamaAttention reads no v_head_dim: one differing from head_dim, without MiMo-V2's swa_v_head_dim beside it, is
+    refused naming it; one equal to head_dim changes nothing."""
+    raw, repo = config("meta-llama/Llama-3.3-70B-Instruct"), "meta-llama/Llama-3.3-70B-Instruct"
+    with pytest.raises(ModelConfigError, match=r"field 'v_head_dim' is 64 beside head_dim 128 in grouped-query"):
+        derive_model(raw | {"v_head_dim": 64}, repo)
+    same = derive_model(raw | {"v_head_dim": 128}, repo)
+    assert (same["total_params_b"], same["kv_bytes_per_token"]) == (derive_model(raw, repo)["total_params_b"],
+                                                                     derive_model(raw, repo)["kv_bytes_per_token"])
 
 
 MOSS = "fnlp/moss-moon-003-sft-int8"
