@@ -595,15 +595,9 @@ _QUIRKS = {
 def _layer_types(c: _Config, layers: int) -> list[str]:
     """Per layer: full, sliding, chunked or linear attention, from `layer_types` or the family's rule."""
     types = c.get("layer_types")
-    # 1 sliding window, 0 full attention, per layer: MiMo-V2's hybrid_layer_pattern (MiMoV2FlashDecoderLayer),
-    # SmallThinker's sliding_window_layout (SmallThinkerAttention)
-    listed = next((key for key in ("hybrid_layer_pattern", "sliding_window_layout") if c.get(key) is not None), None)
+    listed, windows = _window_list(c, layers)
     if types is None and listed:
-        pattern = c.get(listed)
-        if (not isinstance(pattern, list) or len(pattern) != layers
-                or not all(type(k) is int and k in (0, 1) for k in pattern)):
-            raise c.error(listed, f"is not 0 (full) or 1 (sliding window) per layer ({repr(pattern)[:60]})")
-        return ["sliding_attention" if kind == 1 else "full_attention" for kind in pattern]
+        return windows
     if types is None and c.get("attn_type_list") is not None:  # MiniMax: 1 softmax attention, 0 lightning attention
         kinds = c.get("attn_type_list")
         if not isinstance(kinds, list) or len(kinds) != layers or set(kinds) - {1}:
@@ -664,7 +658,26 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
     unknown = sorted(set(types) - set(KNOWN_LAYER_TYPES))
     if unknown:
         raise c.error("layer_types", f"names a layer type the reader does not know ({', '.join(unknown)})")
-    return ["full_attention" if kind == "attention" else kind for kind in types]
+    types = ["full_attention" if kind == "attention" else kind for kind in types]
+    if listed and windows != types:  # which one a family's code reads varies: never one of them silently
+        first = next(i for i, (a, b) in enumerate(zip(windows, types, strict=True)) if a != b)
+        raise c.error(listed, f"says {windows[first]} for layer {first} where layer_types says {types[first]}: two "
+                              "layouts of the same layers")
+    return types
+
+
+def _window_list(c: _Config, layers: int) -> tuple[str | None, list[str]]:
+    """(the field, the layers' kinds) of a 0/1 list per layer, 1 sliding window, 0 full attention: MiMo-V2's
+    hybrid_layer_pattern (MiMoV2FlashDecoderLayer), SmallThinker's sliding_window_layout (SmallThinkerAttention);
+    (None, []) where the config states neither."""
+    listed = next((key for key in ("hybrid_layer_pattern", "sliding_window_layout") if c.get(key) is not None), None)
+    if not listed:
+        return None, []
+    pattern = c.get(listed)
+    if (not isinstance(pattern, list) or len(pattern) != layers
+            or not all(type(k) is int and k in (0, 1) for k in pattern)):
+        raise c.error(listed, f"is not 0 (full) or 1 (sliding window) per layer ({repr(pattern)[:60]})")
+    return listed, ["sliding_attention" if kind == 1 else "full_attention" for kind in pattern]
 
 
 def _global_local(c: _Config, layers: int) -> list[str]:
@@ -824,7 +837,7 @@ def _read_transformer(c: _Config) -> _Shape:
     experts, per_token = _experts(c)
     moe = _moe_layers(c, layers) if experts else [False] * layers
     mla = c.has(*_MLA_MARKERS, *_DSA)
-    types = ["full_attention"] * layers if mla else _layer_types(c, layers)
+    types = _mla_layers(c, layers) if mla else _layer_types(c, layers)
     expert_width = c.number("moe_intermediate_size", c.get("intermediate_size")) if experts else 0
     # use_moe false: the MoE variant's shared-expert field describes nothing either (MiniMind's is a flag, true)
     shared_width, shared = _shared_experts(c, expert_width) if c.get("use_moe") is not False else (0, 0)
@@ -842,6 +855,17 @@ def _read_transformer(c: _Config) -> _Shape:
         out.append(layer)
     embedding, head = _embeddings(c, hidden)
     return _Shape(out, embedding, head, shared_experts=shared if experts else None)
+
+
+def _mla_layers(c: _Config, layers: int) -> list[str]:
+    """Latent attention on every layer (its code windows none); a 0/1 window list marking a layer sliding beside it
+    is refused, never dropped."""
+    listed, windows = _window_list(c, layers)
+    if "sliding_attention" in windows:
+        marker = next(key for key in (*_MLA_MARKERS, *_DSA) if c.has(key))
+        raise c.error(listed, f"marks layer {windows.index('sliding_attention')} sliding beside the latent attention "
+                              f"'{marker}' states, which the reader reads on every layer: two layouts of the same layers")
+    return ["full_attention"] * layers
 
 
 def _dense_width(c: _Config) -> int:

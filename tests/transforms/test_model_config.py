@@ -1022,6 +1022,22 @@ def test_a_value_head_narrower_than_the_key_is_read_beside_grouped_query_attenti
     assert row["total_params_b"] - narrow["total_params_b"] == pytest.approx(saved / 1e9, abs=0.01)
 
 
+def test_a_window_list_beside_another_layout_is_refused_where_they_disagree_naming_both():
+    """hybrid_layer_pattern beside layer_types (or beside latent attention, which windows no layer) is never dropped:
+    refused where the two disagree; agreeing, the row is the same."""
+    raw, repo = _holdout10("XiaomiMiMo/MiMo-V2.5"), "XiaomiMiMo/MiMo-V2.5"
+    kinds = ["sliding_attention" if k else "full_attention" for k in raw["hybrid_layer_pattern"]]
+    assert derive_model(raw | {"layer_types": kinds}, repo) == derive_model(raw, repo)
+    with pytest.raises(ModelConfigError, match=r"field 'hybrid_layer_pattern' says sliding_attention for layer 1 "
+                                               r"where layer_types says full_attention"):
+        derive_model(raw | {"layer_types": ["full_attention"] * len(kinds)}, repo)
+    deepseek = config("deepseek-ai/DeepSeek-V3")
+    with pytest.raises(ModelConfigError, match=r"field 'hybrid_layer_pattern' marks layer 0 sliding beside the latent "
+                                               r"attention 'kv_lora_rank'"):
+        derive_model(deepseek | {"hybrid_layer_pattern": [1] * 61}, "deepseek-ai/DeepSeek-V3")
+    assert derive_model(deepseek | {"hybrid_layer_pattern": [0] * 61}, "deepseek-ai/DeepSeek-V3")["layers"] == 61
+
+
 def test_a_stray_value_head_width_beside_grouped_query_attention_never_narrows_it_silently():
     """LlamaAttention reads no v_head_dim: one differing from head_dim, without MiMo-V2's swa_v_head_dim beside it, is
     refused naming it; one equal to head_dim changes nothing."""
