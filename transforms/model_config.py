@@ -1315,7 +1315,9 @@ class Reading:
     keys: dict[str, dict]
 
 
-MAX_READINGS = 8  # two ambiguous fields give four; a config leaving more open is refused at its first
+# Three two-way fields give eight readings, each derived and scored; a config leaving a fourth open is refused at the
+# first reading that meets it (its AmbiguousConfig, naming that field), before 16 are derived
+MAX_READINGS = 8
 
 
 def derive_readings(config: dict, repo: str | None, *, model_id: str | None = None,

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from transforms import model_config
 from transforms.model_config import ModelConfigError, derive_model, vision_tower_params
 from warehouse import catalog
 
@@ -1047,6 +1048,26 @@ def test_a_stray_value_head_width_beside_grouped_query_attention_never_narrows_i
     same = derive_model(raw | {"v_head_dim": 128}, repo)
     assert (same["total_params_b"], same["kv_bytes_per_token"]) == (derive_model(raw, repo)["total_params_b"],
                                                                      derive_model(raw, repo)["kv_bytes_per_token"])
+
+
+@pytest.mark.parametrize(("open_fields", "readings"), [(1, 2), (2, 4), (3, 8), (4, None)])
+def test_up_to_three_open_fields_are_read_every_way_and_a_fourth_is_refused_naming_it(monkeypatch, open_fields,
+                                                                                        readings):
+    """MAX_READINGS is eight: three two-way fields are read all eight ways; a fourth is refused naming that field."""
+    fields = [f"field_{i}" for i in range(open_fields)]
+
+    def reader(config, repo, *, model_id=None, path=None, assume=None):
+        field = next((f for f in fields if f not in assume), None)
+        if field:
+            raise model_config.AmbiguousConfig(f"'{field}' open", field, ("gated", "ungated"))
+        return {"assumed": dict(assume)}, {}
+
+    monkeypatch.setattr(model_config, "derive_with_keys", reader)
+    if readings is None:
+        with pytest.raises(model_config.AmbiguousConfig, match="'field_3' open"):
+            model_config.derive_readings({}, "owner/model")
+    else:
+        assert len({tuple(r.assumed.items()) for r in model_config.derive_readings({}, "owner/model")}) == readings
 
 
 MOSS = "fnlp/moss-moon-003-sft-int8"
