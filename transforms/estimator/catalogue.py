@@ -130,8 +130,8 @@ def _model_table(models: pl.DataFrame, params: Params) -> pl.DataFrame:
         # A row without one (no source states it) falls back to an estimate: a transformer layer holds about 12 d^2
         # parameters a token passes through (4 d^2 attention, 8 d^2 MLP; Kaplan et al. 2020, "Scaling Laws for
         # Neural Language Models", eq. 2.1), so d from the active parameters per layer (within ~15% for Llama 2/3
-        # 70B-405B, DeepSeek-V3, Qwen3-235B; ~19% high for gpt-oss and Qwen3-30B, whose active parameters are not
-        # 12 d^2 a layer); NULL without layers either.
+        # 70B-405B, DeepSeek-V3, Qwen3-235B; 18-32% high for Qwen3-30B-A3B, gpt-oss-120b and gpt-oss-20b, whose
+        # active parameters are not 12 d^2 a layer); NULL without layers either.
         _layers=pl.col("layers").cast(pl.Float64),
         _hidden=pl.coalesce(pl.col("hidden_size").cast(pl.Float64),
                             (pl.col("active_params_b") * 1e9 / (12 * pl.col("layers"))).sqrt()),
