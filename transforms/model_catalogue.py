@@ -322,7 +322,7 @@ def index_weights(index, config: dict, name: str) -> Weights:
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
         raise ValueError(f"{name}: field 'metadata.total_size' is not a size in bytes ({size!r})")
     dtype = next((part.get(key) for part in (config, text) for key in ("torch_dtype", "dtype") if part.get(key)), None)
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:  # a list or an object is no dtype (nor hashable)
         raise ValueError(f"{name}: config.json field 'torch_dtype' is {dtype!r}, not a dtype whose size is known: the "
                          "index's bytes cannot be turned into parameters; give --params")
     per = DTYPE_BYTES[dtype]

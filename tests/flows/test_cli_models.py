@@ -242,3 +242,14 @@ def test_a_config_on_disk_is_checked_against_the_weight_index_or_count_a_user_ha
     shown = {f["field"]: f["value"] for f in json.loads(gpuledger("models", "show", "tc", "-f", "json"))["fields"]}
     assert shown["total_params_b"] == 7.2 and "read as a gated MLP (gate, up and down projections) and the output " \
         "head tied to the input embedding" in shown["notes"]
+
+
+@pytest.mark.parametrize("dtype", [["bfloat16"], {"text": "bfloat16"}])
+def test_a_dtype_that_is_a_list_or_an_object_refuses_the_weight_index_naming_the_field(home, tmp_path, dtype):
+    config = json.loads((UNSEEN / "holdout8" / "jj8127" / "mimo_kor" / "config.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config | {"torch_dtype": dtype}))
+    refused = gpuledger("models", "add", "--config", str(path), "--id", "odd", "--weights-index",
+                        str(INDEXES / "jj8127" / "mimo_kor" / "model.safetensors.index.json"), code=1)
+    assert "config.json field 'torch_dtype' is" in refused and "give --params" in refused
+    assert "Traceback" not in refused and not user_models.path_of("odd").exists()
