@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import date
 
+from scrapers import huggingface
 from scrapers.base import ModelConfig
 from transforms import model_config
 from transforms.model_bounds import implausible
@@ -163,14 +164,18 @@ class Weights:
     packed: str | None = None
 
 
-def hub_weights(safetensors: dict | None) -> Weights | None:
-    """The model API's safetensors field ({"parameters": {dtype: n}, "total": n}) as a count; None without one.
+def hub_weights(safetensors: dict | None, where: str) -> Weights | None:
+    """The model API's safetensors field ({"parameters": {dtype: n}, "total": n}) as a count; None without one; a
+    field of another shape (a user model file edited by hand) is `where`'s refusal (ModelConfigError naming the field).
 
     Unquantized and FP8 weights hold one parameter per value. A quantized checkpoint stores its 4-bit weights packed,
     several to an integer (I8, U8, I32: AWQ, GPTQ, MXFP4 blocks), beside their scales, so the Hub's total counts
     integers, not parameters: integers beyond PACKED_SHARE of the total make it `packed`, never compared."""
-    if not safetensors:
+    if safetensors is None:
         return None
+    if not huggingface.is_weights_count(safetensors):
+        raise ModelConfigError(f"{where}: field 'safetensors' is not the model API's parameters per dtype summing to a "
+                               f"total ({repr(safetensors)[:80]})")
     total, counts = safetensors["total"], safetensors["parameters"]
     integers = {dtype: n for dtype, n in counts.items() if dtype[:1] in ("I", "U")}
     packed = None
@@ -274,13 +279,11 @@ def chosen_reading(readings: list[Reading], weights: Weights | None, config: dic
     return Reading(chosen.assumed, chosen.row | {"notes": f"{chosen.row['notes']}; {why}"}, chosen.keys)
 
 
-def weights_check(total_params_b: float, safetensors: dict | Weights | None,
+def weights_check(total_params_b: float, weights: Weights | None,
                   notes: str = "") -> tuple[float | None, str | None]:
-    """(the weights' parameters in billions, how the derived total compares with them), from the model API's
-    safetensors field ({"parameters": {dtype: n}, "total": n}) or a count a user gave (Weights); (None, None) without
-    one. Beyond WEIGHTS_TOLERANCE the check says FLAGGED; a packed count (hub_weights) is recorded and not compared.
+    """(the weights' parameters in billions, how the derived total compares with them), from the model API's count
+    (hub_weights) or a count a user gave (user_weights); (None, None) without one. Beyond WEIGHTS_TOLERANCE the check says FLAGGED; a packed count (hub_weights) is recorded and not compared.
     `notes` (the row's) say when the row leaves out what the weights hold (a vision tower, MTP layers)."""
-    weights = safetensors if isinstance(safetensors, Weights) else hub_weights(safetensors)
     if weights is None:
         return None, None
     total = weights.params
@@ -332,11 +335,17 @@ def index_weights(index, config: dict, name: str) -> Weights:
 
 def user_weights(entry: dict) -> Weights | None:
     """A user model's count of its weights: the model API's (a repository) or the one the user gave (`weights`:
-    {"params": n, "source": what it was read from}, warehouse/user_models.py)."""
+    {"params": n, "source": what it was read from}, warehouse/user_models.py). A field of another shape (the file
+    edited by hand) is that model's refusal: ModelConfigError naming its file and the field."""
+    where = f"its file {entry['model_id']}.json"
     given = entry.get("weights")
-    if isinstance(given, dict) and isinstance(given.get("params"), int) and given["params"] > 0:
-        return Weights(given["params"], str(given.get("source") or "given by the user"))
-    return hub_weights(entry.get("safetensors"))
+    if given is None:
+        return hub_weights(entry.get("safetensors"), where)
+    params = given.get("params") if isinstance(given, dict) else None
+    if not isinstance(params, int) or isinstance(params, bool) or params <= 0:
+        raise ModelConfigError(f"{where}: field 'weights' is not {{\"params\": a positive count, \"source\": ...}} "
+                               f"({repr(given)[:80]})")
+    return Weights(params, str(given.get("source") or "given by the user"))
 
 
 def _weights_columns(row: dict, weights: Weights | None) -> dict:
@@ -347,7 +356,7 @@ def _weights_columns(row: dict, weights: Weights | None) -> dict:
 def _unreadable(config: ModelConfig) -> str | None:
     """Why the reader cannot read a config, or None."""
     try:
-        read_config(config.config, config.repo, weights=hub_weights(config.safetensors))
+        read_config(config.config, config.repo, weights=hub_weights(config.safetensors, config.repo))
     except ModelConfigError as exc:
         return str(exc)
     return None
@@ -362,7 +371,7 @@ def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date
     if model_id is None:
         return {"reason": f"model id {slug(config.repo)!r} already names another model ({taken[slug(config.repo)]})"}
     try:
-        weights = hub_weights(config.safetensors)
+        weights = hub_weights(config.safetensors, config.repo)
         row = read_config(config.config, config.repo, model_id=model_id, weights=weights)
     except ModelConfigError as exc:
         return {"reason": str(exc)}
@@ -381,8 +390,8 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
     for entry in entries:
         model_id, repo = entry["model_id"], entry.get("repo")
         try:
-            row = read_config(entry["config"], repo, model_id=model_id, path=entry.get("path"),
-                              weights=user_weights(entry))
+            weights = user_weights(entry)
+            row = read_config(entry["config"], repo, model_id=model_id, path=entry.get("path"), weights=weights)
         except ModelConfigError as exc:
             refused.append(f"user model {model_id}: {exc}")
             continue
@@ -392,5 +401,5 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
                            f"{'this id' if model_id in curated else repo}")
             continue
         rows.append(row | {"config_sha256": entry["config_sha256"], "derived_on": date.fromisoformat(entry["added_on"])}
-                    | _weights_columns(row, user_weights(entry)))
+                    | _weights_columns(row, weights))
     return rows, refused

@@ -253,3 +253,18 @@ def test_a_dtype_that_is_a_list_or_an_object_refuses_the_weight_index_naming_the
                         str(INDEXES / "jj8127" / "mimo_kor" / "model.safetensors.index.json"), code=1)
     assert "config.json field 'torch_dtype' is" in refused and "give --params" in refused
     assert "Traceback" not in refused and not user_models.path_of("odd").exists()
+
+
+def test_a_user_model_file_edited_by_hand_is_refused_alone_and_show_says_why(home):
+    """A hand-edited weights field (a safetensors of another shape) is that model's refusal: the others still load,
+    and `models show` of its row, until the catalogue drops it, says the count cannot be read rather than failing."""
+    gpuledger("models", "add", "--config", str(CONFIG), "--id", "kept")
+    gpuledger("models", "add", "--config", str(CONFIG), "--id", "edited")
+    path = user_models.path_of("edited")
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"safetensors": {"total": 5}}))
+    shown = json.loads(gpuledger("models", "show", "edited", "-f", "json"))
+    assert "its weights' count cannot be read" in shown["config"] and "field 'safetensors'" in shown["config"]
+    output = " ".join(gpuledger("init").split())
+    assert "user model edited: its file edited.json: field 'safetensors' is not the model API's" in output
+    assert {r["model_id"] for r in rows(gpuledger("sql", "select model_id from models where origin = 'user'",
+                                                  "-f", "csv"))} == {"kept"}
