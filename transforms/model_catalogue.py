@@ -231,12 +231,12 @@ def _compared_b(reading: Reading, config: dict, where: str) -> float:
     """The reading's count of what the weights hold: its total, and a multimodal model's vision tower where it is read
     by field. ModelConfigError where the weights hold what the row does not count and cannot be read (a tower named
     and not described, multi-token-prediction layers): such a count cannot choose honestly."""
-    notes, total = reading.row["notes"] or "", reading.row["total_params_b"]
-    if "multi-token-prediction" in notes:
+    total = reading.row["total_params_b"]
+    if "mtp" in reading.left_out:
         raise ModelConfigError("the weights hold multi-token-prediction layers the readings do not count")
-    if "vision tower its code builds" in notes:
+    if "tower_built_by_code" in reading.left_out:
         raise ModelConfigError("the weights hold a vision tower its code builds, which no field describes")
-    if "language model only" in notes:
+    if "vision_tower_by_field" in reading.left_out:
         return total + model_config.vision_tower_params(config, where) / 1e9  # raises for a tower not read by field
     return total
 
@@ -276,14 +276,20 @@ def chosen_reading(readings: list[Reading], weights: Weights | None, config: dic
            f"{WEIGHTS_TOLERANCE:.0%} of {count} ({offs[near[0][1]]:+.1%}); the other readings: {'; '.join(others)}")
     if len(near) > 1:
         why += f" ({len(near)} within {WEIGHTS_TOLERANCE:.0%}, their active counts agreeing: the nearest taken)"
-    return Reading(chosen.assumed, chosen.row | {"notes": f"{chosen.row['notes']}; {why}"}, chosen.keys)
+    return Reading(chosen.assumed, chosen.row | {"notes": f"{chosen.row['notes']}; {why}"}, chosen.keys,
+                   chosen.left_out)
+
+
+# How a check names what the row leaves out that the weights hold (Reading.left_out)
+LEFT_OUT = {"vision_tower_by_field": "a vision/audio tower", "tower_built_by_code": "a vision tower its code builds",
+            "mtp": "multi-token-prediction layers"}
 
 
 def weights_check(total_params_b: float, weights: Weights | None,
-                  notes: str = "") -> tuple[float | None, str | None]:
+                  left_out: frozenset[str] = frozenset()) -> tuple[float | None, str | None]:
     """(the weights' parameters in billions, how the derived total compares with them), from the model API's count
     (hub_weights) or a count a user gave (user_weights); (None, None) without one. Beyond WEIGHTS_TOLERANCE the check says FLAGGED; a packed count (hub_weights) is recorded and not compared.
-    `notes` (the row's) say when the row leaves out what the weights hold (a vision tower, MTP layers)."""
+    `left_out` (the reading's) says what the row leaves out that the weights hold (a vision tower, MTP layers)."""
     if weights is None:
         return None, None
     total = weights.params
@@ -293,10 +299,9 @@ def weights_check(total_params_b: float, weights: Weights | None,
     off = total_params_b * 1e9 / total - 1
     if abs(off) <= WEIGHTS_TOLERANCE:
         return weights_b, f"within {WEIGHTS_TOLERANCE:.0%} of the weights ({off:+.1%})"
-    left_out = [what for what, said in (("a vision/audio tower", "vision"), ("multi-token-prediction layers",
-                                        "multi-token")) if said in notes]
+    left = [words for fact, words in LEFT_OUT.items() if fact in left_out]
     return weights_b, (f"FLAGGED: the derived total {total_params_b}B is {off:+.1%} off the weights' "
-                       f"{total / 1e9:.2f}B" + (f" (the row leaves out {' and '.join(left_out)})" if left_out else ""))
+                       f"{total / 1e9:.2f}B" + (f" (the row leaves out {' and '.join(left)})" if left else ""))
 
 
 # Bytes per value of a config's dtype (torch_dtype, or transformers 5's dtype)
@@ -348,8 +353,8 @@ def user_weights(entry: dict) -> Weights | None:
     return Weights(params, str(given.get("source") or "given by the user"))
 
 
-def _weights_columns(row: dict, weights: Weights | None) -> dict:
-    weights_b, check = weights_check(row["total_params_b"], weights, row["notes"] or "")
+def _weights_columns(reading: Reading, weights: Weights | None) -> dict:
+    weights_b, check = weights_check(reading.row["total_params_b"], weights, reading.left_out)
     return {"weights_params_b": weights_b, "weights_check": check}
 
 
@@ -372,11 +377,12 @@ def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date
         return {"reason": f"model id {slug(config.repo)!r} already names another model ({taken[slug(config.repo)]})"}
     try:
         weights = hub_weights(config.safetensors, config.repo)
-        row = read_config(config.config, config.repo, model_id=model_id, weights=weights)
+        reading = read_reading(config.config, config.repo, model_id=model_id, weights=weights)
     except ModelConfigError as exc:
         return {"reason": str(exc)}
     taken[model_id] = key
-    out.models.append(row | {"config_sha256": config.config_sha256, "derived_on": day} | _weights_columns(row, weights))
+    out.models.append(reading.row | {"config_sha256": config.config_sha256, "derived_on": day}
+                      | _weights_columns(reading, weights))
     return {"model": model_id}
 
 
@@ -391,7 +397,7 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
         model_id, repo = entry["model_id"], entry.get("repo")
         try:
             weights = user_weights(entry)
-            row = read_config(entry["config"], repo, model_id=model_id, path=entry.get("path"), weights=weights)
+            reading = read_reading(entry["config"], repo, model_id=model_id, path=entry.get("path"), weights=weights)
         except ModelConfigError as exc:
             refused.append(f"user model {model_id}: {exc}")
             continue
@@ -400,6 +406,7 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
             refused.append(f"user model {model_id}: the curated model {holder} already has "
                            f"{'this id' if model_id in curated else repo}")
             continue
-        rows.append(row | {"config_sha256": entry["config_sha256"], "derived_on": date.fromisoformat(entry["added_on"])}
-                    | _weights_columns(row, weights))
+        rows.append(reading.row | {"config_sha256": entry["config_sha256"],
+                                   "derived_on": date.fromisoformat(entry["added_on"])}
+                    | _weights_columns(reading, weights))
     return rows, refused

@@ -191,19 +191,19 @@ def show(
         (row,) = Rows.of(con.sql(f"select {', '.join(SHOWN)} from models where model_id = ?", params=[model_id])).dicts()
         origin = row["origin"]
         config_data, where, weights = _config_of(con, row)
-        if origin == "curated":  # a curated row is checked against the weights its repository's model API counted
-            row |= _curated_weights(row, weights)
     finally:
         con.close()
-    read, says = {}, {}
+    read, says, left_out = {}, {}, frozenset()
     if config_data is not None:
         from transforms.model_catalogue import read_reading
 
         try:  # as the row was read: where the config leaves a reading open, the weights' count chooses it
             reading = read_reading(config_data, row["hf_repo"], model_id=model_id, path=row["source"], weights=weights)
-            says, read = reading.row, reading.keys
+            says, read, left_out = reading.row, reading.keys, reading.left_out
         except Exception as exc:  # a config the reader cannot read, whatever it raises: said, the fields still shown
             where += f" (the reader cannot read it: {exc})"
+    if origin == "curated":  # a curated row is checked against the weights its repository's model API counted
+        row |= _curated_weights(row, weights, left_out)
     fields = [{"field": name, "value": row[name], "from": _from(name, origin, bool(read)),
                **({"config_json_says": says.get(name)} if origin == "curated" and says else {})}
               for name in SHOWN]
@@ -226,11 +226,12 @@ def _rows(dicts: list[dict]) -> Rows:
                                                   for d in dicts])
 
 
-def _curated_weights(row: dict, weights) -> dict:
-    """weights_params_b and weights_check of a curated row, from the model API's count held for its repository."""
+def _curated_weights(row: dict, weights, left_out: frozenset[str]) -> dict:
+    """weights_params_b and weights_check of a curated row, from the model API's count held for its repository
+    (`left_out`: what its fetched config says the weights hold beyond the language model)."""
     from transforms.model_catalogue import weights_check
 
-    weights_b, check = weights_check(row["total_params_b"], weights, row["notes"] or "")
+    weights_b, check = weights_check(row["total_params_b"], weights, left_out)
     return {"weights_params_b": weights_b, "weights_check": check}
 
 

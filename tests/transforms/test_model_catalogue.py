@@ -2,6 +2,7 @@
 
 import json
 import re
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
@@ -191,8 +192,8 @@ def test_a_total_the_reader_got_wrong_is_flagged():
     row = derive_model(raw, "Qwen/Qwen3-8B")
     weights_b, check = weights_check(row["total_params_b"], counted("Qwen/Qwen3-8B"))
     assert (weights_b, check) == (8.19, "FLAGGED: the derived total 7.57B is -7.6% off the weights' 8.19B")
-    _, check = weights_check(7.57, counted("Qwen/Qwen3-8B"), "language model only: the vision/audio tower is not counted")
-    assert check.endswith("(the row leaves out a vision/audio tower)")
+    _, check = weights_check(7.57, counted("Qwen/Qwen3-8B"), frozenset({"vision_tower_by_field", "mtp"}))
+    assert check.endswith("(the row leaves out a vision/audio tower and multi-token-prediction layers)")
 
 
 def test_a_quantized_checkpoints_packed_integers_are_not_compared():
@@ -304,6 +305,19 @@ def test_a_count_of_packed_integers_or_of_parts_the_readings_leave_out_never_cho
     with pytest.raises(ModelConfigError, match="cannot choose: the weights hold a vision tower its code builds"):
         read_config(unseen(f"holdout8/{molmo}"), molmo, weights=Weights(8_021_025_280, "given with --params"))
 
+
+def test_the_count_is_compared_by_what_the_reading_leaves_out_not_by_its_notes_wording(first_contact):
+    """TeleChat-7B left open (tied or untied head, gated or not): its readings' facts, not their notes, decide whether
+    the weights' count can choose: readings whose notes are reworded still choose, ones said to leave out MTP layers
+    are refused."""
+    from transforms.model_catalogue import chosen_reading
+
+    raw, count = unseen(f"holdout9/{TELECHAT}"), Weights(7_200_018_432, "given with --params")
+    readings = derive_readings(raw, TELECHAT)
+    reworded = [replace(r, row=r.row | {"notes": "reworded"}) for r in readings]
+    assert chosen_reading(reworded, count, raw, TELECHAT).row["total_params_b"] == 7.2
+    with pytest.raises(ModelConfigError, match="cannot choose: the weights hold multi-token-prediction layers"):
+        chosen_reading([replace(r, left_out=frozenset({"mtp"})) for r in readings], count, raw, TELECHAT)
 
 def test_a_weight_index_counts_parameters_by_its_total_and_the_configs_dtype():
     """MiMo-7B's index: 15,666,819,072 bytes of bfloat16, 7,833,409,536 parameters. TeleChat-7B's config states no

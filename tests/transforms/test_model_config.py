@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from transforms.model_config import ModelConfigError, derive_model, vision_tower_params
+from transforms.model_config import ModelConfigError, derive_model, derive_readings, vision_tower_params
 from warehouse import catalog
 
 CONFIGS = Path(__file__).parent.parent / "fixtures" / "hf_configs"
@@ -615,6 +615,24 @@ def test_molmo_reads_its_fused_swiglu_width_and_says_its_tower_is_left_out():
     assert row["native_precision"] == "int4"  # bitsandbytes NF4
     assert "hidden_act swiglu" in row["notes"] and "vision tower its code builds" in row["notes"]
 
+
+
+@pytest.mark.parametrize(("repo", "left_out"), [
+    ("Qwen/Qwen3-8B", set()),
+    ("Qwen/Qwen3-VL-8B-Instruct", {"vision_tower_by_field"}),  # its vision_config describes the tower
+    ("deepseek-ai/DeepSeek-V3.1", {"mtp"}),  # num_nextn_predict_layers 1
+    ("Qwen/Qwen3.5-9B", {"vision_tower_by_field", "mtp"}),
+    ("reubzdubz/Molmo7B_D_NF4Quant", {"tower_built_by_code"}),  # a CLIP tower no field states
+])
+def test_what_the_row_leaves_out_of_the_weights_is_a_fact_beside_the_notes(repo, left_out):
+    """What the weights hold and the row does not count is said twice: in the notes for users, as facts for the code
+    (the weights' count chooses a reading and flags a total by the facts, never by the notes' wording)."""
+    published = [e for e in PUBLISHED if e["repo"] == repo]
+    raw = _unseen(published[0]) if published else config(repo)
+    (reading,) = derive_readings(raw, repo)
+    assert reading.left_out == left_out
+    assert ("multi-token-prediction" in reading.row["notes"]) == ("mtp" in left_out)
+    assert ("language model only" in reading.row["notes"]) == bool(left_out - {"mtp"})
 
 def _ninth(repo: str) -> tuple[dict, dict]:
     (entry,) = [e for e in PUBLISHED if e["repo"] == repo]
