@@ -310,8 +310,9 @@ DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2,
 
 def index_weights(index, config: dict, name: str) -> Weights:
     """The parameters a checkpoint's weight index (model.safetensors.index.json, pytorch_model.bin.index.json) holds:
-    its metadata.total_parameters where it has one (transformers' save_pretrained writes the model's
-    num_parameters() there: modeling_utils.py, file index id 70868262472), else its metadata.total_size in bytes over
+    its metadata.total_parameters where it has one (transformers' PreTrainedModel.save_pretrained in modeling_utils.py
+    writes the model's num_parameters() there since huggingface/transformers#38531, merged 2025-06-02: transformers
+    4.53 on; mlx-lm's save writes it too, ml-explore/mlx-lm#207), else its metadata.total_size in bytes over
     the bytes per value of the config's dtype: approximate where the checkpoint keeps some tensors in another dtype
     (norms or routers in float32 beside bfloat16 weights count a little high), as the source text says. Refused
     (ValueError naming `name` and the field) for a quantized config, whose weights are packed integers and scales
