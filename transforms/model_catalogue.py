@@ -288,7 +288,8 @@ LEFT_OUT = {"vision_tower_by_field": "a vision/audio tower", "tower_built_by_cod
 def weights_check(total_params_b: float, weights: Weights | None,
                   left_out: frozenset[str] = frozenset()) -> tuple[float | None, str | None]:
     """(the weights' parameters in billions, how the derived total compares with them), from the model API's count
-    (hub_weights) or a count a user gave (user_weights); (None, None) without one. Beyond WEIGHTS_TOLERANCE the check says FLAGGED; a packed count (hub_weights) is recorded and not compared.
+    (hub_weights) or a count a user gave (user_weights); (None, None) without one. The check names where the count
+    came from (Weights.source); beyond WEIGHTS_TOLERANCE it says FLAGGED; a packed count is recorded, not compared.
     `left_out` (the reading's) says what the row leaves out that the weights hold (a vision tower, MTP layers)."""
     if weights is None:
         return None, None
@@ -297,11 +298,12 @@ def weights_check(total_params_b: float, weights: Weights | None,
     if weights.packed:
         return weights_b, f"not compared: {weights.packed}"
     off = total_params_b * 1e9 / total - 1
-    if abs(off) <= WEIGHTS_TOLERANCE:
-        return weights_b, f"within {WEIGHTS_TOLERANCE:.0%} of the weights ({off:+.1%})"
+    if abs(off) <= WEIGHTS_TOLERANCE:  # where the count came from is said, so a user sees what the row met
+        return weights_b, f"within {WEIGHTS_TOLERANCE:.0%} of the weights ({off:+.1%}; {weights.source})"
     left = [words for fact, words in LEFT_OUT.items() if fact in left_out]
     return weights_b, (f"FLAGGED: the derived total {total_params_b}B is {off:+.1%} off the weights' "
-                       f"{total / 1e9:.2f}B" + (f" (the row leaves out {' and '.join(left)})" if left else ""))
+                       f"{total / 1e9:.2f}B ({weights.source}"
+                       + (f"; the row leaves out {' and '.join(left)})" if left else ")"))
 
 
 # Bytes per value of a config's dtype (torch_dtype, or transformers 5's dtype)

@@ -85,7 +85,7 @@ def test_show_names_every_field_and_where_it_came_from(home):
     assert says["layers"] == 36 and says["context_max"] == 40960
     # checked against the weights the model API counted that night (tests/fixtures/hf_api: 8,190,735,360 BF16)
     assert (fields := {f["field"]: f for f in curated["fields"]})["weights_params_b"]["value"] == 8.19
-    assert fields["weights_check"]["value"] == "within 3% of the weights (-0.0%)"  # 8.19B read, 8.1907B counted
+    assert fields["weights_check"]["value"] == ("within 3% of the weights (-0.0%; the Hugging Face model API's safetensors total)")  # 8.19B read, 8.1907B counted
     assert "model API" in fields["weights_check"]["from"]
     table = gpuledger("models", "show", "my-model")
     assert "config.json fields the reader read" in table and "max_position_embeddings" in table
@@ -216,7 +216,9 @@ def test_a_config_on_disk_is_checked_against_the_weight_index_or_count_a_user_ha
               str(INDEXES / "jj8127" / "mimo_kor" / "model.safetensors.index.json"))
     (row,) = rows(gpuledger("sql", "select total_params_b, weights_params_b, weights_check from models "
                                    "where model_id = 'mimo'", "-f", "csv"))
-    assert row == {"total_params_b": "7.62", "weights_params_b": "7.83", "weights_check": "within 3% of the weights (-2.7%)"}
+    assert row == {"total_params_b": "7.62", "weights_params_b": "7.83", "weights_check": (  # the count's source said
+        "within 3% of the weights (-2.7%; model.safetensors.index.json metadata.total_size 15,666,819,072 bytes / 2 "
+        "(bfloat16; approximate where some tensors are stored in another dtype))")}
     telechat = UNSEEN / "holdout9" / "Tele-AI" / "telechat-7B" / "config.json"
     refused = gpuledger("models", "add", "--config", str(telechat), "--id", "tc", "--weights-index",
                         str(INDEXES / "Tele-AI" / "telechat-7B" / "pytorch_model.bin.index.json"), code=1)

@@ -182,7 +182,7 @@ def test_a_derived_total_is_checked_against_the_weights_the_model_api_counted():
     """Qwen3-235B-A22B: its config derives 235.09B, its safetensors hold 235,093,634,560 BF16 parameters."""
     row = derive_model(json.loads((CONFIGS / "Qwen/Qwen3-235B-A22B/config.json").read_text()), "Qwen/Qwen3-235B-A22B")
     assert weights_check(row["total_params_b"], counted("Qwen/Qwen3-235B-A22B")) == (
-        235.09, "within 3% of the weights (-0.0%)")
+        235.09, "within 3% of the weights (-0.0%; the Hugging Face model API's safetensors total)")
     assert weights_check(row["total_params_b"], None) == (None, None)  # no safetensors files: nothing to compare
 
 
@@ -191,9 +191,11 @@ def test_a_total_the_reader_got_wrong_is_flagged():
     raw = json.loads((CONFIGS / "Qwen/Qwen3-8B/config.json").read_text()) | {"tie_word_embeddings": True}
     row = derive_model(raw, "Qwen/Qwen3-8B")
     weights_b, check = weights_check(row["total_params_b"], counted("Qwen/Qwen3-8B"))
-    assert (weights_b, check) == (8.19, "FLAGGED: the derived total 7.57B is -7.6% off the weights' 8.19B")
+    assert (weights_b, check) == (8.19, "FLAGGED: the derived total 7.57B is -7.6% off the weights' 8.19B "
+                                        "(the Hugging Face model API's safetensors total)")
     _, check = weights_check(7.57, counted("Qwen/Qwen3-8B"), frozenset({"vision_tower_by_field", "mtp"}))
-    assert check.endswith("(the row leaves out a vision/audio tower and multi-token-prediction layers)")
+    assert check.endswith("(the Hugging Face model API's safetensors total; the row leaves out a vision/audio tower and multi-token-prediction "
+                          "layers)")
 
 
 def test_a_quantized_checkpoints_packed_integers_are_not_compared():
@@ -352,7 +354,7 @@ def test_the_hubs_count_chooses_for_a_fetched_config_and_a_users_count_for_one_o
                           "config": {k: v for k, v in qwen.config.items() if k != "tie_word_embeddings"}})
     done = checked([ModelConfig(**{**qwen.__dict__, "safetensors": weights("Qwen/Qwen3-8B")})], CURATED, {}, DAY, "r1")
     (row,) = done.models
-    assert row["total_params_b"] == 8.19 and row["weights_check"] == "within 3% of the weights (-0.0%)"
+    assert row["total_params_b"] == 8.19 and row["weights_check"] == "within 3% of the weights (-0.0%; the Hugging Face model API's safetensors total)"
     assert "read as an untied output head, the reading whose total is within 3% of the weights' 8,190,735,360 " \
            "parameters (the Hugging Face model API's safetensors total) (-0.0%)" in row["notes"]
     assert by_repo(checked([qwen], CURATED, {}, DAY, "r1"))["lab/Qwen3-8B-copy"]["reason"].endswith(
@@ -362,7 +364,8 @@ def test_the_hubs_count_chooses_for_a_fetched_config_and_a_users_count_for_one_o
              "config_sha256": "b" * 64, "added_on": "2026-08-19", "safetensors": None,
              "weights": {"params": 7_200_018_432, "source": "given with --params"}}
     (user,), refused = user_rows([entry], CURATED)
-    assert refused == [] and user["total_params_b"] == 7.2 and user["weights_check"] == "within 3% of the weights (-0.0%)"
+    assert refused == [] and user["total_params_b"] == 7.2
+    assert user["weights_check"] == "within 3% of the weights (-0.0%; given with --params)"  # what the row was met by
 
 
 def test_a_transformers_version_does_not_make_an_absent_tie_word_embeddings_true(monkeypatch):
