@@ -193,14 +193,21 @@ def _weights(raw: RawResponse, repo: str, result: ParseResult) -> None:
     safetensors = answer.get("safetensors") if isinstance(answer, dict) else None
     if safetensors is None:
         return
-    counts = safetensors.get("parameters") if isinstance(safetensors, dict) else None
-    total = safetensors.get("total") if isinstance(safetensors, dict) else None
-    if (not isinstance(counts, dict) or not counts or not all(_count(v) for v in counts.values())
-            or not _count(total) or total != sum(counts.values())):
+    if not is_weights_count(safetensors):
         result.notes.append(f"{NAME}: {raw.path}: field 'safetensors' is not parameters per dtype summing to a total")
         return
-    result.model_configs[index] = replace(result.model_configs[index],
-                                          safetensors={"parameters": counts, "total": total})
+    result.model_configs[index] = replace(result.model_configs[index], safetensors={
+        "parameters": safetensors["parameters"], "total": safetensors["total"]})
+
+
+def is_weights_count(safetensors) -> bool:
+    """Whether a safetensors field is the model API's count of the weights: parameters per dtype, each a count,
+    summing to a positive total (the parse checks the API's answer; the catalogue checks it again where it is read back
+    from a user model file or the warehouse, which a hand may have edited)."""
+    counts = safetensors.get("parameters") if isinstance(safetensors, dict) else None
+    total = safetensors.get("total") if isinstance(safetensors, dict) else None
+    return (isinstance(counts, dict) and bool(counts) and all(_count(v) for v in counts.values()) and _count(total)
+            and total > 0 and total == sum(counts.values()))
 
 
 def _count(value) -> bool:

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import date
 
+from scrapers import huggingface
 from scrapers.base import ModelConfig
 from transforms import model_config
 from transforms.model_bounds import implausible
@@ -163,14 +164,18 @@ class Weights:
     packed: str | None = None
 
 
-def hub_weights(safetensors: dict | None) -> Weights | None:
-    """The model API's safetensors field ({"parameters": {dtype: n}, "total": n}) as a count; None without one.
+def hub_weights(safetensors: dict | None, where: str) -> Weights | None:
+    """The model API's safetensors field ({"parameters": {dtype: n}, "total": n}) as a count; None without one; a
+    field of another shape (a user model file edited by hand) is `where`'s refusal (ModelConfigError naming the field).
 
     Unquantized and FP8 weights hold one parameter per value. A quantized checkpoint stores its 4-bit weights packed,
     several to an integer (I8, U8, I32: AWQ, GPTQ, MXFP4 blocks), beside their scales, so the Hub's total counts
     integers, not parameters: integers beyond PACKED_SHARE of the total make it `packed`, never compared."""
-    if not safetensors:
+    if safetensors is None:
         return None
+    if not huggingface.is_weights_count(safetensors):
+        raise ModelConfigError(f"{where}: field 'safetensors' is not the model API's parameters per dtype summing to a "
+                               f"total ({repr(safetensors)[:80]})")
     total, counts = safetensors["total"], safetensors["parameters"]
     integers = {dtype: n for dtype, n in counts.items() if dtype[:1] in ("I", "U")}
     packed = None
@@ -226,12 +231,12 @@ def _compared_b(reading: Reading, config: dict, where: str) -> float:
     """The reading's count of what the weights hold: its total, and a multimodal model's vision tower where it is read
     by field. ModelConfigError where the weights hold what the row does not count and cannot be read (a tower named
     and not described, multi-token-prediction layers): such a count cannot choose honestly."""
-    notes, total = reading.row["notes"] or "", reading.row["total_params_b"]
-    if "multi-token-prediction" in notes:
+    total = reading.row["total_params_b"]
+    if "mtp" in reading.left_out:
         raise ModelConfigError("the weights hold multi-token-prediction layers the readings do not count")
-    if "vision tower its code builds" in notes:
+    if "tower_built_by_code" in reading.left_out:
         raise ModelConfigError("the weights hold a vision tower its code builds, which no field describes")
-    if "language model only" in notes:
+    if "vision_tower_by_field" in reading.left_out:
         return total + model_config.vision_tower_params(config, where) / 1e9  # raises for a tower not read by field
     return total
 
@@ -271,16 +276,21 @@ def chosen_reading(readings: list[Reading], weights: Weights | None, config: dic
            f"{WEIGHTS_TOLERANCE:.0%} of {count} ({offs[near[0][1]]:+.1%}); the other readings: {'; '.join(others)}")
     if len(near) > 1:
         why += f" ({len(near)} within {WEIGHTS_TOLERANCE:.0%}, their active counts agreeing: the nearest taken)"
-    return Reading(chosen.assumed, chosen.row | {"notes": f"{chosen.row['notes']}; {why}"}, chosen.keys)
+    return Reading(chosen.assumed, chosen.row | {"notes": f"{chosen.row['notes']}; {why}"}, chosen.keys,
+                   chosen.left_out)
 
 
-def weights_check(total_params_b: float, safetensors: dict | Weights | None,
-                  notes: str = "") -> tuple[float | None, str | None]:
-    """(the weights' parameters in billions, how the derived total compares with them), from the model API's
-    safetensors field ({"parameters": {dtype: n}, "total": n}) or a count a user gave (Weights); (None, None) without
-    one. Beyond WEIGHTS_TOLERANCE the check says FLAGGED; a packed count (hub_weights) is recorded and not compared.
-    `notes` (the row's) say when the row leaves out what the weights hold (a vision tower, MTP layers)."""
-    weights = safetensors if isinstance(safetensors, Weights) else hub_weights(safetensors)
+# How a check names what the row leaves out that the weights hold (Reading.left_out)
+LEFT_OUT = {"vision_tower_by_field": "a vision/audio tower", "tower_built_by_code": "a vision tower its code builds",
+            "mtp": "multi-token-prediction layers"}
+
+
+def weights_check(total_params_b: float, weights: Weights | None,
+                  left_out: frozenset[str] = frozenset()) -> tuple[float | None, str | None]:
+    """(the weights' parameters in billions, how the derived total compares with them), from the model API's count
+    (hub_weights) or a count a user gave (user_weights); (None, None) without one. The check names where the count
+    came from (Weights.source); beyond WEIGHTS_TOLERANCE it says FLAGGED; a packed count is recorded, not compared.
+    `left_out` (the reading's) says what the row leaves out that the weights hold (a vision tower, MTP layers)."""
     if weights is None:
         return None, None
     total = weights.params
@@ -288,12 +298,12 @@ def weights_check(total_params_b: float, safetensors: dict | Weights | None,
     if weights.packed:
         return weights_b, f"not compared: {weights.packed}"
     off = total_params_b * 1e9 / total - 1
-    if abs(off) <= WEIGHTS_TOLERANCE:
-        return weights_b, f"within {WEIGHTS_TOLERANCE:.0%} of the weights ({off:+.1%})"
-    left_out = [what for what, said in (("a vision/audio tower", "vision"), ("multi-token-prediction layers",
-                                        "multi-token")) if said in notes]
+    if abs(off) <= WEIGHTS_TOLERANCE:  # where the count came from is said, so a user sees what the row met
+        return weights_b, f"within {WEIGHTS_TOLERANCE:.0%} of the weights ({off:+.1%}; {weights.source})"
+    left = [words for fact, words in LEFT_OUT.items() if fact in left_out]
     return weights_b, (f"FLAGGED: the derived total {total_params_b}B is {off:+.1%} off the weights' "
-                       f"{total / 1e9:.2f}B" + (f" (the row leaves out {' and '.join(left_out)})" if left_out else ""))
+                       f"{total / 1e9:.2f}B ({weights.source}"
+                       + (f"; the row leaves out {' and '.join(left)})" if left else ")"))
 
 
 # Bytes per value of a config's dtype (torch_dtype, or transformers 5's dtype)
@@ -302,8 +312,9 @@ DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2,
 
 def index_weights(index, config: dict, name: str) -> Weights:
     """The parameters a checkpoint's weight index (model.safetensors.index.json, pytorch_model.bin.index.json) holds:
-    its metadata.total_parameters where it has one (transformers' save_pretrained writes the model's
-    num_parameters() there: modeling_utils.py, file index id 70868262472), else its metadata.total_size in bytes over
+    its metadata.total_parameters where it has one (transformers' PreTrainedModel.save_pretrained in modeling_utils.py
+    writes the model's num_parameters() there since huggingface/transformers#38531, merged 2025-06-02: transformers
+    4.53 on; mlx-lm's save writes it too, ml-explore/mlx-lm#207), else its metadata.total_size in bytes over
     the bytes per value of the config's dtype: approximate where the checkpoint keeps some tensors in another dtype
     (norms or routers in float32 beside bfloat16 weights count a little high), as the source text says. Refused
     (ValueError naming `name` and the field) for a quantized config, whose weights are packed integers and scales
@@ -322,7 +333,7 @@ def index_weights(index, config: dict, name: str) -> Weights:
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
         raise ValueError(f"{name}: field 'metadata.total_size' is not a size in bytes ({size!r})")
     dtype = next((part.get(key) for part in (config, text) for key in ("torch_dtype", "dtype") if part.get(key)), None)
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:  # a list or an object is no dtype (nor hashable)
         raise ValueError(f"{name}: config.json field 'torch_dtype' is {dtype!r}, not a dtype whose size is known: the "
                          "index's bytes cannot be turned into parameters; give --params")
     per = DTYPE_BYTES[dtype]
@@ -332,22 +343,28 @@ def index_weights(index, config: dict, name: str) -> Weights:
 
 def user_weights(entry: dict) -> Weights | None:
     """A user model's count of its weights: the model API's (a repository) or the one the user gave (`weights`:
-    {"params": n, "source": what it was read from}, warehouse/user_models.py)."""
+    {"params": n, "source": what it was read from}, warehouse/user_models.py). A field of another shape (the file
+    edited by hand) is that model's refusal: ModelConfigError naming its file and the field."""
+    where = f"its file {entry['model_id']}.json"
     given = entry.get("weights")
-    if isinstance(given, dict) and isinstance(given.get("params"), int) and given["params"] > 0:
-        return Weights(given["params"], str(given.get("source") or "given by the user"))
-    return hub_weights(entry.get("safetensors"))
+    if given is None:
+        return hub_weights(entry.get("safetensors"), where)
+    params = given.get("params") if isinstance(given, dict) else None
+    if not isinstance(params, int) or isinstance(params, bool) or params <= 0:
+        raise ModelConfigError(f"{where}: field 'weights' is not {{\"params\": a positive count, \"source\": ...}} "
+                               f"({repr(given)[:80]})")
+    return Weights(params, str(given.get("source") or "given by the user"))
 
 
-def _weights_columns(row: dict, weights: Weights | None) -> dict:
-    weights_b, check = weights_check(row["total_params_b"], weights, row["notes"] or "")
+def _weights_columns(reading: Reading, weights: Weights | None) -> dict:
+    weights_b, check = weights_check(reading.row["total_params_b"], weights, reading.left_out)
     return {"weights_params_b": weights_b, "weights_check": check}
 
 
 def _unreadable(config: ModelConfig) -> str | None:
     """Why the reader cannot read a config, or None."""
     try:
-        read_config(config.config, config.repo, weights=hub_weights(config.safetensors))
+        read_config(config.config, config.repo, weights=hub_weights(config.safetensors, config.repo))
     except ModelConfigError as exc:
         return str(exc)
     return None
@@ -362,12 +379,13 @@ def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date
     if model_id is None:
         return {"reason": f"model id {slug(config.repo)!r} already names another model ({taken[slug(config.repo)]})"}
     try:
-        weights = hub_weights(config.safetensors)
-        row = read_config(config.config, config.repo, model_id=model_id, weights=weights)
+        weights = hub_weights(config.safetensors, config.repo)
+        reading = read_reading(config.config, config.repo, model_id=model_id, weights=weights)
     except ModelConfigError as exc:
         return {"reason": str(exc)}
     taken[model_id] = key
-    out.models.append(row | {"config_sha256": config.config_sha256, "derived_on": day} | _weights_columns(row, weights))
+    out.models.append(reading.row | {"config_sha256": config.config_sha256, "derived_on": day}
+                      | _weights_columns(reading, weights))
     return {"model": model_id}
 
 
@@ -381,8 +399,8 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
     for entry in entries:
         model_id, repo = entry["model_id"], entry.get("repo")
         try:
-            row = read_config(entry["config"], repo, model_id=model_id, path=entry.get("path"),
-                              weights=user_weights(entry))
+            weights = user_weights(entry)
+            reading = read_reading(entry["config"], repo, model_id=model_id, path=entry.get("path"), weights=weights)
         except ModelConfigError as exc:
             refused.append(f"user model {model_id}: {exc}")
             continue
@@ -391,6 +409,7 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
             refused.append(f"user model {model_id}: the curated model {holder} already has "
                            f"{'this id' if model_id in curated else repo}")
             continue
-        rows.append(row | {"config_sha256": entry["config_sha256"], "derived_on": date.fromisoformat(entry["added_on"])}
-                    | _weights_columns(row, user_weights(entry)))
+        rows.append(reading.row | {"config_sha256": entry["config_sha256"],
+                                   "derived_on": date.fromisoformat(entry["added_on"])}
+                    | _weights_columns(reading, weights))
     return rows, refused

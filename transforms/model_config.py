@@ -1308,11 +1308,13 @@ def derive_model(config: dict, repo: str | None, *, model_id: str | None = None,
 @dataclass
 class Reading:
     """One reading of a config whose fields more than one reading fits: what was taken of each ambiguous field (field
-    -> a READINGS key), the row it gives and the fields read."""
+    -> a READINGS key), the row it gives, the fields read, and what the weights hold that the row does not count
+    (`left_out`, derive_with_keys: the notes say it to users, this says it to the code)."""
 
     assumed: dict[str, str]
     row: dict
     keys: dict[str, dict]
+    left_out: frozenset[str] = frozenset()
 
 
 # Three two-way fields give eight readings, each derived and scored; a config leaving a fourth open is refused at the
@@ -1331,21 +1333,23 @@ def derive_readings(config: dict, repo: str | None, *, model_id: str | None = No
     while pending:
         assumed = pending.pop(0)
         try:
-            row, keys = derive_with_keys(config, repo, model_id=model_id, path=path, assume=assumed)
+            row, keys, left_out = derive_with_keys(config, repo, model_id=model_id, path=path, assume=assumed)
         except AmbiguousConfig as exc:
             if len(pending) + len(readings) + len(exc.options) > MAX_READINGS:
                 raise
             pending += [assumed | {exc.field: option} for option in exc.options]
             continue
-        readings.append(Reading(assumed, row, keys))
+        readings.append(Reading(assumed, row, keys, left_out))
     return readings
 
 
 def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = None, path: str | None = None,
-                     assume: dict[str, str] | None = None) -> tuple[dict, dict[str, dict]]:
-    """derive_model's row, and the config.json fields the reader read for it (with their values), per part:
-    "shape" (parameters, layers, experts, KV cache, state, attention FLOPs), "context_max", "native_precision".
-    `assume`: the reading taken of each field the config leaves open (derive_readings)."""
+                     assume: dict[str, str] | None = None) -> tuple[dict, dict[str, dict], frozenset[str]]:
+    """derive_model's row, the config.json fields the reader read for it (with their values), per part:
+    "shape" (parameters, layers, experts, KV cache, state, attention FLOPs), "context_max", "native_precision", and
+    what the weights hold that the row does not count: "vision_tower_by_field" (a vision/audio tower the config
+    describes), "tower_built_by_code" (a vision tower no field states), "mtp" (multi-token-prediction layers). `assume`: the reading taken of each field the config
+    leaves open (derive_readings)."""
     where = repo or path
     c = _Config(config, where, assume=assume)
     shape = _reader(c)(c)
@@ -1384,11 +1388,15 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     if c.defaulted:
         notes.append(f"fields the config leaves out read at the {c.model_type} family's defaults: "
                      + ", ".join(f"{key} {value}" for key, value in c.defaulted.items()))
+    left_out = set()
     if c.multimodal:
+        left_out.add("vision_tower_by_field")
         notes.append("language model only: the vision/audio tower is not counted" + _tower_note(config, where))
     elif c.quirk("vision_tower_in_code"):  # a tower the config does not state: nothing to count it from
+        left_out.add("tower_built_by_code")
         notes.append("language model only: the vision tower its code builds (not stated in the config) is not counted")
     if c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or c.get("num_mtp_modules"):
+        left_out.add("mtp")
         notes.append("multi-token-prediction layers are not served and not counted")
     return {
         "model_id": model_id or slug(repo),
@@ -1419,7 +1427,7 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
         "window_kv_bytes_per_token": float(sum(ly.window_kv_bytes_per_token for ly in layers)) if window else None,
         "attention": attention,
         "kv_heads": kv_heads,
-    }, {part: keys for part, keys in c.read.items() if part != "notes"}
+    }, {part: keys for part, keys in c.read.items() if part != "notes"}, frozenset(left_out)
 
 
 # The vision towers read by field, a CLIP vision transformer each (transformers' CLIPVisionConfig: num_channels 3 when

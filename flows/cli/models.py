@@ -191,19 +191,19 @@ def show(
         (row,) = Rows.of(con.sql(f"select {', '.join(SHOWN)} from models where model_id = ?", params=[model_id])).dicts()
         origin = row["origin"]
         config_data, where, weights = _config_of(con, row)
-        if origin == "curated":  # a curated row is checked against the weights its repository's model API counted
-            row |= _curated_weights(con, row)
     finally:
         con.close()
-    read, says = {}, {}
+    read, says, left_out = {}, {}, frozenset()
     if config_data is not None:
         from transforms.model_catalogue import read_reading
 
         try:  # as the row was read: where the config leaves a reading open, the weights' count chooses it
             reading = read_reading(config_data, row["hf_repo"], model_id=model_id, path=row["source"], weights=weights)
-            says, read = reading.row, reading.keys
+            says, read, left_out = reading.row, reading.keys, reading.left_out
         except Exception as exc:  # a config the reader cannot read, whatever it raises: said, the fields still shown
             where += f" (the reader cannot read it: {exc})"
+    if origin == "curated":  # a curated row is checked against the weights its repository's model API counted
+        row |= _curated_weights(row, weights, left_out)
     fields = [{"field": name, "value": row[name], "from": _from(name, origin, bool(read)),
                **({"config_json_says": says.get(name)} if origin == "curated" and says else {})}
               for name in SHOWN]
@@ -226,13 +226,12 @@ def _rows(dicts: list[dict]) -> Rows:
                                                   for d in dicts])
 
 
-def _curated_weights(con: duckdb.DuckDBPyConnection, row: dict) -> dict:
-    """weights_params_b and weights_check of a curated row, from the model API's answer held for its repository."""
+def _curated_weights(row: dict, weights, left_out: frozenset[str]) -> dict:
+    """weights_params_b and weights_check of a curated row, from the model API's count held for its repository
+    (`left_out`: what its fetched config says the weights hold beyond the language model)."""
     from transforms.model_catalogue import weights_check
 
-    found = con.execute("select safetensors from model_configs where lower(repo) = lower(?) and safetensors is not null",
-                        [row["hf_repo"] or ""]).fetchall()
-    weights_b, check = weights_check(row["total_params_b"], json.loads(found[0][0]) if found else None, row["notes"] or "")
+    weights_b, check = weights_check(row["total_params_b"], weights, left_out)
     return {"weights_params_b": weights_b, "weights_check": check}
 
 
@@ -251,6 +250,7 @@ def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[dict | None, 
     """(the config.json the row came from or was checked against, where that config came from, the weights' count
     held beside it)."""
     from transforms.model_catalogue import hub_weights, user_weights
+    from transforms.model_config import ModelConfigError
     from warehouse import user_models
 
     origin = row["origin"]
@@ -260,8 +260,11 @@ def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[dict | None, 
         if entry is None:
             return None, f"its file {user_models.path_of(row['model_id'])} is gone", None
         fetched = entry["url"] or entry["path"]
-        return (entry["config"], f"added {entry['added_on']} from {fetched} (sha256 {entry['config_sha256']})",
-                user_weights(entry))
+        where = f"added {entry['added_on']} from {fetched} (sha256 {entry['config_sha256']})"
+        try:
+            return entry["config"], where, user_weights(entry)
+        except ModelConfigError as exc:  # the file edited since its row was written: shown, not read
+            return entry["config"], f"{where}; its weights' count cannot be read ({exc})", None
     found = con.execute(
         "select c.repo, c.checked_on, c.changed_on, c.http_status, c.config_sha256, f.archive_dir, c.safetensors "
         "from model_configs c "
@@ -273,7 +276,11 @@ def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[dict | None, 
     repo, checked, changed, status, sha256, archive_dir, safetensors = found[0]
     where = (f"{'curated in warehouse/reference/models.csv; ' if origin == 'curated' else ''}{repo} config.json "
              f"fetched {changed} (sha256 {sha256}), last checked {checked} (HTTP {status})")
-    return _archived_config(archive_dir, repo), where, hub_weights(json.loads(safetensors) if safetensors else None)
+    try:
+        weights = hub_weights(json.loads(safetensors) if safetensors else None, repo)
+    except ModelConfigError as exc:
+        where, weights = f"{where}; its weights' count cannot be read ({exc})", None
+    return _archived_config(archive_dir, repo), where, weights
 
 
 def _archived_config(archive_dir: str | None, repo: str) -> dict | None:

@@ -85,7 +85,7 @@ def test_show_names_every_field_and_where_it_came_from(home):
     assert says["layers"] == 36 and says["context_max"] == 40960
     # checked against the weights the model API counted that night (tests/fixtures/hf_api: 8,190,735,360 BF16)
     assert (fields := {f["field"]: f for f in curated["fields"]})["weights_params_b"]["value"] == 8.19
-    assert fields["weights_check"]["value"] == "within 3% of the weights (-0.0%)"  # 8.19B read, 8.1907B counted
+    assert fields["weights_check"]["value"] == ("within 3% of the weights (-0.0%; the Hugging Face model API's safetensors total)")  # 8.19B read, 8.1907B counted
     assert "model API" in fields["weights_check"]["from"]
     table = gpuledger("models", "show", "my-model")
     assert "config.json fields the reader read" in table and "max_position_embeddings" in table
@@ -216,7 +216,9 @@ def test_a_config_on_disk_is_checked_against_the_weight_index_or_count_a_user_ha
               str(INDEXES / "jj8127" / "mimo_kor" / "model.safetensors.index.json"))
     (row,) = rows(gpuledger("sql", "select total_params_b, weights_params_b, weights_check from models "
                                    "where model_id = 'mimo'", "-f", "csv"))
-    assert row == {"total_params_b": "7.62", "weights_params_b": "7.83", "weights_check": "within 3% of the weights (-2.7%)"}
+    assert row == {"total_params_b": "7.62", "weights_params_b": "7.83", "weights_check": (  # the count's source said
+        "within 3% of the weights (-2.7%; model.safetensors.index.json metadata.total_size 15,666,819,072 bytes / 2 "
+        "(bfloat16; approximate where some tensors are stored in another dtype))")}
     telechat = UNSEEN / "holdout9" / "Tele-AI" / "telechat-7B" / "config.json"
     refused = gpuledger("models", "add", "--config", str(telechat), "--id", "tc", "--weights-index",
                         str(INDEXES / "Tele-AI" / "telechat-7B" / "pytorch_model.bin.index.json"), code=1)
@@ -242,3 +244,29 @@ def test_a_config_on_disk_is_checked_against_the_weight_index_or_count_a_user_ha
     shown = {f["field"]: f["value"] for f in json.loads(gpuledger("models", "show", "tc", "-f", "json"))["fields"]}
     assert shown["total_params_b"] == 7.2 and "read as a gated MLP (gate, up and down projections) and the output " \
         "head tied to the input embedding" in shown["notes"]
+
+
+@pytest.mark.parametrize("dtype", [["bfloat16"], {"text": "bfloat16"}])
+def test_a_dtype_that_is_a_list_or_an_object_refuses_the_weight_index_naming_the_field(home, tmp_path, dtype):
+    config = json.loads((UNSEEN / "holdout8" / "jj8127" / "mimo_kor" / "config.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config | {"torch_dtype": dtype}))
+    refused = gpuledger("models", "add", "--config", str(path), "--id", "odd", "--weights-index",
+                        str(INDEXES / "jj8127" / "mimo_kor" / "model.safetensors.index.json"), code=1)
+    assert "config.json field 'torch_dtype' is" in refused and "give --params" in refused
+    assert "Traceback" not in refused and not user_models.path_of("odd").exists()
+
+
+def test_a_user_model_file_edited_by_hand_is_refused_alone_and_show_says_why(home):
+    """A hand-edited weights field (a safetensors of another shape) is that model's refusal: the others still load,
+    and `models show` of its row, until the catalogue drops it, says the count cannot be read rather than failing."""
+    gpuledger("models", "add", "--config", str(CONFIG), "--id", "kept")
+    gpuledger("models", "add", "--config", str(CONFIG), "--id", "edited")
+    path = user_models.path_of("edited")
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"safetensors": {"total": 5}}))
+    shown = json.loads(gpuledger("models", "show", "edited", "-f", "json"))
+    assert "its weights' count cannot be read" in shown["config"] and "field 'safetensors'" in shown["config"]
+    output = " ".join(gpuledger("init").split())
+    assert "user model edited: its file edited.json: field 'safetensors' is not the model API's" in output
+    assert {r["model_id"] for r in rows(gpuledger("sql", "select model_id from models where origin = 'user'",
+                                                  "-f", "csv"))} == {"kept"}

@@ -2,6 +2,7 @@
 
 import json
 import re
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
@@ -145,15 +146,43 @@ def test_a_user_model_is_derived_again_and_refused_where_a_curated_one_has_its_i
                        "'n_layers') is missing (model_type None)"]
 
 
+
+@pytest.mark.parametrize(("field", "value"), [("safetensors", {"total": 5}), ("safetensors", "abc"),
+                                              ("weights", {"params": True}), ("weights", {"params": "5"}),
+                                              ("weights", ["params", 5])])
+def test_a_user_model_file_whose_weights_field_was_edited_by_hand_is_refused_alone(field, value):
+    config = json.loads((CONFIGS / VL8 / "config.json").read_text())
+    good = {"model_id": "mine", "repo": None, "path": "/tmp/config.json", "config": config, "config_sha256": "b" * 64,
+            "added_on": "2026-08-19", "safetensors": None}
+    bad = good | {"model_id": "edited", field: value}
+    rows, refused = user_rows([bad, good, good | {"model_id": "also"}], CURATED)
+    assert [r["model_id"] for r in rows] == ["mine", "also"]
+    (why,) = refused
+    assert why.startswith(f"user model edited: its file edited.json: field '{field}' is not ")
+
+
+def test_a_model_api_answer_of_another_shape_refuses_its_repository_only():
+    """The parse keeps only a well-formed safetensors field (scrapers/huggingface.py is_weights_count); the catalogue
+    checks it again, so a malformed one that reaches it is that repository's reason, never the night's."""
+    vl8, other = answer(VL8), answer("lab/copy", config=VL8)
+    done = checked([vl8, ModelConfig(**{**other.__dict__, "safetensors": {"total": 5}})], CURATED, {}, DAY, "r1")
+    assert [row["hf_repo"] for row in done.models] == [VL8]
+    assert by_repo(done)["lab/copy"]["reason"].startswith("lab/copy: field 'safetensors' is not the model API's")
+
+
 def weights(repo: str) -> dict:
     return json.loads((API / f"{repo}.json").read_text())["safetensors"]
+
+
+def counted(repo: str) -> Weights:
+    return hub_weights(weights(repo), repo)
 
 
 def test_a_derived_total_is_checked_against_the_weights_the_model_api_counted():
     """Qwen3-235B-A22B: its config derives 235.09B, its safetensors hold 235,093,634,560 BF16 parameters."""
     row = derive_model(json.loads((CONFIGS / "Qwen/Qwen3-235B-A22B/config.json").read_text()), "Qwen/Qwen3-235B-A22B")
-    assert weights_check(row["total_params_b"], weights("Qwen/Qwen3-235B-A22B")) == (
-        235.09, "within 3% of the weights (-0.0%)")
+    assert weights_check(row["total_params_b"], counted("Qwen/Qwen3-235B-A22B")) == (
+        235.09, "within 3% of the weights (-0.0%; the Hugging Face model API's safetensors total)")
     assert weights_check(row["total_params_b"], None) == (None, None)  # no safetensors files: nothing to compare
 
 
@@ -161,15 +190,17 @@ def test_a_total_the_reader_got_wrong_is_flagged():
     """Qwen3-8B read as if its head were tied to its embedding (0.62B short): the weights' 8.19B catch it."""
     raw = json.loads((CONFIGS / "Qwen/Qwen3-8B/config.json").read_text()) | {"tie_word_embeddings": True}
     row = derive_model(raw, "Qwen/Qwen3-8B")
-    weights_b, check = weights_check(row["total_params_b"], weights("Qwen/Qwen3-8B"))
-    assert (weights_b, check) == (8.19, "FLAGGED: the derived total 7.57B is -7.6% off the weights' 8.19B")
-    _, check = weights_check(7.57, weights("Qwen/Qwen3-8B"), "language model only: the vision/audio tower is not counted")
-    assert check.endswith("(the row leaves out a vision/audio tower)")
+    weights_b, check = weights_check(row["total_params_b"], counted("Qwen/Qwen3-8B"))
+    assert (weights_b, check) == (8.19, "FLAGGED: the derived total 7.57B is -7.6% off the weights' 8.19B "
+                                        "(the Hugging Face model API's safetensors total)")
+    _, check = weights_check(7.57, counted("Qwen/Qwen3-8B"), frozenset({"vision_tower_by_field", "mtp"}))
+    assert check.endswith("(the Hugging Face model API's safetensors total; the row leaves out a vision/audio tower and multi-token-prediction "
+                          "layers)")
 
 
 def test_a_quantized_checkpoints_packed_integers_are_not_compared():
     """DeepSeek-V4-Flash-0731 holds 296B of its 304B as I8: packed 4-bit weights, several to each integer."""
-    weights_b, check = weights_check(290.94, weights("deepseek-ai/DeepSeek-V4-Flash-0731"))
+    weights_b, check = weights_check(290.94, counted("deepseek-ai/DeepSeek-V4-Flash-0731"))
     assert weights_b == 304.18
     assert check.startswith("not compared: 296.36B of the weights' 304.18B are integers (I64, I8)")
 
@@ -267,7 +298,7 @@ def test_two_readings_within_3_percent_whose_active_counts_disagree_are_refused(
 def test_a_count_of_packed_integers_or_of_parts_the_readings_leave_out_never_chooses(first_contact, monkeypatch):
     """A quantized checkpoint's count (the model API's, of DeepSeek-V4-Flash-0731's I8 blocks) is no parameter count;
     Molmo-7B-D's weights hold the vision backbone its code builds, which no reading counts: neither chooses."""
-    packed = hub_weights(weights("deepseek-ai/DeepSeek-V4-Flash-0731"))
+    packed = hub_weights(weights("deepseek-ai/DeepSeek-V4-Flash-0731"), "deepseek-ai/DeepSeek-V4-Flash-0731")
     with pytest.raises(ModelConfigError, match=r"the weights' count \(the Hugging Face model API's safetensors "
                                                r"total\) cannot choose: 296.36B of the weights' 304.18B are integers"):
         read_config(unseen(f"holdout9/{TELECHAT}"), TELECHAT, weights=packed)
@@ -276,6 +307,19 @@ def test_a_count_of_packed_integers_or_of_parts_the_readings_leave_out_never_cho
     with pytest.raises(ModelConfigError, match="cannot choose: the weights hold a vision tower its code builds"):
         read_config(unseen(f"holdout8/{molmo}"), molmo, weights=Weights(8_021_025_280, "given with --params"))
 
+
+def test_the_count_is_compared_by_what_the_reading_leaves_out_not_by_its_notes_wording(first_contact):
+    """TeleChat-7B left open (tied or untied head, gated or not): its readings' facts, not their notes, decide whether
+    the weights' count can choose: readings whose notes are reworded still choose, ones said to leave out MTP layers
+    are refused."""
+    from transforms.model_catalogue import chosen_reading
+
+    raw, count = unseen(f"holdout9/{TELECHAT}"), Weights(7_200_018_432, "given with --params")
+    readings = derive_readings(raw, TELECHAT)
+    reworded = [replace(r, row=r.row | {"notes": "reworded"}) for r in readings]
+    assert chosen_reading(reworded, count, raw, TELECHAT).row["total_params_b"] == 7.2
+    with pytest.raises(ModelConfigError, match="cannot choose: the weights hold multi-token-prediction layers"):
+        chosen_reading([replace(r, left_out=frozenset({"mtp"})) for r in readings], count, raw, TELECHAT)
 
 def test_a_weight_index_counts_parameters_by_its_total_and_the_configs_dtype():
     """MiMo-7B's index: 15,666,819,072 bytes of bfloat16, 7,833,409,536 parameters. TeleChat-7B's config states no
@@ -310,7 +354,7 @@ def test_the_hubs_count_chooses_for_a_fetched_config_and_a_users_count_for_one_o
                           "config": {k: v for k, v in qwen.config.items() if k != "tie_word_embeddings"}})
     done = checked([ModelConfig(**{**qwen.__dict__, "safetensors": weights("Qwen/Qwen3-8B")})], CURATED, {}, DAY, "r1")
     (row,) = done.models
-    assert row["total_params_b"] == 8.19 and row["weights_check"] == "within 3% of the weights (-0.0%)"
+    assert row["total_params_b"] == 8.19 and row["weights_check"] == "within 3% of the weights (-0.0%; the Hugging Face model API's safetensors total)"
     assert "read as an untied output head, the reading whose total is within 3% of the weights' 8,190,735,360 " \
            "parameters (the Hugging Face model API's safetensors total) (-0.0%)" in row["notes"]
     assert by_repo(checked([qwen], CURATED, {}, DAY, "r1"))["lab/Qwen3-8B-copy"]["reason"].endswith(
@@ -320,7 +364,8 @@ def test_the_hubs_count_chooses_for_a_fetched_config_and_a_users_count_for_one_o
              "config_sha256": "b" * 64, "added_on": "2026-08-19", "safetensors": None,
              "weights": {"params": 7_200_018_432, "source": "given with --params"}}
     (user,), refused = user_rows([entry], CURATED)
-    assert refused == [] and user["total_params_b"] == 7.2 and user["weights_check"] == "within 3% of the weights (-0.0%)"
+    assert refused == [] and user["total_params_b"] == 7.2
+    assert user["weights_check"] == "within 3% of the weights (-0.0%; given with --params)"  # what the row was met by
 
 
 def test_a_transformers_version_does_not_make_an_absent_tie_word_embeddings_true(monkeypatch):

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from transforms import model_config
-from transforms.model_config import ModelConfigError, derive_model, vision_tower_params
+from transforms.model_config import ModelConfigError, derive_model, derive_readings, vision_tower_params
 from warehouse import catalog
 
 CONFIGS = Path(__file__).parent.parent / "fixtures" / "hf_configs"
@@ -617,6 +617,24 @@ def test_molmo_reads_its_fused_swiglu_width_and_says_its_tower_is_left_out():
     assert "hidden_act swiglu" in row["notes"] and "vision tower its code builds" in row["notes"]
 
 
+
+@pytest.mark.parametrize(("repo", "left_out"), [
+    ("Qwen/Qwen3-8B", set()),
+    ("Qwen/Qwen3-VL-8B-Instruct", {"vision_tower_by_field"}),  # its vision_config describes the tower
+    ("deepseek-ai/DeepSeek-V3.1", {"mtp"}),  # num_nextn_predict_layers 1
+    ("Qwen/Qwen3.5-9B", {"vision_tower_by_field", "mtp"}),
+    ("reubzdubz/Molmo7B_D_NF4Quant", {"tower_built_by_code"}),  # a CLIP tower no field states
+])
+def test_what_the_row_leaves_out_of_the_weights_is_a_fact_beside_the_notes(repo, left_out):
+    """What the weights hold and the row does not count is said twice: in the notes for users, as facts for the code
+    (the weights' count chooses a reading and flags a total by the facts, never by the notes' wording)."""
+    published = [e for e in PUBLISHED if e["repo"] == repo]
+    raw = _unseen(published[0]) if published else config(repo)
+    (reading,) = derive_readings(raw, repo)
+    assert reading.left_out == left_out
+    assert ("multi-token-prediction" in reading.row["notes"]) == ("mtp" in left_out)
+    assert ("language model only" in reading.row["notes"]) == bool(left_out - {"mtp"})
+
 def _ninth(repo: str) -> tuple[dict, dict]:
     (entry,) = [e for e in PUBLISHED if e["repo"] == repo]
     raw = _unseen(entry)
@@ -1060,7 +1078,7 @@ def test_up_to_three_open_fields_are_read_every_way_and_a_fourth_is_refused_nami
         field = next((f for f in fields if f not in assume), None)
         if field:
             raise model_config.AmbiguousConfig(f"'{field}' open", field, ("gated", "ungated"))
-        return {"assumed": dict(assume)}, {}
+        return {"assumed": dict(assume)}, {}, frozenset()
 
     monkeypatch.setattr(model_config, "derive_with_keys", reader)
     if readings is None:
