@@ -412,8 +412,8 @@ def _tolerance(figure: str) -> float:
 def test_every_unseen_config_says_where_it_came_from():
     assert {e["set"] for e in PUBLISHED} == {"dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5",
                                              "holdout6", "holdout7", "holdout8", "holdout9",
-                                             "holdout10"}
-    assert len(PUBLISHED) >= 83 and {e["figure_counts"] for e in PUBLISHED} <= {"", "whole model"}
+                                             "holdout10", "holdout11"}
+    assert len(PUBLISHED) >= 89 and {e["figure_counts"] for e in PUBLISHED} <= {"", "whole model"}
     for entry in PUBLISHED:
         provenance = (UNSEEN / entry["set"] / entry["repo"] / "PROVENANCE").read_text()
         assert f"Hugging Face {entry['repo']} config.json" in provenance
@@ -487,7 +487,14 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            "microsoft/bitnet-b1.58-2B-4T-bf16": "quantization_config.quant_method",
            # refused at first contact naming mamba_d_state (Mamba layers with no layout); now by the field that says
            # what its layers are
-           "nvidia/Hymba-1.5B-Base": "num_mamba"}
+           "nvidia/Hymba-1.5B-Base": "num_mamba",
+           # the eleventh set, scored once: Laguna states no activation (read alone, derive_model stops there; every
+           # reading `models add` then tries stops at its per-layer head counts, num_attention_heads_per_layer), and
+           # Muse Glimmer's whole-model figure with a vision tower the reader does not count (its language model alone
+           # reads 26.44B, said in the row's notes)
+           "poolside/Laguna-XS.2-FP8": "hidden_act",
+           "poolside/Laguna-S-2.1-FP8": "hidden_act",
+           "meta-models/Muse-Glimmer-30B": "vision_config.model_type"}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
