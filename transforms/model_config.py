@@ -502,6 +502,10 @@ _FAMILIES = {
     # ChatGLM2/3 (remote code ChatGLMModel): SwiGLU (dense_h_to_4h is 2 x ffn_hidden_size wide); no activation
     # field; multi_query_group_num KV heads when multi_query_attention
     "chatglm": {"hidden_act": "swiglu"},
+    # Laguna (poolside's remote code; transformers' LagunaConfig, hidden_act: str = "silu"): the released configs state
+    # no activation; LagunaMLP is gate_proj, up_proj, down_proj around ACT2FN[hidden_act], and SGLang's laguna.py
+    # refuses any activation but "silu" (gated SiLU)
+    "laguna": {"hidden_act": "silu"},
     # LFM2 (Lfm2Config): no activation field; Lfm2MLP is w1, w3, w2 around F.silu (gated)
     "lfm2": {"hidden_act": "silu"},
     # Baichuan (remote code BaichuanConfig, vendored in vLLM's transformers_utils/configs/baichuan*.py): hidden_act
@@ -705,12 +709,14 @@ def _global_local(c: _Config, layers: int) -> list[str]:
 _SWA_SIZES = ("swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim")
 
 
-def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False) -> _Layer:
-    """The attention of one layer of a GQA family, windowed where its type says so."""
+def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False,
+               sizes: tuple[int, int | None] | None = None) -> _Layer:
+    """The attention of one layer of a GQA family, windowed where its type says so; `sizes`, this layer's query and
+    KV heads where the config gives them per layer (_heads_per_layer; None KV heads: the model's)."""
     if kind == "sliding_attention" and c.has(*_SWA_SIZES):
         return _own_sized_window(c, hidden)
-    heads = c.number("num_attention_heads")
-    kv_heads = _kv_heads(c, heads)
+    heads = c.number("num_attention_heads") if sizes is None else sizes[0]
+    kv_heads = _kv_heads(c, heads) if sizes is None or sizes[1] is None else sizes[1]
     head_dim = c.number("head_dim", hidden // heads)
     if kind == "linear_attention":
         return _gated_deltanet(c, hidden)
@@ -761,6 +767,37 @@ def _own_sized_window(c: _Config, hidden: int) -> _Layer:
     if c.number("sliding_window") >= _context(c):
         raise c.error("sliding_window", "is no shorter than the served context beside swa_* sizes of its own")
     return _windowed(c, layer, "sliding_window")
+
+
+# Head counts given per layer (Laguna's LagunaDecoderLayer builds layer i with num_attention_heads_per_layer[i] query
+# heads beside the model's num_key_value_heads; llama.cpp's converter reads num_key_value_heads_per_layer beside it)
+_HEADS_PER_LAYER = ("num_attention_heads_per_layer", "num_key_value_heads_per_layer")
+
+
+def _heads_per_layer(c: _Config, layers: int) -> list[tuple[int, int | None]] | None:
+    """Each layer's query and KV heads where the config lists them per layer (None: it does not): one positive count
+    per layer, and a head_dim stated beside per-layer query heads (hidden / heads would differ by layer), else refused
+    naming the field."""
+    if not c.has(*_HEADS_PER_LAYER):
+        return None
+    lists = {}
+    for key in _HEADS_PER_LAYER:
+        value = c.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            raise c.error(key, f"is not a list of per-layer head counts ({value!r})")
+        counts = _per_layer(c, key, layers)
+        if not all(counts):
+            raise c.error(key, "gives a layer no heads")
+        lists[key] = counts
+    if "num_attention_heads_per_layer" in lists and not c.has("head_dim"):
+        raise c.error("num_attention_heads_per_layer", "gives per-layer query heads without a head_dim")
+    if c.has(*_SWA_SIZES, *_MLA_MARKERS, *_DSA):
+        raise c.error(next(iter(lists)), "gives per-layer head counts beside attention sized apart (swa_* or latent)")
+    queries = lists.get("num_attention_heads_per_layer") or [c.number("num_attention_heads")] * layers
+    kv = lists.get("num_key_value_heads_per_layer") or [None] * layers
+    return list(zip(queries, kv, strict=True))
 
 
 def _kv_heads(c: _Config, heads: int) -> int:
@@ -841,9 +878,11 @@ def _read_transformer(c: _Config) -> _Shape:
     expert_width = c.number("moe_intermediate_size", c.get("intermediate_size")) if experts else 0
     # use_moe false: the MoE variant's shared-expert field describes nothing either (MiniMind's is a flag, true)
     shared_width, shared = _shared_experts(c, expert_width) if c.get("use_moe") is not False else (0, 0)
+    sizes = _heads_per_layer(c, layers)
     out = []
     for i in range(layers):
-        layer = _mla(c, hidden) if mla else _attention(c, hidden, types[i], output_gate=c.get("attn_output_gate", False))
+        layer = _mla(c, hidden) if mla else _attention(c, hidden, types[i], output_gate=c.get("attn_output_gate", False),
+                                                       sizes=sizes[i] if sizes else None)
         if moe[i]:
             layer.expert_params = _mlp_params(c, hidden, expert_width)
             layer.experts, layer.experts_per_token = experts, per_token
@@ -1484,6 +1523,9 @@ _TIED_WORDS = (("emb", "shar"), ("emb", "tie"))
 # a switch turning the experts off (MiniMind's use_moe, read), under a name not read: stated false in a config whose
 # expert fields are read, the experts would be counted for a model that builds none
 _MOE_SWITCH_WORDS = (("use", "moe"), ("enable", "moe"))
+# an attention output gate (a g_proj beside q_proj: Laguna's `gating`, per head or per element by generation) under
+# a name other than the one read (attn_output_gate): stated and not read, its projection would count as nothing
+_GATING_WORDS = (("gating",),)
 _NOT_STRUCTURE = {"attention_types"}  # GPT-Neo's attention_layers spelled again (GPTNeoConfig expands one to the other)
 
 
@@ -1501,6 +1543,9 @@ def _unread_structure(c: _Config, moe: bool) -> None:
         if (key not in known and value is False and moe
                 and any(all(w in name for w in words) for words in _MOE_SWITCH_WORDS)):
             raise c.error(key, "may switch the experts off under a name the reader does not read (false)")
+        if (key not in known and value not in (False, None, "", [], "none")
+                and any(all(w in name for w in words) for words in _GATING_WORDS)):
+            raise c.error(key, f"may gate the attention output under a name the reader does not read ({repr(value)[:60]})")
         if key in known or isinstance(value, bool) or name.startswith("mtp_") or "nextn" in name:
             continue  # multi-token-prediction layers are not served and not counted
         count = isinstance(value, int | float) and value

@@ -347,7 +347,11 @@ def test_no_num_key_value_heads_is_multi_head_attention():
     ({"state_size": 128, "num_heads": 128}, "state_size"),  # Mamba-2's heads are not attention heads
     ({"lru_width": 8192}, "lru_width"),  # RecurrentGemma's RG-LRU layers
     ({"num_shared_expertz": 2}, "num_shared_expertz"),  # experts under a name not read: never read as none
-    ({"num_key_value_heads_per_layer": [8] * 80}, "num_key_value_heads_per_layer"),  # per-layer sizes not read
+    ({"intermediate_size_per_layer": [28672] * 80}, "intermediate_size_per_layer"),  # per-layer sizes not read
+    ({"num_key_value_heads_per_layer": [8] * 79}, "num_key_value_heads_per_layer"),  # not one count per layer
+    ({"num_attention_heads_per_layer": [64] * 80}, "num_attention_heads_per_layer"),  # per-layer heads, no head_dim
+    ({"num_attention_heads_per_layer": [64, 0] * 40, "head_dim": 128}, "num_attention_heads_per_layer"),
+    ({"gating": "per-head"}, "gating"),  # an attention output gate under a name not read (Laguna's)
     ({"attn_type_list": [0, 1] * 40}, "attn_type_list"),  # MiniMax's lightning-attention layers (0)
     ({"is_encoder_decoder": True}, "is_encoder_decoder"),  # T5, BART: not a decoder-only model
     ({"num_local_experts": 8, "num_experts_per_tok": 2, "num_dense_layers": 3}, "num_dense_layers"),  # routing unread
@@ -488,12 +492,13 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            # refused at first contact naming mamba_d_state (Mamba layers with no layout); now by the field that says
            # what its layers are
            "nvidia/Hymba-1.5B-Base": "num_mamba",
-           # the eleventh set, scored once: Laguna states no activation (read alone, derive_model stops there; every
-           # reading `models add` then tries stops at its per-layer head counts, num_attention_heads_per_layer), and
+           # the eleventh set, scored once: Laguna states no activation (read alone, derive_model stopped there; every
+           # reading `models add` then tried stopped at its per-layer head counts, num_attention_heads_per_layer), and
            # Muse Glimmer's whole-model figure with a vision tower the reader does not count (its language model alone
-           # reads 26.44B, said in the row's notes)
-           "poolside/Laguna-XS.2-FP8": "hidden_act",
-           "poolside/Laguna-S-2.1-FP8": "hidden_act",
+           # reads 26.44B, said in the row's notes). Since: per-layer head counts read by field, Laguna's activation at
+           # its class's silu; its attention output gate (`gating`: a g_proj per head or per element) is not read
+           "poolside/Laguna-XS.2-FP8": "gating",
+           "poolside/Laguna-S-2.1-FP8": "gating",
            "meta-models/Muse-Glimmer-30B": "vision_config.model_type"}
 
 
@@ -1152,3 +1157,20 @@ def test_smallthinker_reads_its_primary_experts_and_its_per_layer_window_layout(
         derive_model(raw | {"sliding_window_layout": [1, 0] * 15}, SMALLTHINKER)
     with pytest.raises(ModelConfigError, match=r"field 'sliding_window_size' is 4096 beside sliding_window 2048"):
         derive_model(raw | {"sliding_window_layout": [1, 0] * 16, "sliding_window": 2048}, SMALLTHINKER)
+
+
+def test_per_layer_head_counts_are_summed_layer_by_layer():
+    """num_attention_heads_per_layer / num_key_value_heads_per_layer (Laguna's LagunaDecoderLayer, DeciLM's KV heads):
+    each layer's q, k, v, o and KV cache at its own head counts; the same count on every layer reads as none given."""
+    raw = config("meta-llama/Llama-3.3-70B-Instruct") | {"head_dim": 128}
+    plain = derive_model(raw, "acme/Acme-70B")
+    same = derive_model(raw | {"num_attention_heads_per_layer": [64] * 80, "num_key_value_heads_per_layer": [8] * 80},
+                        "acme/Acme-70B")
+    assert same["total_params_b"] == plain["total_params_b"] and same["kv_bytes_per_token"] == plain["kv_bytes_per_token"]
+    varied = derive_model(raw | {"num_attention_heads_per_layer": [64, 32] * 40}, "acme/Acme-70B")
+    # 40 layers lose 32 query heads (q_proj and o_proj, 2 x 8,192 x 32 x 128); the KV heads and cache are the model's
+    assert varied["total_params_b"] == pytest.approx(plain["total_params_b"] - 40 * 2 * 8192 * 32 * 128 / 1e9,
+                                                     abs=0.006)
+    assert varied["kv_bytes_per_token"] == plain["kv_bytes_per_token"]
+    with pytest.raises(ModelConfigError, match="one kind and head count"):  # the catalogue holds one KV head count
+        derive_model(raw | {"num_key_value_heads_per_layer": [8, 4] * 40}, "acme/Acme-70B")
