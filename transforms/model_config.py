@@ -726,6 +726,7 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False,
         return _mamba2(c, hidden) if c.has(*_MAMBA2_SPELLINGS) else _mamba1(c, hidden)
     v_head_dim = _value_width(c, head_dim)
     layer = _gqa(c, hidden, heads, kv_heads, head_dim, output_gate=output_gate, v_head_dim=v_head_dim)
+    layer.attention_params += hidden * heads * _gate_width(c, head_dim)
     if c.get("add_full_attention_sink_bias", False):  # a learned sink logit per head (MiMoV2Attention)
         layer.attention_params += heads
     if kind == "sliding_attention" and c.number("sliding_window") >= _context(c):
@@ -739,6 +740,27 @@ def _attention(c: _Config, hidden: int, kind: str, *, output_gate: bool = False,
     if kind == "chunked_attention":
         return _windowed(c, layer, "attention_chunk_size")
     return layer
+
+
+# Laguna's `gating`: a g_proj from the hidden state to one gate per head, or one per element of each head. SGLang's
+# laguna.py builds one per head for `true` and poolside's 2025 LagunaConfig docstring one per element: `true` is refused
+_GATING = {"per-head": lambda head_dim: 1, "per-element": lambda head_dim: head_dim}
+
+
+def _gate_width(c: _Config, head_dim: int) -> int:
+    """The gates per query head of an attention output gate stated by name (`gating`, per layer in `gating_types`,
+    which must agree with it), 0 where none is stated."""
+    gating = c.get("gating")
+    if gating is None or gating is False:
+        return 0
+    if not isinstance(gating, str) or gating not in _GATING:
+        raise c.error("gating", f"names an attention output gate the reader does not read ({gating!r}: "
+                                "'per-head' or 'per-element'; true is read both ways by the code found)")
+    kinds = c.get("gating_types")
+    if kinds is not None and (not isinstance(kinds, list) or {k.replace("_", "-") if isinstance(k, str) else k
+                                                                for k in kinds} != {gating}):
+        raise c.error("gating_types", f"gives per-layer gates other than gating's {gating!r}")
+    return _GATING[gating](head_dim)
 
 
 def _value_width(c: _Config, head_dim: int) -> int | None:

@@ -351,7 +351,8 @@ def test_no_num_key_value_heads_is_multi_head_attention():
     ({"num_key_value_heads_per_layer": [8] * 79}, "num_key_value_heads_per_layer"),  # not one count per layer
     ({"num_attention_heads_per_layer": [64] * 80}, "num_attention_heads_per_layer"),  # per-layer heads, no head_dim
     ({"num_attention_heads_per_layer": [64, 0] * 40, "head_dim": 128}, "num_attention_heads_per_layer"),
-    ({"gating": "per-head"}, "gating"),  # an attention output gate under a name not read (Laguna's)
+    ({"gating": True}, "gating"),  # an attention output gate the code found reads two ways (Laguna's `true`)
+    ({"gating": "per-head", "gating_types": ["per_element"] * 80}, "gating_types"),  # per-layer gates that disagree
     ({"attn_type_list": [0, 1] * 40}, "attn_type_list"),  # MiniMax's lightning-attention layers (0)
     ({"is_encoder_decoder": True}, "is_encoder_decoder"),  # T5, BART: not a decoder-only model
     ({"num_local_experts": 8, "num_experts_per_tok": 2, "num_dense_layers": 3}, "num_dense_layers"),  # routing unread
@@ -456,7 +457,12 @@ SIZE_CLASS = {"internlm/internlm2_5-7b-chat", "microsoft/phi-1_5", "baichuan-inc
               # SmallThinker-4B-A0.6B (read after the tenth set's scoring) reads 4.03B total, within 5% of "4B", and
               # 0.864B active against "0.6B" (32 layers x 4 of 32 ReLU-gated 768-wide experts and GQA attention, 0.63B,
               # and the tied 151,936 x 1,536 embedding, 0.23B, which the set decided before scoring the figure counts)
-              "PowerInfer/SmallThinker-4BA0.6B-Instruct"}
+              "PowerInfer/SmallThinker-4BA0.6B-Instruct",
+              # Laguna S 2.1 (read after the eleventh set's scoring) reads 117.56B total, within 3% of a third party's
+              # 118B, and 8.45B active against "~8B" (48 layers: 10 of 256 experts and a shared one, 512 wide, over a
+              # 3,072 hidden; 36 windowed layers of 72 and 12 full of 48 query heads with a per-head output gate;
+              # the untied 100,352 x 3,072 embeddings)
+              "poolside/Laguna-S-2.1-FP8"}
 # Published active counts the reader does not meet, the totals within their figure (the sixth set, scored once; the
 # active figures were taken before scoring to include the input embedding, as the totals do): Granite 3.0 1B-A400M reads
 # 1.33B total, 0.429B active (24 layers x 8 of 32 experts x 3 x 1,024 x 512, attention, the tied 49,152 x 1,024
@@ -496,9 +502,10 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            # reading `models add` then tried stopped at its per-layer head counts, num_attention_heads_per_layer), and
            # Muse Glimmer's whole-model figure with a vision tower the reader does not count (its language model alone
            # reads 26.44B, said in the row's notes). Since: per-layer head counts read by field, Laguna's activation at
-           # its class's silu; its attention output gate (`gating`: a g_proj per head or per element) is not read
+           # its class's silu, its attention output gate by `gating` ('per-head' or 'per-element'): Laguna S 2.1 reads
+           # (SIZE_CLASS above); Laguna XS.2's `gating` true is one gate per head in SGLang's laguna.py and one per
+           # element in poolside's 2025 LagunaConfig docstring, and is refused
            "poolside/Laguna-XS.2-FP8": "gating",
-           "poolside/Laguna-S-2.1-FP8": "gating",
            "meta-models/Muse-Glimmer-30B": "vision_config.model_type"}
 
 
@@ -1174,3 +1181,14 @@ def test_per_layer_head_counts_are_summed_layer_by_layer():
     assert varied["kv_bytes_per_token"] == plain["kv_bytes_per_token"]
     with pytest.raises(ModelConfigError, match="one kind and head count"):  # the catalogue holds one KV head count
         derive_model(raw | {"num_key_value_heads_per_layer": [8, 4] * 40}, "acme/Acme-70B")
+
+
+def test_a_per_head_output_gate_adds_one_projection_to_each_head():
+    """Laguna's `gating` 'per-head' (SGLang's LagunaAttention: g_proj hidden -> num_heads, a softplus gate on each
+    head's output) adds hidden x heads per layer; 'per-element' hidden x heads x head_dim."""
+    raw = config("meta-llama/Llama-3.3-70B-Instruct") | {"head_dim": 128}
+    plain = derive_model(raw, "acme/Acme-70B")["total_params_b"]
+    head = derive_model(raw | {"gating": "per-head"}, "acme/Acme-70B")["total_params_b"]
+    element = derive_model(raw | {"gating": "per-element"}, "acme/Acme-70B")["total_params_b"]
+    assert head == pytest.approx(plain + 80 * 8192 * 64 / 1e9, abs=0.006)
+    assert element == pytest.approx(plain + 80 * 8192 * 64 * 128 / 1e9, abs=0.006)
