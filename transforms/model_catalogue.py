@@ -224,7 +224,12 @@ def _described(reading: Reading) -> str:
     """'an ungated MLP and an untied output head: 7.51B total, 1.20B active'."""
     row = reading.row
     active = f", {row['active_params_b']}B active" if row["arch"] == "moe" else ""
-    return f"{' and '.join(READINGS[v] for v in reading.assumed.values())}: {row['total_params_b']}B total{active}"
+    return f"{_taken(reading)}: {row['total_params_b']}B total{active}"
+
+
+def _taken(reading: Reading) -> str:
+    """'a gated MLP (gate, up and down projections) and an untied output head': what the reading takes."""
+    return " and ".join(READINGS[v] for v in reading.assumed.values())
 
 
 def _compared_b(reading: Reading, config: dict, where: str) -> float:
@@ -272,7 +277,7 @@ def chosen_reading(readings: list[Reading], weights: Weights | None, config: dic
     chosen = readings[near[0][1]]
     others = [f"{_described(readings[i])} ({offs[i]:+.1%})" for i in range(len(readings)) if i != near[0][1]]
     why = (f"config.json leaves {fields} open (the family's code decides): read as "
-           f"{' and '.join(READINGS[v] for v in chosen.assumed.values())}, the reading whose total is within "
+           f"{_taken(chosen)}, the reading whose total is within "
            f"{WEIGHTS_TOLERANCE:.0%} of {count} ({offs[near[0][1]]:+.1%}); the other readings: {'; '.join(others)}")
     if len(near) > 1:
         why += f" ({len(near)} within {WEIGHTS_TOLERANCE:.0%}, their active counts agreeing: the nearest taken)"
@@ -327,10 +332,10 @@ def index_weights(index, config: dict, name: str) -> Weights:
         raise ValueError(f"{name}: the config is of a quantized checkpoint ({quantized}): its weights are "
                          "packed integers and scales, not a parameter count; give --params")
     counted = metadata.get("total_parameters")
-    if isinstance(counted, int) and not isinstance(counted, bool) and counted > 0:
+    if _positive_count(counted):
         return Weights(counted, f"{name} metadata.total_parameters")
     size = metadata.get("total_size")
-    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+    if not _positive_count(size):
         raise ValueError(f"{name}: field 'metadata.total_size' is not a size in bytes ({size!r})")
     dtype = next((part.get(key) for part in (config, text) for key in ("torch_dtype", "dtype") if part.get(key)), None)
     if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:  # a list or an object is no dtype (nor hashable)
@@ -339,6 +344,11 @@ def index_weights(index, config: dict, name: str) -> Weights:
     per = DTYPE_BYTES[dtype]
     return Weights(size // per, f"{name} metadata.total_size {size:,} bytes / {per} ({dtype}; approximate where some "
                                 "tensors are stored in another dtype)")
+
+
+def _positive_count(value) -> bool:
+    """An int above 0 (JSON's true is an int to Python, and no count)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def user_weights(entry: dict) -> Weights | None:
@@ -350,7 +360,7 @@ def user_weights(entry: dict) -> Weights | None:
     if given is None:
         return hub_weights(entry.get("safetensors"), where)
     params = given.get("params") if isinstance(given, dict) else None
-    if not isinstance(params, int) or isinstance(params, bool) or params <= 0:
+    if not _positive_count(params):
         raise ModelConfigError(f"{where}: field 'weights' is not {{\"params\": a positive count, \"source\": ...}} "
                                f"({repr(given)[:80]})")
     return Weights(params, str(given.get("source") or "given by the user"))

@@ -8,7 +8,7 @@ need in their bodies (never polars for `models` and `models show`).
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import duckdb
 import typer
@@ -17,6 +17,9 @@ from flows.cli.common import FormatOption, fail, open_read_only, resolve_name
 from flows.cli.output import Format, Rows, printed_json, render
 from warehouse import config, db, queries
 from warehouse.lock import WriterBusy, writer_lock
+
+if TYPE_CHECKING:  # the command imports transforms when it runs, not at start-up
+    from transforms.model_catalogue import Weights
 
 app = typer.Typer(no_args_is_help=False)
 SHOWN = ("model_id", "origin", "name", "vendor", "arch", "total_params_b", "active_params_b", "active_params_in_b",
@@ -226,7 +229,7 @@ def _rows(dicts: list[dict]) -> Rows:
                                                   for d in dicts])
 
 
-def _curated_weights(row: dict, weights, left_out: frozenset[str]) -> dict:
+def _curated_weights(row: dict, weights: "Weights | None", left_out: frozenset[str]) -> dict:
     """weights_params_b and weights_check of a curated row, from the model API's count held for its repository
     (`left_out`: what its fetched config says the weights hold beyond the language model)."""
     from transforms.model_catalogue import weights_check
@@ -246,7 +249,7 @@ def _from(field: str, origin: str, read: bool) -> str:
     return f"config.json: {FROM_CONFIG[field]}" if field in FROM_CONFIG and read else "gpuledger"
 
 
-def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[dict | None, str, object]:
+def _config_of(con: duckdb.DuckDBPyConnection, row: dict) -> tuple[dict | None, str, "Weights | None"]:
     """(the config.json the row came from or was checked against, where that config came from, the weights' count
     held beside it)."""
     from transforms.model_catalogue import hub_weights, user_weights
