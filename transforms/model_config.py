@@ -139,7 +139,9 @@ class _Config:
         self.assume = assume or {}  # the reading taken of each ambiguous field (derive_readings), by field
 
     def get(self, key: str, default=None):
-        """The field, else one of its other spellings (_ALIASES), else the family's default (_FAMILIES)."""
+        """The field, else one of its other spellings (_ALIASES), else the family's default (_FAMILIES), else the one
+        field whose name says the same size (_MEANINGS: where the reader would otherwise refuse it as missing or take
+        it as unstated)."""
         for name in (key, *_ALIASES.get(key, ())):
             for where in (self.text, self.top, self._nested(name)):
                 if where.get(name) is not None:
@@ -150,7 +152,30 @@ class _Config:
         if key in family:
             self.defaulted[key] = family[key]
             return family[key]
-        return default
+        meant = self._by_meaning(key) if key in _MEANINGS else None
+        return default if meant is None else meant
+
+    def _by_meaning(self, key: str):
+        """A size no spelling of the tables names, read from the one field of the text model whose name says it
+        (_MEANINGS), named in the row's notes; None where no field does, or where any spelling the tables know is
+        stated (it is read by that name: even null, as GPT-2's n_inner). Fields naming it with different values are
+        refused, naming them all. Never in a tower's block (prefix): only the language model's sizes are read so."""
+        if self.prefix or any(name in self.text for name in _spellings(key)):
+            return None
+        what = _MEANINGS[key][0]
+        least, most = config_range(key)
+        found = {name: int(value) for name, value in self.text.items()
+                 if _says(name) == key and isinstance(value, int | float) and not isinstance(value, bool)
+                 and value == int(value) and max(least, 1) <= value <= most}
+        if len(set(found.values())) > 1:
+            raise self.error(key, "is missing, and " + ", ".join(f"'{n}' ({v:,})" for n, v in found.items())
+                             + f" could each be {what} by their names: the reader does not choose")
+        if not found:
+            return None
+        name, value = next(iter(found.items()))
+        self.read.setdefault(self.part, {})[name] = value
+        self.notes.append(f"read '{name}' as {what} ({key}) by its name")
+        return value
 
     def class_default(self, key: str):
         """A field the config leaves out, at the default of its model_type's transformers class (hf_class_defaults:
@@ -213,9 +238,12 @@ class _Config:
         raise AmbiguousConfig(str(refusal), key, options)
 
     def error(self, key: str, what: str) -> ModelConfigError:
-        spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if key in _ALIASES and "missing" in what else ""
+        spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if _ALIASES.get(key) and "missing" in what else ""
+        # a field whose name says the size but holds no count of it (OpenELM's per-layer lists): named, not read
+        said = [f"'{name}' says it by its name but is no count of it ({value!r:.40})" for name, value in self.text.items()
+                if "missing" in what and not self.prefix and _says(name) == key] if key in _MEANINGS else []
         return ModelConfigError(f"{self.repo}: config.json field '{self._spelled(key)}'{spelled} {what} "
-                                f"(model_type {self.model_type!r})")
+                                f"(model_type {self.model_type!r})" + "".join(f"; {s}" for s in said))
 
 
 # --- building blocks -------------------------------------------------------------------------------------------
@@ -471,7 +499,7 @@ _ALIASES = {
     # vLLM's keys for the model's length (_get_and_verify_max_len's possible_keys)
     "max_position_embeddings": ("seq_length", "n_positions", "max_seq_len", "model_max_length", "max_sequence_length",
                                 "max_seq_length", "seq_len"),
-    "head_dim": ("kv_channels",),
+    "head_dim": ("kv_channels", "attention_head_dim"),  # Megatron-LM's and ChatGLM's; HunYuan's
     "hidden_act": ("activation_function", "activation", "ffn_act_fn", "activation_type"),
     # GPT-Neo's local attention window; SmallThinker's and MiMo-V2's window of the layers their per-layer lists slide
     "sliding_window": ("window_size", "sliding_window_size"),
@@ -481,6 +509,64 @@ _ALIASES = {
     # an expert's width: Megatron-LM's moe_ffn_hidden_size (--moe-ffn-hidden-size), which SmallThinker keeps
     "moe_intermediate_size": ("moe_ffn_hidden_size",),
 }
+
+# The sizes read by the meaning of a field's name where no spelling above is stated (_Config._by_meaning), so that a
+# spelling met for the first time is read, not refused as missing (ffn_dim, dim, n_layers, num_heads, n_head_kv,
+# max_seq_len, kv_channels, moe_ffn_hidden_size, moe_num_primary_experts, num_selected_experts were each such a
+# refusal before the tables listed them). A name is split on "_"; it says the size when it holds a word of each group
+# and no word outside the groups and the words beside them; any other word (vision, audio, expert or moe for a dense
+# width, shared, swa, window, per, layer, lora, rope, head for a count that is not of heads, ...) says something else.
+# The word pairs excluded say another size in a vocabulary some configs keep: Meta's params.json and the
+# LLMs-from-scratch configs name the MLP's width hidden_dim beside the hidden size's dim or emb_dim; Llama 4's
+# intermediate_size_mlp is its dense layers' width beside intermediate_size, the experts'. The words are the
+# spellings of transformers' and vLLM's configs, Megatron-LM's arguments (ffn_hidden_size, kv_channels,
+# num_query_groups is not read so: it counts only under group_query_attention) and the from-scratch configs
+# (emb_dim, context_length, num_kv_groups). Only a plausible count is a candidate (config_range, at least 1): an
+# absent or null field, a flag, a ratio is none; fields naming it with different values are refused, naming them.
+# key: (what the notes call it, groups of words the name holds one of each, the words it may hold beside them,
+# word pairs that say another size)
+_COUNT_WORDS = frozenset({"num", "n", "number", "total", "count"})
+_MEANINGS = {
+    "hidden_size": ("the hidden size", (("hidden", "model", "embd", "embed", "emb", "dim"),),
+                    frozenset({"d", "n", "width"}), (("hidden", "dim"),)),
+    "num_hidden_layers": ("the layer count", (("layers", "layer"),), _COUNT_WORDS | {"hidden", "decoder", "transformer"}, ()),
+    "num_attention_heads": ("the query heads", (("heads", "head"),),
+                            _COUNT_WORDS | {"attention", "attn", "query", "q"}, ()),
+    "num_key_value_heads": ("the KV heads", (("kv", "key"), ("heads", "head", "groups", "group")),
+                            _COUNT_WORDS | {"value", "attention", "attn"}, ()),
+    "intermediate_size": ("the MLP width", (("ffn", "ff", "mlp", "intermediate", "inter", "inner", "feedforward"),),
+                          frozenset({"size", "dim", "d", "hidden", "n", "width", "block"}), (("intermediate", "mlp"),)),
+    "moe_intermediate_size": ("an expert's width", (("moe", "expert", "experts"),
+                                                    ("ffn", "ff", "mlp", "intermediate", "inter", "inner", "hidden",
+                                                     "dim", "size", "width")), frozenset({"d"}), ()),
+    "vocab_size": ("the vocabulary", (("vocab", "vocabulary"),), _COUNT_WORDS | {"size", "padded"}, ()),
+    "max_position_embeddings": ("the context length", (("position", "positions", "seq", "sequence", "context",
+                                                         "ctx"),),
+                                _COUNT_WORDS | {"max", "len", "length", "embeddings", "size"}, ()),
+    "head_dim": ("the head size", (("head", "channels"), ("dim", "size", "channels", "width", "d")),
+                 frozenset({"attention", "attn", "kv"}), ()),
+    _EXPERT_COUNTS[0]: ("the routed experts", (("experts", "expert"),),
+                        _COUNT_WORDS | {"routed", "local", "moe", "primary"}, ()),
+    _EXPERTS_PER_TOKEN[0]: ("the experts per token", (("experts", "expert", "moe", "router"),
+                                                      ("per", "tok", "token", "top", "k", "topk", "active", "activated",
+                                                       "selected")), _COUNT_WORDS | {"primary", "routed"}, ()),
+}
+
+
+def _says(name: str) -> str | None:
+    """The size a field's name says by its words (_MEANINGS); None for a name saying none, or more than one."""
+    tokens = set(name.lower().split("_"))
+    said = [key for key, (_, groups, words, excluded) in _MEANINGS.items()
+            if tokens <= words.union(*groups) and all(tokens & set(group) for group in groups)
+            and not any(tokens >= set(pair) for pair in excluded)]
+    return said[0] if len(said) == 1 else None
+
+
+def _spellings(key: str) -> tuple[str, ...]:
+    """Every name the tables read `key` by: its own, its aliases, the expert counts' spellings."""
+    listed = next((names for names in (_EXPERT_COUNTS, _EXPERTS_PER_TOKEN) if names[0] == key), (key,))
+    return (*listed, *_ALIASES.get(key, ()))
+
 
 # Fields read inside a nested block (MPT, DBRX): the MLP's width, activation and kind, experts, KV heads, attention kind.
 _NESTED = {"attn_config": ("kv_n_heads", "attn_type"),
@@ -933,6 +1019,8 @@ def _dense_width(c: _Config) -> int:
     """A dense MLP's width: Llama 4's dense layers are wider than its experts (intermediate_size_mlp); Qwen (v1)'s
     intermediate_size is w1's and w2's widths together, the gated MLP's two halves; MPT's is expansion_ratio x
     hidden; GPT-2-style families (GPT-Neo, Falcon, BLOOM) build 4 x hidden when the config gives no width."""
+    if c.get("block_type") is not None:  # OLMo's config vocabulary (LLaDA): the width by the block's kind, whatever
+        return _olmo_width(c)  # an intermediate_size spelled otherwise or read by its name would say
     if not c.has("intermediate_size", "intermediate_size_mlp") and c.has("expansion_ratio"):  # MPT: a multiple
         width = c.number("expansion_ratio") * c.number("hidden_size")
         c.notes.append(f"MLP width expansion_ratio x hidden_size ({width})")
@@ -949,8 +1037,6 @@ def _dense_width(c: _Config) -> int:
         else:
             c.notes.append(f"n_inner null: an MLP 4 x hidden_size wide ({width})")
         return width
-    if c.get("block_type") is not None:  # OLMo's config vocabulary (LLaDA): the width by the block's kind
-        return _olmo_width(c)
     if not c.has("intermediate_size") and c.text.get("dim") is not None and c.get("hidden_dim") is not None:
         return c.number("hidden_dim")  # MiniMind's FeedForward: w1, w3 dim -> hidden_dim, w2 back (beside dim only)
     if c.get("shared_intermediate_size"):  # GraniteMoeHybridDecoderLayer: its shared_mlp is the MLP of every layer,
@@ -1164,7 +1250,7 @@ def _read_hunyuan(c: _Config) -> _Shape:
     if c.get("use_mla", False):
         raise c.error("use_mla", "is set: HunYuan's latent attention is not among the families checked")
     kv_heads = c.number("num_key_value_heads", heads)
-    head_dim = c.number("head_dim") if c.get("head_dim") else c.number("attention_head_dim", hidden // heads)
+    head_dim = c.number("head_dim", hidden // heads)
     share = c.number("cla_share_factor") if c.get("use_cla", False) else 1
     experts = c.number("num_experts", 1)
     if experts > 1:
@@ -1570,6 +1656,9 @@ def _unread_structure(c: _Config, moe: bool) -> None:
             raise c.error(key, f"may gate the attention output under a name the reader does not read ({repr(value)[:60]})")
         if key in known or isinstance(value, bool) or name.startswith("mtp_") or "nextn" in name:
             continue  # multi-token-prediction layers are not served and not counted
+        said = _says(key)
+        if said and any(c.text.get(spelled) == value for spelled in _spellings(said)):
+            continue  # the size read, repeated under a name that says it (gpt-oss's experts_per_token)
         count = isinstance(value, int | float) and value
         if count and any(all(w in name for w in words) for words in _EXPERT_WORDS):
             raise c.error(key, f"counts experts under a name the reader does not read ({value!r})")

@@ -478,12 +478,15 @@ ACTIVE_OUTSIDE = {"ibm-granite/granite-3.0-1b-a400m-base", "ibm-granite/granite-
 REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "layer_types",
            # the fifth set (in-sample since its scoring, README): refused naming a field
            "Zyphra/Zamba2-7B": "layers_block_type",  # Mamba-2 and shared attention blocks
-           "mlx-community/OpenELM-1_1B-Instruct-4bit": "hidden_size",  # model_dim, per-layer heads and widths
+           # per-layer heads and widths: its model_dim and num_transformer_layers read by their names, its
+           # num_query_heads, a list, is named as no count of the query heads (refused naming hidden_size before)
+           "mlx-community/OpenELM-1_1B-Instruct-4bit": "num_attention_heads",
            "google/recurrentgemma-2b": "lru_width",  # RG-LRU recurrent layers
            "Qwen/Qwen2.5-VL-7B-Instruct": "vision_config.model_type",  # a whole-model figure, a tower not read
-           # the seventh set, scored once: Phi-3-small's MLP width is ff_intermediate_size (and its GeGELU MLP,
-           # block-sparse attention layers and muP multipliers are remote code the reader has no entry for)
-           "microsoft/Phi-3-small-8k-instruct": "intermediate_size",
+           # the seventh set, scored once (refused then naming intermediate_size): its MLP width ff_intermediate_size
+           # is read by its name, its GeGELU MLP (and block-sparse attention layers, muP multipliers: remote code the
+           # reader has no entry for) is not
+           "microsoft/Phi-3-small-8k-instruct": "hidden_act",
            # the eighth set, scored once (refused then naming sliding_window): SambaY's Mamba layers and gated
            # memory units are laid out by Phi-4-mini-flash's remote code, not by a field
            "microsoft/Phi-4-mini-flash-reasoning": "mb_per_layer",
