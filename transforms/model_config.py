@@ -156,17 +156,21 @@ class _Config:
         return default if meant is None else meant
 
     def _by_meaning(self, key: str):
-        """A size no spelling of the tables names, read from the one field of the text model whose name says it
-        (_MEANINGS), named in the row's notes; None where no field does, or where any spelling the tables know is
-        stated (it is read by that name: even null, as GPT-2's n_inner). Fields naming it with different values are
-        refused, naming them all. Never in a tower's block (prefix): only the language model's sizes are read so."""
-        if self.prefix or any(name in self.text for name in _spellings(key)):
+        """A size no spelling of the tables names, read from the one field of the text model (its top level, or a
+        nested block _NESTED reads: DBRX's ffn_config) whose name says it (_MEANINGS), named in the row's notes; None
+        where no field does, or where another spelling of the expert counts is stated (read by that name). Fields
+        naming it with different values are refused, naming them all. Never in a tower's block (prefix): only the
+        language model's sizes are read so."""
+        if self.prefix or any(self.get(name) is not None for name in _spellings(key)[1:]):
             return None
         what = _MEANINGS[key][0]
         least, most = config_range(key)
-        found = {name: int(value) for name, value in self.text.items()
-                 if _says(name) == key and isinstance(value, int | float) and not isinstance(value, bool)
-                 and value == int(value) and max(least, 1) <= value <= most}
+        fields = [*self.text.items(), *((f"{block}.{name}", value) for block in _NESTED
+                                        if isinstance(self.text.get(block), dict)
+                                        for name, value in self.text[block].items())]
+        found = {name: int(value) for name, value in fields
+                 if _says(name.rsplit(".", 1)[-1]) == key and isinstance(value, int | float)
+                 and not isinstance(value, bool) and value == int(value) and max(least, 1) <= value <= most}
         if len(set(found.values())) > 1:
             raise self.error(key, "is missing, and " + ", ".join(f"'{n}' ({v:,})" for n, v in found.items())
                              + f" could each be {what} by their names: the reader does not choose")
