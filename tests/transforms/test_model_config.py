@@ -1195,3 +1195,199 @@ def test_a_per_head_output_gate_adds_one_projection_to_each_head():
     element = derive_model(raw | {"gating": "per-element"}, "acme/Acme-70B")["total_params_b"]
     assert head == pytest.approx(plain + 80 * 8192 * 64 / 1e9, abs=0.006)
     assert element == pytest.approx(plain + 80 * 8192 * 64 * 128 / 1e9, abs=0.006)
+
+
+# --- sizes read by the meaning of their names (model_config._MEANINGS) ----------------------------------------------
+
+# Every fixture config: the language models the reader was written on and the held-out sets.
+EVERY_CONFIG = sorted([*CONFIGS.glob("*/*/config.json"), *UNSEEN.glob("*/*/*/config.json")])
+
+
+def _readings(path: Path):
+    """Every reading's row and fields read, or the refusal's text."""
+    try:
+        return [(r.row, r.keys) for r in derive_readings(json.loads(path.read_text()), "/".join(path.parts[-3:-1]))]
+    except ModelConfigError as exc:
+        return str(exc)
+
+
+def _numbers(readings):
+    """The readings' rows without their notes (what the catalogue prices), or the refusal."""
+    return readings if isinstance(readings, str) else [{k: v for k, v in row.items() if k != "notes"}
+                                                      for row, _ in readings]
+
+
+@pytest.mark.parametrize(("name", "size"), [
+    # spellings the tables list, each read by its words alone too
+    ("d_model", "hidden_size"), ("n_embd", "hidden_size"), ("dim", "hidden_size"), ("n_layer", "num_hidden_layers"),
+    ("num_layers", "num_hidden_layers"), ("n_head", "num_attention_heads"), ("attention_heads", "num_attention_heads"),
+    ("n_head_kv", "num_key_value_heads"), ("kv_n_heads", "num_key_value_heads"), ("ffn_dim", "intermediate_size"),
+    ("n_inner", "intermediate_size"), ("block_ff_dim", "intermediate_size"), ("padded_vocab_size", "vocab_size"),
+    ("moe_ffn_hidden_size", "moe_intermediate_size"), ("max_seq_len", "max_position_embeddings"),
+    ("n_positions", "max_position_embeddings"), ("kv_channels", "head_dim"), ("num_local_experts", "n_routed_experts"),
+    ("moe_num_primary_experts", "n_routed_experts"), ("moe_k", "num_experts_per_tok"),
+    ("num_selected_experts", "num_experts_per_tok"),
+    # spellings no table lists: OpenELM's (model_dim, num_transformer_layers, max_context_length), Phi-3-small's
+    # ff_intermediate_size, RWKV's head_size, the LLMs-from-scratch configs' emb_dim, context_length, num_kv_groups,
+    # Megatron-LM's moe_router_topk, and num_routed_experts, num_activated_experts (public config readers)
+    ("model_dim", "hidden_size"), ("emb_dim", "hidden_size"), ("num_transformer_layers", "num_hidden_layers"),
+    ("max_context_length", "max_position_embeddings"), ("context_length", "max_position_embeddings"),
+    ("ff_intermediate_size", "intermediate_size"), ("head_size", "head_dim"), ("num_kv_groups", "num_key_value_heads"),
+    ("moe_router_topk", "num_experts_per_tok"), ("num_routed_experts", "n_routed_experts"),
+    ("num_activated_experts", "num_experts_per_tok"),
+    # names that say another size, or something else: a tower's, a window's, a shared expert's, a latent's, a
+    # per-layer list, a multi-token-prediction block, the MLP's width in Meta's params.json vocabulary, Llama 4's dense
+    # width beside its experts', generation defaults (max_length 20, top_k 50), a ratio, a rope length
+    ("vision_hidden_size", None), ("hidden_dim", None), ("intermediate_size_mlp", None),
+    ("shared_expert_intermediate_size", None), ("moe_shared_expert_intermediate_size", None),
+    ("max_window_layers", None), ("num_nextn_predict_layers", None), ("mtp_num_hidden_layers", None),
+    ("swa_num_key_value_heads", None), ("num_key_value_heads_per_layer", None), ("kv_lora_rank", None),
+    ("qk_rope_head_dim", None), ("v_head_dim", None), ("linear_num_key_heads", None), ("mamba_num_heads", None),
+    ("vocab_size_per_layer_input", None), ("original_max_position_embeddings", None), ("max_length", None),
+    ("top_k", None), ("mlp_ratio", None), ("ffn_dim_multiplier", None), ("n_shared_experts", None),
+    ("moe_layer_freq", None), ("first_k_dense_replace", None), ("word_embed_proj_dim", None), ("embedding_size", None),
+    ("sliding_window", None), ("num_query_groups", None), ("multi_query_group_num", None),
+    ("moe_normalize_expert_weights", None), ("moe_router_topk_scaling_factor", None),
+])
+def test_the_words_of_a_name_say_which_size_it_is(name, size):
+    assert model_config._says(name) == size
+
+
+def test_no_field_of_a_fixture_says_a_size_other_than_the_one_its_config_states():
+    """Where a config states a size under a spelling the tables know and also a field whose name says that size, the
+    two are equal: on real configs the words read no other size (precision, where it can be checked)."""
+    pairs = []
+    for path in EVERY_CONFIG:
+        raw = json.loads(path.read_text())
+        text = raw.get("text_config") or raw
+        for name, value in text.items():
+            size = model_config._says(name)
+            known = size and next((text[s] for s in model_config._spellings(size) if text.get(s) is not None), None)
+            if known is not None and name not in model_config._spellings(size) and isinstance(value, int):
+                pairs.append((path.parent.name, name, value, known))
+    assert len(pairs) >= 3 and all(value == known for _, _, value, known in pairs), pairs
+
+
+def test_the_reading_by_meaning_changes_no_config_the_tables_read(monkeypatch):
+    """Every fixture config (the configs the reader was written on and the eleven held-out sets) derives exactly as
+    without the reading by meaning, every reading's row, notes and fields read; the two it changes were refused and
+    are refused still, naming a field further on (OpenELM's query heads, a list; Phi-3-small's GeGELU, once its
+    ff_intermediate_size is read)."""
+    now = {path: _readings(path) for path in EVERY_CONFIG}
+    monkeypatch.setattr(model_config, "_MEANINGS", {})
+    before = {path: _readings(path) for path in EVERY_CONFIG}
+    changed = [path for path in EVERY_CONFIG if now[path] != before[path]]
+    assert len(EVERY_CONFIG) >= 151 and all(isinstance(now[p], str) and isinstance(before[p], str) for p in changed)
+    assert len(changed) <= 2, changed
+
+
+def _spellings_left_out(monkeypatch, size: str | None = None, spelling: str | None = None):
+    """The tables without the spellings of the sizes _MEANINGS reads: every alias and every expert-count spelling but
+    the first (size None), or one of them (`spelling` of `size`; the expert counts by their first spelling)."""
+    aliases, counts, per_token = model_config._ALIASES, model_config._EXPERT_COUNTS, model_config._EXPERTS_PER_TOKEN
+    if size is None:
+        monkeypatch.setattr(model_config, "_ALIASES", {k: () if k in model_config._MEANINGS else v
+                                                       for k, v in aliases.items()})
+        monkeypatch.setattr(model_config, "_EXPERT_COUNTS", counts[:1])
+        monkeypatch.setattr(model_config, "_EXPERTS_PER_TOKEN", per_token[:1])
+    elif size == counts[0]:
+        monkeypatch.setattr(model_config, "_EXPERT_COUNTS", tuple(s for s in counts if s != spelling))
+    elif size == per_token[0]:
+        monkeypatch.setattr(model_config, "_EXPERTS_PER_TOKEN", tuple(s for s in per_token if s != spelling))
+    else:
+        monkeypatch.setattr(model_config, "_ALIASES", aliases | {size: tuple(s for s in aliases[size] if s != spelling)})
+
+
+def _ablated(monkeypatch, read: dict, size: str | None = None, spelling: str | None = None) -> dict[str, list]:
+    """The configs that need the spellings left out (read with the full tables, read otherwise without them and
+    without the reading by meaning), by how the reading by meaning then meets them: identical, refused, different."""
+    meanings = model_config._MEANINGS
+    with monkeypatch.context() as patched:
+        _spellings_left_out(patched, size, spelling)
+        patched.setattr(model_config, "_MEANINGS", {})
+        bare = {path: _numbers(_readings(path)) for path in read}
+        patched.setattr(model_config, "_MEANINGS", meanings)
+        outcome = {"identical": [], "refused": [], "different": []}
+        for path in [p for p in read if bare[p] != read[p]]:
+            by_meaning = _numbers(_readings(path))
+            kind = "identical" if by_meaning == read[path] else "refused" if isinstance(by_meaning, str) else "different"
+            outcome[kind].append(path.parent.name)
+    return outcome
+
+
+@pytest.fixture(scope="module")
+def read_now() -> dict:
+    """The rows of every fixture config the full tables read."""
+    readings = {path: _numbers(_readings(path)) for path in EVERY_CONFIG}
+    return {path: rows for path, rows in readings.items() if not isinstance(rows, str)}
+
+
+def test_with_every_listed_spelling_left_out_the_names_read_each_config_as_before(monkeypatch, read_now):
+    """The leave-spellings-out measure: the tables' aliases of every size _MEANINGS reads dropped at once (the
+    expert counts' and experts-per-token spellings but the first), 54 fixture configs no longer read as before without
+    the reading by meaning; with it, all 54 read identically, none is refused and none gets a different number. (The
+    words were chosen knowing these spellings: this measures that they read them, among every other field of real
+    configs, without a wrong number, more than how they meet a spelling never seen.)"""
+    outcome = _ablated(monkeypatch, read_now)
+    assert outcome["different"] == []
+    assert len(outcome["identical"]) >= 54 and outcome["refused"] == [], outcome
+
+
+def test_with_each_listed_spelling_left_out_alone_no_config_gets_a_different_number(monkeypatch, read_now):
+    """One spelling dropped at a time (43 of them): 113 times a fixture config needed the one dropped (30 spellings
+    are needed by one or more), and the reading by meaning read it identically each time."""
+    drops = [(size, s) for size in model_config._MEANINGS for s in model_config._spellings(size)[1:]]
+    outcomes = [_ablated(monkeypatch, read_now, size, spelling) for size, spelling in drops]
+    assert len(drops) >= 43 and all(o["different"] == [] for o in outcomes)
+    assert sum(len(o["identical"]) for o in outcomes) >= 113 and all(o["refused"] == [] for o in outcomes)
+
+
+@pytest.mark.parametrize(("repo", "renamed"), [
+    ("Qwen/Qwen3-8B", {"hidden_size": "model_dim", "num_hidden_layers": "num_transformer_layers",
+                       "intermediate_size": "ff_intermediate_size", "max_position_embeddings": "max_context_length",
+                       "num_key_value_heads": "num_kv_groups"}),
+    # head_dim 128 beside a hidden size of 2,048 over 32 heads (64 each by division): the name decides the number
+    ("Qwen/Qwen3-30B-A3B", {"head_dim": "head_size", "num_experts": "num_routed_experts",
+                            "num_experts_per_tok": "num_activated_experts", "moe_intermediate_size": "expert_inter_dim"}),
+    ("Qwen/Qwen3-30B-A3B", {"num_experts_per_tok": "moe_router_topk", "num_attention_heads": "num_query_heads"}),
+])
+def test_a_size_under_a_spelling_the_tables_lack_is_read_by_its_name_and_said_in_the_notes(repo, renamed):
+    """A real config with its sizes renamed to spellings no table lists (OpenELM's, Phi-3-small's, RWKV's, Megatron-
+    LM's and public config readers' names): the same row, and the notes say each field read by its name."""
+    raw = config(repo)
+    for canonical, spelling in renamed.items():
+        assert spelling not in model_config._spellings(model_config._says(spelling) or canonical)
+        raw[spelling] = raw.pop(canonical)
+    row, original = derive_model(raw, repo), derive(repo)
+    assert {k: v for k, v in row.items() if k != "notes"} == {k: v for k, v in original.items() if k != "notes"}
+    for spelling in renamed.values():
+        size = model_config._says(spelling)
+        assert f"read '{spelling}' as {model_config._MEANINGS[size][0]} ({size}) by its name" in row["notes"]
+
+
+def test_two_fields_that_could_be_the_same_size_are_refused_naming_both_and_equal_ones_read():
+    raw = config("Qwen/Qwen3-8B")
+    width = raw.pop("intermediate_size")
+    with pytest.raises(ModelConfigError, match=r"field 'intermediate_size' \(or .*\) is missing, and 'ffn_hidden_dim' "
+                                               r"\(12,288\), 'mlp_dim' \(4,096\) could each be the MLP width"):
+        derive_model(raw | {"ffn_hidden_dim": width, "mlp_dim": 4096}, "acme/qwen")
+    row = derive_model(raw | {"ffn_hidden_dim": width, "mlp_dim": width}, "acme/qwen")
+    assert row["total_params_b"] == derive("Qwen/Qwen3-8B")["total_params_b"]
+    assert "read 'ffn_hidden_dim' as the MLP width (intermediate_size) by its name" in row["notes"]
+
+
+def test_a_field_saying_a_size_is_read_only_as_a_plausible_count_and_never_in_a_tower():
+    """A name that says the size with no count of it (OpenELM's per-layer list, a flag, a zero) is named in the
+    refusal, not read; a vision tower's block is read by its own names only."""
+    raw = config("Qwen/Qwen3-8B")
+    raw.pop("num_attention_heads")
+    for value in ([32] * 36, True, 0, 2.5):
+        with pytest.raises(ModelConfigError, match=r"field 'num_attention_heads' .* is missing .*; 'n_query_heads' "
+                                                   r"says it by its name but is no count of it"):
+            derive_model(raw | {"n_query_heads": value}, "acme/qwen")
+    llava = _unseen(next(e for e in PUBLISHED if e["repo"] == "llava-hf/llava-1.5-7b-hf"))
+    tower = llava["vision_config"]
+    tower["model_dim"] = tower.pop("hidden_size")
+    with pytest.raises(ModelConfigError, match=r"field 'vision_config.hidden_size' \(or .*\) is missing \(model_type "
+                                               r"'clip_vision_model'\)$"):
+        vision_tower_params(llava, "llava-hf/llava-1.5-7b-hf")
