@@ -524,8 +524,9 @@ _ALIASES = {
 # LLMs-from-scratch configs name the MLP's width hidden_dim beside the hidden size's dim or emb_dim; Llama 4's
 # intermediate_size_mlp is its dense layers' width beside intermediate_size, the experts'. The words are the
 # spellings of transformers' and vLLM's configs, Megatron-LM's arguments (ffn_hidden_size, kv_channels,
-# num_query_groups is not read so: it counts only under group_query_attention) and the from-scratch configs
-# (emb_dim, context_length, num_kv_groups). Only a plausible count is a candidate (config_range, at least 1): an
+# moe_router_topk; num_query_groups is not read so: it counts only under group_query_attention), nanoGPT-style and
+# from-scratch configs (n_kv_head, emb_dim, context_length). No "groups" says KV heads: the from-scratch configs'
+# num_kv_groups counts them, transformers' num_key_value_groups is the query heads per KV head. Only a plausible count is a candidate (config_range, at least 1): an
 # absent or null field, a flag, a ratio is none; fields naming it with different values are refused, naming them.
 # key: (what the notes call it, groups of words the name holds one of each, the words it may hold beside them,
 # word pairs that say another size)
@@ -536,7 +537,7 @@ _MEANINGS = {
     "num_hidden_layers": ("the layer count", (("layers", "layer"),), _COUNT_WORDS | {"hidden", "decoder", "transformer"}, ()),
     "num_attention_heads": ("the query heads", (("heads", "head"),),
                             _COUNT_WORDS | {"attention", "attn", "query", "q"}, ()),
-    "num_key_value_heads": ("the KV heads", (("kv", "key"), ("heads", "head", "groups", "group")),
+    "num_key_value_heads": ("the KV heads", (("kv", "key"), ("heads", "head")),
                             _COUNT_WORDS | {"value", "attention", "attn"}, ()),
     "intermediate_size": ("the MLP width", (("ffn", "ff", "mlp", "intermediate", "inter", "inner", "feedforward"),),
                           frozenset({"size", "dim", "d", "hidden", "n", "width", "block"}), (("intermediate", "mlp"),)),

@@ -1228,11 +1228,13 @@ def _numbers(readings):
     ("moe_num_primary_experts", "n_routed_experts"), ("moe_k", "num_experts_per_tok"),
     ("num_selected_experts", "num_experts_per_tok"),
     # spellings no table lists: OpenELM's (model_dim, num_transformer_layers, max_context_length), Phi-3-small's
-    # ff_intermediate_size, RWKV's head_size, the LLMs-from-scratch configs' emb_dim, context_length, num_kv_groups,
-    # Megatron-LM's moe_router_topk, and num_routed_experts, num_activated_experts (public config readers)
+    # ff_intermediate_size, RWKV's head_size, the LLMs-from-scratch configs' emb_dim and context_length, nanoGPT-style
+    # configs' n_kv_head, sequence_len and d_head, Megatron-LM's moe_router_topk, and num_routed_experts,
+    # num_activated_experts (public config readers)
     ("model_dim", "hidden_size"), ("emb_dim", "hidden_size"), ("num_transformer_layers", "num_hidden_layers"),
     ("max_context_length", "max_position_embeddings"), ("context_length", "max_position_embeddings"),
-    ("ff_intermediate_size", "intermediate_size"), ("head_size", "head_dim"), ("num_kv_groups", "num_key_value_heads"),
+    ("ff_intermediate_size", "intermediate_size"), ("head_size", "head_dim"), ("n_kv_head", "num_key_value_heads"),
+    ("sequence_len", "max_position_embeddings"), ("d_head", "head_dim"),
     ("moe_router_topk", "num_experts_per_tok"), ("num_routed_experts", "n_routed_experts"),
     ("num_activated_experts", "num_experts_per_tok"),
     # names that say another size, or something else: a tower's, a window's, a shared expert's, a latent's, a
@@ -1248,6 +1250,9 @@ def _numbers(readings):
     ("moe_layer_freq", None), ("first_k_dense_replace", None), ("word_embed_proj_dim", None), ("embedding_size", None),
     ("sliding_window", None), ("num_query_groups", None), ("multi_query_group_num", None),
     ("moe_normalize_expert_weights", None), ("moe_router_topk_scaling_factor", None),
+    # "groups" is no KV head count: the from-scratch configs' num_kv_groups counts KV heads, transformers'
+    # num_key_value_groups is the query heads sharing one
+    ("num_kv_groups", None), ("num_key_value_groups", None), ("block_size", None),
 ])
 def test_the_words_of_a_name_say_which_size_it_is(name, size):
     assert model_config._says(name) == size
@@ -1345,7 +1350,7 @@ def test_with_each_listed_spelling_left_out_alone_no_config_gets_a_different_num
 @pytest.mark.parametrize(("repo", "renamed"), [
     ("Qwen/Qwen3-8B", {"hidden_size": "model_dim", "num_hidden_layers": "num_transformer_layers",
                        "intermediate_size": "ff_intermediate_size", "max_position_embeddings": "max_context_length",
-                       "num_key_value_heads": "num_kv_groups"}),
+                       "num_key_value_heads": "n_kv_head"}),
     # head_dim 128 beside a hidden size of 2,048 over 32 heads (64 each by division): the name decides the number
     ("Qwen/Qwen3-30B-A3B", {"head_dim": "head_size", "num_experts": "num_routed_experts",
                             "num_experts_per_tok": "num_activated_experts", "moe_intermediate_size": "expert_inter_dim"}),
