@@ -2,8 +2,8 @@
 
 Pure: `derive_model(config, repo)` takes the parsed config.json and returns a row with the columns of
 warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
-(its text model's, for a multimodal one) states, under their common spellings (_ALIASES) and inside the nested
-blocks some families keep them in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type
+(its text model's, for a multimodal one) states, under their common spellings (_ALIASES; a size under none of them
+by the meaning of its name, _MEANINGS, named in the row's notes) and inside the nested blocks some families keep them in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type
 or none: attention (multi-head, grouped, multi-query, latent; values narrower than keys by `v_head_dim`), windowed
 layers (sized apart by `swa_*` where stated), chunked and linear-attention layers, Mamba and Mamba-2 mixers, short
 convolutions, per-layer blocks, dense, gated and expert MLPs (OLMo's block kinds among them: _OLMO_BLOCKS), shared
