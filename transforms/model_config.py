@@ -3,11 +3,11 @@
 Pure: `derive_model(config, repo)` takes the parsed config.json and returns a row with the columns of
 warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
 (its text model's, for a multimodal one) states, under their common spellings (_ALIASES; a size under none of them
-by the meaning of its name, _MEANINGS, named in the row's notes) and inside the nested blocks some families keep them in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type
-or none: attention (multi-head, grouped, multi-query, latent; values narrower than keys by `v_head_dim`), windowed
-layers (sized apart by `swa_*` where stated), chunked and linear-attention layers, Mamba and Mamba-2 mixers, short
-convolutions, per-layer blocks, dense, gated and expert MLPs (OLMo's block kinds among them: _OLMO_BLOCKS), shared
-experts and which layers route (by a count, a rule or a per-layer list). A field the config leaves to its transformers class is read at that class's default (hf_class_defaults). A model_type matters only for a true quirk: a family's
+by the meaning of its name, _MEANINGS, named in the row's notes) and inside the nested blocks some families keep them
+in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type or none: attention (multi-head,
+grouped, multi-query, latent; values narrower than keys by `v_head_dim`), windowed layers (sized apart by `swa_*`
+where stated), chunked and linear-attention layers, Mamba and Mamba-2 mixers, short convolutions, per-layer blocks,
+dense, gated and expert MLPs (OLMo's block kinds among them: _OLMO_BLOCKS), shared experts and which layers route (by a count, a rule or a per-layer list). A field the config leaves to its transformers class is read at that class's default (hf_class_defaults). A model_type matters only for a true quirk: a family's
 defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
 says (_QUIRKS), or a layout of its own (_READERS). A config it cannot read, or one carrying a field that changes the
 count and is not read (_UNREAD), raises ModelConfigError naming the repository and the field, never a guessed number.
@@ -158,7 +158,8 @@ class _Config:
     def _by_meaning(self, key: str):
         """A size no spelling of the tables names, read from the one field of the text model (its top level, or a
         nested block _NESTED reads: DBRX's ffn_config) whose name says it (_MEANINGS), named in the row's notes; None
-        where no field does, or where another spelling of the expert counts is stated (read by that name). Fields
+        where no field does, or where another of its spellings is stated (the expert counts' are tried one by one by
+        _experts: read by that name). Fields
         naming it with different values are refused, naming them all. Never in a tower's block (prefix): only the
         language model's sizes are read so."""
         if self.prefix or any(self.get(name) is not None for name in _spellings(key)[1:]):
@@ -242,12 +243,14 @@ class _Config:
         raise AmbiguousConfig(str(refusal), key, options)
 
     def error(self, key: str, what: str) -> ModelConfigError:
-        spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if _ALIASES.get(key) and "missing" in what else ""
+        missing = "missing" in what
+        spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if _ALIASES.get(key) and missing else ""
         # a field whose name says the size but holds no count of it (OpenELM's per-layer lists): named, not read
-        said = [f"'{name}' says it by its name but is no count of it ({value!r:.40})" for name, value in self.text.items()
-                if "missing" in what and not self.prefix and _says(name) == key] if key in _MEANINGS else []
+        said = [f"; '{name}' says it by its name but is no count of it ({value!r:.40})"
+                for name, value in self.text.items()
+                if missing and not self.prefix and key in _MEANINGS and _says(name) == key]
         return ModelConfigError(f"{self.repo}: config.json field '{self._spelled(key)}'{spelled} {what} "
-                                f"(model_type {self.model_type!r})" + "".join(f"; {s}" for s in said))
+                                f"(model_type {self.model_type!r})" + "".join(said))
 
 
 # --- building blocks -------------------------------------------------------------------------------------------
@@ -516,8 +519,8 @@ _ALIASES = {
 
 # The sizes read by the meaning of a field's name where no spelling above is stated (_Config._by_meaning), so that a
 # spelling met for the first time is read, not refused as missing (ffn_dim, dim, n_layers, num_heads, n_head_kv,
-# max_seq_len, kv_channels, moe_ffn_hidden_size, moe_num_primary_experts, num_selected_experts were each such a
-# refusal before the tables listed them). A name is split on "_"; it says the size when it holds a word of each group
+# max_seq_len, kv_channels, moe_ffn_hidden_size, moe_num_primary_experts, num_selected_experts were each added to the
+# tables by hand after a config stated it). A name is split on "_"; it says the size when it holds a word of each group
 # and no word outside the groups and the words beside them; any other word (vision, audio, expert or moe for a dense
 # width, shared, swa, window, per, layer, lora, rope, head for a count that is not of heads, ...) says something else.
 # The word pairs excluded say another size in a vocabulary some configs keep: Meta's params.json and the
@@ -526,15 +529,17 @@ _ALIASES = {
 # spellings of transformers' and vLLM's configs, Megatron-LM's arguments (ffn_hidden_size, kv_channels,
 # moe_router_topk; num_query_groups is not read so: it counts only under group_query_attention), nanoGPT-style and
 # from-scratch configs (n_kv_head, emb_dim, context_length). No "groups" says KV heads: the from-scratch configs'
-# num_kv_groups counts them, transformers' num_key_value_groups is the query heads per KV head. Only a plausible count is a candidate (config_range, at least 1): an
-# absent or null field, a flag, a ratio is none; fields naming it with different values are refused, naming them.
+# num_kv_groups counts them, transformers' num_key_value_groups is the query heads per KV head. Only a plausible count
+# is a candidate (config_range, at least 1): an absent or null field, a flag, a list, a ratio is none; fields naming
+# it with different values are refused, naming them.
 # key: (what the notes call it, groups of words the name holds one of each, the words it may hold beside them,
 # word pairs that say another size)
 _COUNT_WORDS = frozenset({"num", "n", "number", "total", "count"})
 _MEANINGS = {
     "hidden_size": ("the hidden size", (("hidden", "model", "embd", "embed", "emb", "dim"),),
                     frozenset({"d", "n", "width"}), (("hidden", "dim"),)),
-    "num_hidden_layers": ("the layer count", (("layers", "layer"),), _COUNT_WORDS | {"hidden", "decoder", "transformer"}, ()),
+    "num_hidden_layers": ("the layer count", (("layers", "layer"),),
+                          _COUNT_WORDS | {"hidden", "decoder", "transformer"}, ()),
     "num_attention_heads": ("the query heads", (("heads", "head"),),
                             _COUNT_WORDS | {"attention", "attn", "query", "q"}, ()),
     "num_key_value_heads": ("the KV heads", (("kv", "key"), ("heads", "head")),
