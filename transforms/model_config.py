@@ -7,7 +7,9 @@ by the meaning of its name, _MEANINGS, named in the row's notes) and inside the 
 in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type or none: attention (multi-head,
 grouped, multi-query, latent; values narrower than keys by `v_head_dim`), windowed layers (sized apart by `swa_*`
 where stated), chunked and linear-attention layers, Mamba and Mamba-2 mixers, short convolutions, per-layer blocks,
-dense, gated and expert MLPs (OLMo's block kinds among them: _OLMO_BLOCKS), shared experts and which layers route (by a count, a rule or a per-layer list). A field the config leaves to its transformers class is read at that class's default (hf_class_defaults). A model_type matters only for a true quirk: a family's
+dense, gated and expert MLPs (OLMo's block kinds among them: _OLMO_BLOCKS), shared experts and which layers route (by
+a count, a rule or a per-layer list). A field the config leaves to its transformers class is read at that class's
+default (hf_class_defaults). A model_type matters only for a true quirk: a family's
 defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
 says (_QUIRKS), or a layout of its own (_READERS). A config it cannot read, or one carrying a field that changes the
 count and is not read (_UNREAD), raises ModelConfigError naming the repository and the field, never a guessed number.
