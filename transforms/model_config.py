@@ -16,8 +16,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
   MLPs, routers, routed and shared experts. Norms and biases of norms (well under 0.1%) and learned position
   embeddings (GPT-2's wpe, under 1%) are left out; vision and audio towers are not counted (a multimodal model is
-  priced by its language model; vision_tower_params counts a CLIP tower apart, for a whole-model figure and the
-  row's notes); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
+  priced by its language model; vision_tower_params counts a CLIP, SigLIP or Qwen2-VL/Qwen2.5-VL tower and its
+  projector apart, for a whole-model figure and the row's notes); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
   and not counted: `num_hidden_layers` excludes them.
 - Active parameters: everything but the routed experts a token does not use, embeddings included (Mixtral
   8x7B's 12.88B, Llama 4's 17.17B). Vendors that quote active counts without the input embedding (gpt-oss's
@@ -1491,36 +1491,123 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     }, {part: keys for part, keys in c.read.items() if part != "notes"}, frozenset(left_out)
 
 
-# The vision towers read by field, a CLIP vision transformer each (transformers' CLIPVisionConfig: num_channels 3 when
-# the config leaves it out), and the projectors the multimodal classes put between it and the language model.
-_VISION_TOWERS = ("clip_vision_model",)
-_PROJECTORS = ("llava",)  # LlavaMultiModalProjector: linear_1 (vision -> text hidden) and linear_2, both biased
+# The vision towers read by field, each as the transformers class named beside it builds it (a field the config leaves
+# out read at that class's default only where said), keyed by the vision_config's model_type, else (a Qwen2.5-VL
+# config written before its vision config had one) the family's: the class its ForConditionalGeneration builds.
+def _clip_tower(v: _Config) -> float:
+    """CLIPVisionTransformer (modeling_clip.py): CLIPVisionEmbeddings' unbiased patch convolution, class and position
+    embeddings (the patches and the class token); CLIPEncoderLayer's biased q, k, v, o and ungated fc1, fc2, two
+    LayerNorms; the pre- and post-LayerNorms. num_channels 3 when left out (CLIPVisionConfig)."""
+    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
+    positions = (v.number("image_size") // _patch(v)) ** 2 + 1
+    params = v.number("num_channels", 3) * _patch(v) ** 2 * hidden + hidden + positions * hidden + 4 * hidden
+    return params + layers * (4 * hidden * hidden + 4 * hidden + 2 * hidden * width + width + hidden + 4 * hidden)
+
+
+def _siglip_tower(v: _Config) -> float:
+    """SiglipVisionTransformer (modeling_siglip.py): SiglipVisionEmbeddings' biased patch convolution and a position
+    embedding per patch (no class token); SiglipEncoderLayer's biased q, k, v, out_proj, two LayerNorms and SiglipMLP's
+    ungated, biased fc1, fc2; the post-LayerNorm; and SiglipMultiheadAttentionPoolingHead (a probe, nn.MultiheadAttention's
+    in_proj and out_proj with biases, a LayerNorm, a SiglipMLP) unless `vision_use_head` is false (the class builds it
+    when the config has no such field). num_channels 3 when left out (SiglipVisionConfig)."""
+    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
+    mlp = 2 * hidden * width + width + hidden
+    params = v.number("num_channels", 3) * _patch(v) ** 2 * hidden + hidden
+    params += (v.number("image_size") // _patch(v)) ** 2 * hidden + 2 * hidden  # positions, post_layernorm
+    params += layers * (4 * hidden * hidden + 4 * hidden + 4 * hidden + mlp)
+    use_head = v.get("vision_use_head", True)
+    if not isinstance(use_head, bool):
+        raise v.error("vision_use_head", f"is not true or false ({use_head!r})")
+    return params + (hidden + 4 * hidden * hidden + 4 * hidden + 2 * hidden + mlp if use_head else 0)
+
+
+def _qwen2_vl_tower(v: _Config) -> float:
+    """Qwen2VisionTransformerPretrainedModel (modeling_qwen2_vl.py): PatchEmbed's unbiased Conv3d over
+    temporal_patch_size x patch_size x patch_size; per Qwen2VLVisionBlock two LayerNorms, VisionAttention's biased qkv
+    and proj, VisionMlp's ungated, biased fc1, fc2 of int(embed_dim x mlp_ratio); PatchMerger: a LayerNorm (ln_q) and
+    two biased linears, embed_dim x spatial_merge_size^2 wide, out to `hidden_size` (the language model's width)."""
+    dim, ratio = v.number("embed_dim"), v.need("mlp_ratio")
+    if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not 0 < ratio <= 64:
+        raise v.error("mlp_ratio", f"is not a width in embed_dims ({ratio!r})")
+    width = int(dim * ratio)
+    block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
+    return _qwen_patches(v, dim) + v.number("depth") * block + _merger(v, dim, v.number("hidden_size"), 2 * dim)
+
+
+def _qwen2_5_vl_tower(v: _Config) -> float:
+    """Qwen2_5_VisionTransformerPretrainedModel (modeling_qwen2_5_vl.py): Qwen2_5_VisionPatchEmbed's unbiased Conv3d;
+    per Qwen2_5_VLVisionBlock two RMSNorms, a biased qkv and proj, and Qwen2_5_VLMLP(bias=True): gated, biased
+    gate_proj, up_proj, down_proj of `intermediate_size` (Qwen2-VL's is ungated); Qwen2_5_VLPatchMerger: an RMSNorm
+    (ln_q) and two biased linears, hidden_size x spatial_merge_size^2 wide, out to `out_hidden_size`."""
+    dim, width = v.number("hidden_size"), v.number("intermediate_size")
+    block = 2 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 3 * dim * width + 2 * width + dim
+    return _qwen_patches(v, dim) + v.number("depth") * block + _merger(v, dim, v.number("out_hidden_size"), dim)
+
+
+def _patch(v: _Config) -> int:
+    patch = v.number("patch_size")
+    if not patch:
+        raise v.error("patch_size", "is 0")
+    return patch
+
+
+def _qwen_patches(v: _Config, dim: int) -> int:
+    """The unbiased Conv3d both Qwen ViTs embed patches with: in_channels (the Hub's configs also write it in_chans;
+    3 when left out, as both vision configs default) x temporal_patch_size x patch_size^2 per output."""
+    channels = v.number("in_channels", v.get("in_chans", 3))
+    return channels * v.number("temporal_patch_size") * _patch(v) ** 2 * dim
+
+
+def _merger(v: _Config, dim: int, out: int, norm: int) -> int:
+    """A Qwen PatchMerger: its ln_q (`norm` parameters), then dim x spatial_merge_size^2 in, as wide, out to `out`."""
+    wide = dim * v.number("spatial_merge_size") ** 2
+    return norm + wide * wide + wide + wide * out + out
+
+
+_VISION_TOWERS = {"clip_vision_model": _clip_tower, "siglip_vision_model": _siglip_tower, "qwen2_vl": _qwen2_vl_tower,
+                  "qwen2_5_vl": _qwen2_5_vl_tower}
+
+
+# The connector each multimodal class puts between its tower and the language model, by the config's top-level
+# model_type: (vision hidden size, the language model's) -> parameters. The Qwen ViTs end in their own merger.
+def _llava_projector(vision: int, text: int) -> int:
+    """LlavaMultiModalProjector (modeling_llava.py): linear_1 (vision -> text hidden) and linear_2, both biased."""
+    return vision * text + text + text * text + text
+
+
+def _gemma3_projector(vision: int, text: int) -> int:
+    """Gemma3MultiModalProjector (modeling_gemma3.py): mm_input_projection_weight (vision x text hidden, no bias) and
+    mm_soft_emb_norm, an RMSNorm of the vision width; its average pooling holds no parameters."""
+    return vision * text + vision
+
+
+_PROJECTORS = {"llava": _llava_projector, "gemma3": _gemma3_projector, "qwen2_vl": None, "qwen2_5_vl": None}
 
 
 def vision_tower_params(config: dict, repo: str) -> float:
     """The parameters of a multimodal config's vision tower and projector, which the row does not count (it prices the
-    language model): read by field from a CLIP `vision_config` (CLIPVisionEmbeddings' unbiased patch convolution,
-    class and position embeddings; CLIPEncoderLayer's biased q, k, v, o and ungated fc1, fc2, two LayerNorms; the
-    pre- and post-LayerNorms), so that a publisher's whole-model figure is compared with the whole model. Any other
-    tower is refused naming the field that describes it, never counted as nothing."""
+    language model), read by field as its transformers class builds it (_VISION_TOWERS, _PROJECTORS), so that a
+    publisher's whole-model figure is compared with the whole model. Any other tower, or a projector whose class is not
+    read, is refused naming the field that describes it, never counted as nothing."""
     if not isinstance(config, dict) or not isinstance(config.get("vision_config"), dict):
         field = next((k for k in ("img_processor", "vision_encoder", "vision_config", "embd_layer")
                       if k in (config or {})),
                      "vision_config")
         raise ModelConfigError(f"{repo}: config.json field '{field}' does not state the vision tower's sizes")
     v = _Config(config["vision_config"], repo, prefix="vision_config.")
-    if v.model_type not in _VISION_TOWERS:
-        raise v.error("model_type", f"names a vision tower the reader does not count ({v.model_type!r})")
-    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
-    patch, image, channels = v.number("patch_size"), v.number("image_size"), v.number("num_channels", 3)
-    if not patch:
-        raise v.error("patch_size", "is 0")
-    positions = (image // patch) ** 2 + 1  # the patches and the class token
-    params = channels * patch * patch * hidden + hidden + positions * hidden + 4 * hidden  # embeddings, pre/post LN
-    params += layers * (4 * hidden * hidden + 4 * hidden + 2 * hidden * width + width + hidden + 4 * hidden)
-    if config.get("model_type") in _PROJECTORS:
+    family = config.get("model_type")
+    kind = v.model_type or family  # a vision config without a model_type is its family's class
+    if kind not in _VISION_TOWERS:
+        what = (f"names a vision tower the reader does not count ({kind!r})" if v.model_type else
+                f"is not stated, and the family's own tower ({family!r}) is not one the reader counts")
+        raise v.error("model_type", what)
+    if family not in _PROJECTORS:
+        raise ModelConfigError(f"{repo}: config.json field 'model_type' names a family whose projector the reader "
+                               f"does not count ({family!r}, beside a {kind} tower)")
+    params = _VISION_TOWERS[kind](v)
+    if _PROJECTORS[family]:
         text = _Config(config, repo).number("hidden_size")  # the language model's, at its class default if left out
-        params += hidden * text + text + text * text + text
+        params += _PROJECTORS[family](v.number("hidden_size"), text)
     return float(params)
 
 

@@ -480,7 +480,8 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            "Zyphra/Zamba2-7B": "layers_block_type",  # Mamba-2 and shared attention blocks
            "mlx-community/OpenELM-1_1B-Instruct-4bit": "hidden_size",  # model_dim, per-layer heads and widths
            "google/recurrentgemma-2b": "lru_width",  # RG-LRU recurrent layers
-           "Qwen/Qwen2.5-VL-7B-Instruct": "vision_config.model_type",  # a whole-model figure, a tower not read
+           # (Qwen2.5-VL-7B, refused naming vision_config.model_type for its whole-model figure until its ViT was
+           # read by field: 7.62B and its 0.677B tower, 8.30B against 8.29B)
            # the seventh set, scored once: Phi-3-small's MLP width is ff_intermediate_size (and its GeGELU MLP,
            # block-sparse attention layers and muP multipliers are remote code the reader has no entry for)
            "microsoft/Phi-3-small-8k-instruct": "intermediate_size",
@@ -811,15 +812,92 @@ def test_a_text_config_leaving_sizes_out_reads_its_class_defaults_and_the_tower_
     tower = 3 * 14 * 14 * 1024 + 1024 + 577 * 1024 + 4 * 1024 + 24 * (4 * 1024**2 + 2 * 1024 * 4096 + 4096 + 9 * 1024)
     assert vision_tower_params(raw, "llava") == tower + 1024 * 4096 + 4096 + 4096**2 + 4096
     assert round(row["total_params_b"] + vision_tower_params(raw, "llava") / 1e9, 2) == 7.06
-    siglip = raw | {"vision_config": raw["vision_config"] | {"model_type": "siglip_vision_model"}}
-    with pytest.raises(ModelConfigError, match=r"field 'vision_config.model_type' names a vision tower"):
-        vision_tower_params(siglip, "acme/vlm")
     phi = _unseen(next(e for e in PUBLISHED if e["repo"] == "microsoft/Phi-3.5-vision-instruct"))
     with pytest.raises(ModelConfigError, match=r"field 'img_processor' does not state"):
         vision_tower_params(phi, "microsoft/Phi-3.5-vision-instruct")
     llama = {k: v for k, v in config("meta-llama/Llama-3.3-70B-Instruct").items() if k != "hidden_size"}
     with pytest.raises(ModelConfigError, match=r"field 'hidden_size'"):  # a top-level config states its sizes
         derive_model(llama, "acme/llama")
+
+
+def test_qwen2_5_vl_reads_its_vit_and_merger_by_field_to_the_whole_models_count():
+    """Qwen2.5-VL-7B's vision_config (no model_type of its own: the qwen2_5_vl family's class) read as
+    Qwen2_5_VisionTransformerPretrainedModel builds it: an unbiased Conv3d (3 x 2 x 14 x 14 -> 1,280), 32 blocks of two
+    RMSNorms, a biased qkv and proj and a gated, biased 3,420-wide MLP, and the merger (an RMSNorm, 5,120 -> 5,120 ->
+    3,584). 676,550,144: the `visual` module's count a user printed on loading it (its whole 8,292,166,656, the Hub's
+    numParameters for the repository, both quoted in public GitHub files); with the language model, within 0.1%."""
+    (entry,) = [e for e in PUBLISHED if e["repo"] == "Qwen/Qwen2.5-VL-7B-Instruct"]
+    raw = _unseen(entry)
+    assert "model_type" not in raw["vision_config"] and entry["figure_counts"] == "whole model"
+    block = 2 * 1280 + 3 * 1280**2 + 3 * 1280 + 1280**2 + 1280 + 3 * 1280 * 3420 + 2 * 3420 + 1280
+    merger = 1280 + 5120**2 + 5120 + 5120 * 3584 + 3584
+    tower = vision_tower_params(raw, entry["repo"])
+    assert tower == 3 * 2 * 14 * 14 * 1280 + 32 * block + merger == 676_550_144
+    row = derive_model(raw, entry["repo"])
+    assert row["total_params_b"] + tower / 1e9 == pytest.approx(8_292_166_656 / 1e9, rel=0.001)
+    assert "0.68B with its projector, read from vision_config" in row["notes"]
+    # Qwen2-VL-7B's vision_config (as VARGPT-v1.1, built on it, quotes it in public code: embed_dim, mlp_ratio,
+    # in_chans; its hidden_size is the merger's output) beside the same Qwen2-7B language model: no config.json of
+    # Qwen2-VL itself was found. Qwen2VisionTransformerPretrainedModel's LayerNorms and ungated fc1, fc2 of 4 x 1,280:
+    # 675,759,104, the Hub's 8,291,375,616 for Qwen2-VL-7B-Instruct less the language model's 7,615,616,512
+    qwen2 = raw | {"model_type": "qwen2_vl", "vision_config": {
+        "depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16, "in_chans": 3, "hidden_size": 3584,
+        "patch_size": 14, "spatial_merge_size": 2, "spatial_patch_size": 14, "temporal_patch_size": 2}}
+    block = 4 * 1280 + 4 * 1280**2 + 4 * 1280 + 2 * 1280 * 5120 + 5120 + 1280
+    assert vision_tower_params(qwen2, "qwen2-vl") == 3 * 2 * 14 * 14 * 1280 + 32 * block + merger + 1280 == 675_759_104
+    assert 8_291_375_616 - 675_759_104 == 8_292_166_656 - 676_550_144 == 7_615_616_512  # one language model, two towers
+
+
+def test_gemma3_reads_its_siglip_tower_and_projector_to_the_whole_models_count():
+    """Gemma 3 27B's SigLIP So400m (SiglipVisionTransformer: a biased 14 x 14 patch convolution, 4,096 position
+    embeddings, 27 layers of biased attention and 4,304-wide fc1, fc2, LayerNorms; `vision_use_head` false: no pooling
+    head) and Gemma3MultiModalProjector (1,152 x 5,376, an RMSNorm of 1,152): 423,060,336. With the language model
+    (27.01B), 27.43B against 27,432,406,640, the Hub's count of google/gemma-3-27b-it as public GitHub files quote it
+    (a model registry's, and llama.cpp's n_params for its GGUF)."""
+    raw = config("google/gemma-3-27b-it")
+    assert raw["vision_config"]["vision_use_head"] is False
+    layer = 4 * 1152**2 + 4 * 1152 + 4 * 1152 + 2 * 1152 * 4304 + 4304 + 1152
+    tower = 3 * 14 * 14 * 1152 + 1152 + (896 // 14) ** 2 * 1152 + 27 * layer + 2 * 1152
+    assert vision_tower_params(raw, "google/gemma-3-27b-it") == tower + 1152 * 5376 + 1152 == 423_060_336
+    row = derive("google/gemma-3-27b-it")
+    assert row["total_params_b"] + 423_060_336 / 1e9 == pytest.approx(27_432_406_640 / 1e9, rel=0.001)
+    # a SigLIP config without the field: the class builds the head (a probe, nn.MultiheadAttention, a LayerNorm, an MLP)
+    headed = raw | {"vision_config": {k: v for k, v in raw["vision_config"].items() if k != "vision_use_head"}}
+    head = 1152 + 4 * 1152**2 + 4 * 1152 + 2 * 1152 + 2 * 1152 * 4304 + 4304 + 1152
+    assert vision_tower_params(headed, "x/siglip-head") == 423_060_336 + head
+    with pytest.raises(ModelConfigError, match=r"field 'vision_config.vision_use_head' is not true or false"):
+        vision_tower_params(raw | {"vision_config": raw["vision_config"] | {"vision_use_head": "no"}}, "x/head")
+
+
+@pytest.mark.parametrize(("repo", "field", "why"), [
+    ("mistralai/Ministral-3-3B-Instruct-2512", "vision_config.model_type", "'pixtral'"),  # PixtralVisionModel
+    ("XiaomiMiMo/MiMo-V2.5", "vision_config.model_type", "not stated, and the family's own tower ('mimo_v2')"),
+    ("meta-models/Muse-Glimmer-30B", "vision_config.model_type", "'muse_glimmer_vision'"),
+    ("moonshotai/Kimi-K2.5", "vision_config.model_type", "('kimi_k25')"),  # MoonViT, remote code
+    ("google/gemma-4-E4B-it", "vision_config.model_type", "'gemma4_vision'"),
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "vision_config.model_type", "'llama4_vision_model'"),
+    ("Qwen/Qwen3-VL-8B-Instruct", "vision_config.model_type", "'qwen3_vl'"),
+])
+def test_a_tower_the_reader_does_not_count_is_refused_naming_its_field(repo, field, why):
+    """Every other tower of the fixtures is refused for a whole-model figure, naming the field that says which it is;
+    the row (the language model) reads as before, its notes saying the tower is left out."""
+    published = [e for e in PUBLISHED if e["repo"] == repo]
+    raw = _unseen(published[0]) if published else config(repo)
+    with pytest.raises(ModelConfigError, match=rf"^{re.escape(repo)}: config.json field '{field}' .*{re.escape(why)}"):
+        vision_tower_params(raw, repo)
+    assert "language model only: the vision/audio tower is not counted" in derive_readings(raw, repo)[0].row["notes"]
+
+
+def test_a_tower_read_beside_a_projector_not_read_is_refused_naming_the_family():
+    """CLIP and SigLIP towers end where the family's connector begins: LLaVA's and Gemma 3's are read by their classes;
+    any other family's (LLaVA-NeXT's, PaliGemma's) is refused naming model_type, never counted as nothing. The Qwen ViTs
+    carry their merger: their families add none."""
+    llava = _unseen(next(e for e in PUBLISHED if e["repo"] == "llava-hf/llava-1.5-7b-hf"))
+    with pytest.raises(ModelConfigError, match=r"field 'model_type' names a family whose projector .*'llava_next'"):
+        vision_tower_params(llava | {"model_type": "llava_next"}, "x/llava-next")
+    gemma = config("google/gemma-3-27b-it")
+    with pytest.raises(ModelConfigError, match=r"field 'model_type' names a family whose projector .*'paligemma'"):
+        vision_tower_params(gemma | {"model_type": "paligemma"}, "x/paligemma")
 
 
 def test_shared_experts_under_num_shared_experts_and_mlx_quantization_under_both_names():
