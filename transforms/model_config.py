@@ -16,8 +16,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
   MLPs, routers, routed and shared experts. Norms and biases of norms (well under 0.1%) and learned position
   embeddings (GPT-2's wpe, under 1%) are left out; vision and audio towers are not counted (a multimodal model is
-  priced by its language model; vision_tower_params counts a CLIP, SigLIP or Qwen2-VL/Qwen2.5-VL tower and its
-  projector apart, for a whole-model figure and the row's notes); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
+  priced by its language model; vision_tower_params counts a CLIP, SigLIP or Qwen (2-VL, 2.5-VL, 3-VL, 3.5) tower and
+  its projector apart, for a whole-model figure and the row's notes); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
   and not counted: `num_hidden_layers` excludes them.
 - Active parameters: everything but the routed experts a token does not use, embeddings included (Mixtral
   8x7B's 12.88B, Llama 4's 17.17B). Vendors that quote active counts without the input embedding (gpt-oss's
@@ -1544,6 +1544,26 @@ def _qwen2_5_vl_tower(v: _Config) -> float:
     return _qwen_patches(v, dim) + v.number("depth") * block + _merger(v, dim, v.number("out_hidden_size"), dim)
 
 
+def _qwen3_vl_tower(v: _Config) -> float:
+    """Qwen3VLVisionModel (modeling_qwen3_vl.py; Qwen3-VL-MoE's is the same class): Qwen3VLVisionPatchEmbed's biased
+    Conv3d; pos_embed, `num_position_embeddings` x hidden_size; per Qwen3VLVisionBlock two LayerNorms, a biased qkv and
+    proj, Qwen3VLVisionMLP's ungated, biased linear_fc1, linear_fc2 of `intermediate_size`; the merger
+    (Qwen3VLVisionPatchMerger: a LayerNorm of hidden_size, then hidden_size x spatial_merge_size^2 in, as wide, out to
+    `out_hidden_size`) and one more per `deepstack_visual_indexes` entry, its LayerNorm over the merged width
+    (use_postshuffle_norm). Qwen3.5's Qwen3_5VisionModel deletes the deepstack mergers whatever the config says."""
+    dim, width = v.number("hidden_size"), v.number("intermediate_size")
+    block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
+    params = _qwen_patches(v, dim) + dim + v.number("num_position_embeddings") * dim + v.number("depth") * block
+    out, wide = v.number("out_hidden_size"), dim * v.number("spatial_merge_size") ** 2
+    params += _merger(v, dim, out, 2 * dim)
+    if v.model_type in ("qwen3_5", "qwen3_5_moe"):
+        return params
+    stack = v.need("deepstack_visual_indexes")
+    if not isinstance(stack, list):
+        raise v.error("deepstack_visual_indexes", f"is not a list of layers ({stack!r})")
+    return params + len(stack) * _merger(v, dim, out, 2 * wide)
+
+
 def _patch(v: _Config) -> int:
     patch = v.number("patch_size")
     if not patch:
@@ -1552,8 +1572,9 @@ def _patch(v: _Config) -> int:
 
 
 def _qwen_patches(v: _Config, dim: int) -> int:
-    """The unbiased Conv3d both Qwen ViTs embed patches with: in_channels (the Hub's configs also write it in_chans;
-    3 when left out, as both vision configs default) x temporal_patch_size x patch_size^2 per output."""
+    """The Conv3d the Qwen ViTs embed patches with (its bias apart: Qwen3-VL's has one): in_channels (the Hub's
+    configs also write it in_chans; 3 when left out, as every Qwen vision config defaults) x temporal_patch_size x
+    patch_size^2 per output."""
     channels = v.number("in_channels", v.get("in_chans", 3))
     return channels * v.number("temporal_patch_size") * _patch(v) ** 2 * dim
 
@@ -1565,7 +1586,8 @@ def _merger(v: _Config, dim: int, out: int, norm: int) -> int:
 
 
 _VISION_TOWERS = {"clip_vision_model": _clip_tower, "siglip_vision_model": _siglip_tower, "qwen2_vl": _qwen2_vl_tower,
-                  "qwen2_5_vl": _qwen2_5_vl_tower}
+                  "qwen2_5_vl": _qwen2_5_vl_tower, "qwen3_vl": _qwen3_vl_tower, "qwen3_vl_moe": _qwen3_vl_tower,
+                  "qwen3_5": _qwen3_vl_tower, "qwen3_5_moe": _qwen3_vl_tower}
 
 
 # The connector each multimodal class puts between its tower and the language model, by the config's top-level
@@ -1581,7 +1603,8 @@ def _gemma3_projector(vision: int, text: int) -> int:
     return vision * text + vision
 
 
-_PROJECTORS = {"llava": _llava_projector, "gemma3": _gemma3_projector, "qwen2_vl": None, "qwen2_5_vl": None}
+_PROJECTORS = {"llava": _llava_projector, "gemma3": _gemma3_projector} | dict.fromkeys(
+    ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"))
 
 
 def vision_tower_params(config: dict, repo: str) -> float:
