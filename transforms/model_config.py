@@ -1591,13 +1591,23 @@ _VISION_TOWERS = {"clip_vision_model": _clip_tower, "siglip_vision_model": _sigl
 
 
 # The connector each multimodal class puts between its tower and the language model, by the config's top-level
-# model_type: (vision hidden size, the language model's) -> parameters. The Qwen ViTs end in their own merger.
-def _llava_projector(vision: int, text: int) -> int:
-    """LlavaMultiModalProjector (modeling_llava.py): linear_1 (vision -> text hidden) and linear_2, both biased."""
-    return vision * text + text + text * text + text
+# model_type: (the config's fields, vision hidden size, the language model's) -> parameters. The Qwen ViTs end in
+# their own merger.
+def _llava_projector(c: _Config, vision: int, text: int) -> int:
+    """LlavaMultiModalProjector (modeling_llava.py): linear_1 (vision hidden x the number of `vision_feature_layer`s
+    concatenated -> text hidden) and linear_2 (text -> text), biased unless `multimodal_projector_bias` is false
+    (LlavaConfig: one feature layer, -2, and biases when left out)."""
+    layers, bias = c.get("vision_feature_layer", -2), c.get("multimodal_projector_bias", True)
+    if not isinstance(bias, bool):
+        raise c.error("multimodal_projector_bias", f"is not true or false ({bias!r})")
+    if isinstance(layers, list) and layers and all(isinstance(n, int) for n in layers):
+        vision *= len(layers)
+    elif not isinstance(layers, int) or isinstance(layers, bool):
+        raise c.error("vision_feature_layer", f"is not a layer or a list of layers ({layers!r})")
+    return vision * text + text * text + (2 * text if bias else 0)
 
 
-def _gemma3_projector(vision: int, text: int) -> int:
+def _gemma3_projector(c: _Config, vision: int, text: int) -> int:
     """Gemma3MultiModalProjector (modeling_gemma3.py): mm_input_projection_weight (vision x text hidden, no bias) and
     mm_soft_emb_norm, an RMSNorm of the vision width; its average pooling holds no parameters."""
     return vision * text + vision
@@ -1629,8 +1639,9 @@ def vision_tower_params(config: dict, repo: str) -> float:
                                f"does not count ({family!r}, beside a {kind} tower)")
     params = _VISION_TOWERS[kind](v)
     if _PROJECTORS[family]:
-        text = _Config(config, repo).number("hidden_size")  # the language model's, at its class default if left out
-        params += _PROJECTORS[family](v.number("hidden_size"), text)
+        c = _Config(config, repo)
+        text = c.number("hidden_size")  # the language model's, at its class default if left out
+        params += _PROJECTORS[family](c, v.number("hidden_size"), text)
     return float(params)
 
 

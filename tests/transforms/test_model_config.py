@@ -924,6 +924,13 @@ def test_a_tower_read_beside_a_projector_not_read_is_refused_naming_the_family()
     llava = _unseen(next(e for e in PUBLISHED if e["repo"] == "llava-hf/llava-1.5-7b-hf"))
     with pytest.raises(ModelConfigError, match=r"field 'model_type' names a family whose projector .*'llava_next'"):
         vision_tower_params(llava | {"model_type": "llava_next"}, "x/llava-next")
+    # LlavaMultiModalProjector's linear_1 takes every vision_feature_layer concatenated, its biases by
+    # multimodal_projector_bias (LlavaConfig: one layer, biased)
+    base = vision_tower_params(llava, "llava")
+    assert vision_tower_params(llava | {"vision_feature_layer": [-2, -5]}, "x/two-layers") == base + 1024 * 4096
+    assert vision_tower_params(llava | {"multimodal_projector_bias": False}, "x/unbiased") == base - 2 * 4096
+    with pytest.raises(ModelConfigError, match=r"field 'vision_feature_layer' is not a layer"):
+        vision_tower_params(llava | {"vision_feature_layer": "last"}, "x/layer")
     gemma = config("google/gemma-3-27b-it")
     with pytest.raises(ModelConfigError, match=r"field 'model_type' names a family whose projector .*'paligemma'"):
         vision_tower_params(gemma | {"model_type": "paligemma"}, "x/paligemma")
