@@ -1498,9 +1498,9 @@ def _clip_tower(v: _Config) -> float:
     """CLIPVisionTransformer (modeling_clip.py): CLIPVisionEmbeddings' unbiased patch convolution, class and position
     embeddings (the patches and the class token); CLIPEncoderLayer's biased q, k, v, o and ungated fc1, fc2, two
     LayerNorms; the pre- and post-LayerNorms. num_channels 3 when left out (CLIPVisionConfig)."""
-    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
-    positions = (v.number("image_size") // _patch(v)) ** 2 + 1
-    params = v.number("num_channels", 3) * _patch(v) ** 2 * hidden + hidden + positions * hidden + 4 * hidden
+    hidden, width, layers = _size(v, "hidden_size"), _size(v, "intermediate_size"), _size(v, "num_hidden_layers")
+    positions = (_size(v, "image_size") // _size(v, "patch_size")) ** 2 + 1
+    params = _size(v, "num_channels", 3) * _size(v, "patch_size") ** 2 * hidden + hidden + positions * hidden + 4 * hidden
     return params + layers * (4 * hidden * hidden + 4 * hidden + 2 * hidden * width + width + hidden + 4 * hidden)
 
 
@@ -1510,10 +1510,10 @@ def _siglip_tower(v: _Config) -> float:
     ungated, biased fc1, fc2; the post-LayerNorm; and SiglipMultiheadAttentionPoolingHead (a probe, nn.MultiheadAttention's
     in_proj and out_proj with biases, a LayerNorm, a SiglipMLP) unless `vision_use_head` is false (the class builds it
     when the config has no such field). num_channels 3 when left out (SiglipVisionConfig)."""
-    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
+    hidden, width, layers = _size(v, "hidden_size"), _size(v, "intermediate_size"), _size(v, "num_hidden_layers")
     mlp = 2 * hidden * width + width + hidden
-    params = v.number("num_channels", 3) * _patch(v) ** 2 * hidden + hidden
-    params += (v.number("image_size") // _patch(v)) ** 2 * hidden + 2 * hidden  # positions, post_layernorm
+    params = _size(v, "num_channels", 3) * _size(v, "patch_size") ** 2 * hidden + hidden
+    params += (_size(v, "image_size") // _size(v, "patch_size")) ** 2 * hidden + 2 * hidden  # positions, post_layernorm
     params += layers * (4 * hidden * hidden + 4 * hidden + 4 * hidden + mlp)
     use_head = v.get("vision_use_head", True)
     if not isinstance(use_head, bool):
@@ -1526,12 +1526,12 @@ def _qwen2_vl_tower(v: _Config) -> float:
     temporal_patch_size x patch_size x patch_size; per Qwen2VLVisionBlock two LayerNorms, VisionAttention's biased qkv
     and proj, VisionMlp's ungated, biased fc1, fc2 of int(embed_dim x mlp_ratio); PatchMerger: a LayerNorm (ln_q) and
     two biased linears, embed_dim x spatial_merge_size^2 wide, out to `hidden_size` (the language model's width)."""
-    dim, ratio = v.number("embed_dim"), v.need("mlp_ratio")
+    dim, ratio = _size(v, "embed_dim"), v.need("mlp_ratio")
     if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not 0 < ratio <= 64:
         raise v.error("mlp_ratio", f"is not a width in embed_dims ({ratio!r})")
     width = int(dim * ratio)
     block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
-    return _qwen_patches(v, dim) + v.number("depth") * block + _merger(v, dim, v.number("hidden_size"), 2 * dim)
+    return _qwen_patches(v, dim) + _size(v, "depth") * block + _merger(v, dim, _size(v, "hidden_size"), 2 * dim)
 
 
 def _qwen2_5_vl_tower(v: _Config) -> float:
@@ -1539,9 +1539,9 @@ def _qwen2_5_vl_tower(v: _Config) -> float:
     per Qwen2_5_VLVisionBlock two RMSNorms, a biased qkv and proj, and Qwen2_5_VLMLP(bias=True): gated, biased
     gate_proj, up_proj, down_proj of `intermediate_size` (Qwen2-VL's is ungated); Qwen2_5_VLPatchMerger: an RMSNorm
     (ln_q) and two biased linears, hidden_size x spatial_merge_size^2 wide, out to `out_hidden_size`."""
-    dim, width = v.number("hidden_size"), v.number("intermediate_size")
+    dim, width = _size(v, "hidden_size"), _size(v, "intermediate_size")
     block = 2 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 3 * dim * width + 2 * width + dim
-    return _qwen_patches(v, dim) + v.number("depth") * block + _merger(v, dim, v.number("out_hidden_size"), dim)
+    return _qwen_patches(v, dim) + _size(v, "depth") * block + _merger(v, dim, _size(v, "out_hidden_size"), dim)
 
 
 def _qwen3_vl_tower(v: _Config) -> float:
@@ -1551,10 +1551,10 @@ def _qwen3_vl_tower(v: _Config) -> float:
     (Qwen3VLVisionPatchMerger: a LayerNorm of hidden_size, then hidden_size x spatial_merge_size^2 in, as wide, out to
     `out_hidden_size`) and one more per `deepstack_visual_indexes` entry, its LayerNorm over the merged width
     (use_postshuffle_norm). Qwen3.5's Qwen3_5VisionModel deletes the deepstack mergers whatever the config says."""
-    dim, width = v.number("hidden_size"), v.number("intermediate_size")
+    dim, width = _size(v, "hidden_size"), _size(v, "intermediate_size")
     block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
-    params = _qwen_patches(v, dim) + dim + v.number("num_position_embeddings") * dim + v.number("depth") * block
-    out, wide = v.number("out_hidden_size"), dim * v.number("spatial_merge_size") ** 2
+    params = _qwen_patches(v, dim) + dim + _size(v, "num_position_embeddings") * dim + _size(v, "depth") * block
+    out, wide = _size(v, "out_hidden_size"), dim * _size(v, "spatial_merge_size") ** 2
     params += _merger(v, dim, out, 2 * dim)
     if v.model_type in ("qwen3_5", "qwen3_5_moe"):
         return params
@@ -1564,24 +1564,26 @@ def _qwen3_vl_tower(v: _Config) -> float:
     return params + len(stack) * _merger(v, dim, out, 2 * wide)
 
 
-def _patch(v: _Config) -> int:
-    patch = v.number("patch_size")
-    if not patch:
-        raise v.error("patch_size", "is 0")
-    return patch
+def _size(v: _Config, key: str, default=None) -> int:
+    """A size or count of the tower, none of which can be 0 in a tower that exists (a patch of 0 divides by zero, a
+    merge of 0 would read the merger as nothing)."""
+    size = v.number(key, default)
+    if not size:
+        raise v.error(key, "is 0")
+    return size
 
 
 def _qwen_patches(v: _Config, dim: int) -> int:
     """The Conv3d the Qwen ViTs embed patches with (its bias apart: Qwen3-VL's has one): in_channels (the Hub's
     configs also write it in_chans; 3 when left out, as every Qwen vision config defaults) x temporal_patch_size x
     patch_size^2 per output."""
-    channels = v.number("in_channels", v.get("in_chans", 3))
-    return channels * v.number("temporal_patch_size") * _patch(v) ** 2 * dim
+    channels = _size(v, "in_channels", v.get("in_chans", 3))
+    return channels * _size(v, "temporal_patch_size") * _size(v, "patch_size") ** 2 * dim
 
 
 def _merger(v: _Config, dim: int, out: int, norm: int) -> int:
     """A Qwen PatchMerger: its ln_q (`norm` parameters), then dim x spatial_merge_size^2 in, as wide, out to `out`."""
-    wide = dim * v.number("spatial_merge_size") ** 2
+    wide = dim * _size(v, "spatial_merge_size") ** 2
     return norm + wide * wide + wide + wide * out + out
 
 
@@ -1630,18 +1632,18 @@ def vision_tower_params(config: dict, repo: str) -> float:
     v = _Config(config["vision_config"], repo, prefix="vision_config.")
     family = config.get("model_type")
     kind = v.model_type or family  # a vision config without a model_type is its family's class
-    if kind not in _VISION_TOWERS:
+    if not isinstance(kind, str) or kind not in _VISION_TOWERS:
         what = (f"names a vision tower the reader does not count ({kind!r})" if v.model_type else
                 f"is not stated, and the family's own tower ({family!r}) is not one the reader counts")
         raise v.error("model_type", what)
-    if family not in _PROJECTORS:
+    if not isinstance(family, str) or family not in _PROJECTORS:
         raise ModelConfigError(f"{repo}: config.json field 'model_type' names a family whose projector the reader "
                                f"does not count ({family!r}, beside a {kind} tower)")
     params = _VISION_TOWERS[kind](v)
     if _PROJECTORS[family]:
         c = _Config(config, repo)
         text = c.number("hidden_size")  # the language model's, at its class default if left out
-        params += _PROJECTORS[family](c, v.number("hidden_size"), text)
+        params += _PROJECTORS[family](c, _size(v, "hidden_size"), text)
     return float(params)
 
 

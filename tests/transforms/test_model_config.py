@@ -836,6 +836,11 @@ def test_qwen2_5_vl_reads_its_vit_and_merger_by_field_to_the_whole_models_count(
     row = derive_model(raw, entry["repo"])
     assert row["total_params_b"] + tower / 1e9 == pytest.approx(8_292_166_656 / 1e9, rel=0.001)
     assert "0.68B with its projector, read from vision_config" in row["notes"]
+    # a size that is no count, a merge of 0, a model_type that is no name: refused naming the field, never a tower of 0
+    for edit, field in (({"depth": "32"}, "depth"), ({"spatial_merge_size": 0}, "spatial_merge_size"),
+                        ({"model_type": ["qwen2_5_vl"]}, "model_type")):
+        with pytest.raises(ModelConfigError, match=rf"field 'vision_config.{field}'"):
+            vision_tower_params(raw | {"vision_config": raw["vision_config"] | edit}, "x/edited")
     # Qwen2-VL-7B's vision_config (as VARGPT-v1.1, built on it, quotes it in public code: embed_dim, mlp_ratio,
     # in_chans; its hidden_size is the merger's output) beside the same Qwen2-7B language model: no config.json of
     # Qwen2-VL itself was found. Qwen2VisionTransformerPretrainedModel's LayerNorms and ungated fc1, fc2 of 4 x 1,280:
