@@ -17,8 +17,8 @@ What the row counts, as the curated rows do (the tests compare every curated row
   MLPs, routers, routed and shared experts. Norms and biases of norms (well under 0.1%) and learned position
   embeddings (GPT-2's wpe, under 1%) are left out; vision and audio towers are not counted (a multimodal model is
   priced by its language model; vision_tower_params counts a CLIP, SigLIP or Qwen (2-VL, 2.5-VL, 3-VL, 3.5) tower and
-  its projector apart, for a whole-model figure and the row's notes); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
-  and not counted: `num_hidden_layers` excludes them.
+  its projector apart, for a whole-model figure and the row's notes); multi-token-prediction layers
+  (`num_nextn_predict_layers`, `mtp_*`) are not served and not counted: `num_hidden_layers` excludes them.
 - Active parameters: everything but the routed experts a token does not use, embeddings included (Mixtral
   8x7B's 12.88B, Llama 4's 17.17B). Vendors that quote active counts without the input embedding (gpt-oss's
   5.13B) are counted the same way here, so that rows compare.
@@ -1544,24 +1544,30 @@ def _qwen2_5_vl_tower(v: _Config) -> float:
     return _qwen_patches(v, dim) + _size(v, "depth") * block + _merger(v, dim, _size(v, "out_hidden_size"), dim)
 
 
-def _qwen3_vl_tower(v: _Config) -> float:
+def _qwen3_vl_tower(v: _Config, deepstack: bool = True) -> float:
     """Qwen3VLVisionModel (modeling_qwen3_vl.py; Qwen3-VL-MoE's is the same class): Qwen3VLVisionPatchEmbed's biased
     Conv3d; pos_embed, `num_position_embeddings` x hidden_size; per Qwen3VLVisionBlock two LayerNorms, a biased qkv and
     proj, Qwen3VLVisionMLP's ungated, biased linear_fc1, linear_fc2 of `intermediate_size`; the merger
     (Qwen3VLVisionPatchMerger: a LayerNorm of hidden_size, then hidden_size x spatial_merge_size^2 in, as wide, out to
     `out_hidden_size`) and one more per `deepstack_visual_indexes` entry, its LayerNorm over the merged width
-    (use_postshuffle_norm). Qwen3.5's Qwen3_5VisionModel deletes the deepstack mergers whatever the config says."""
+    (use_postshuffle_norm)."""
     dim, width = _size(v, "hidden_size"), _size(v, "intermediate_size")
     block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
     params = _qwen_patches(v, dim) + dim + _size(v, "num_position_embeddings") * dim + _size(v, "depth") * block
     out, wide = _size(v, "out_hidden_size"), dim * _size(v, "spatial_merge_size") ** 2
     params += _merger(v, dim, out, 2 * dim)
-    if v.model_type in ("qwen3_5", "qwen3_5_moe"):
+    if not deepstack:
         return params
     stack = v.need("deepstack_visual_indexes")
     if not isinstance(stack, list):
         raise v.error("deepstack_visual_indexes", f"is not a list of layers ({stack!r})")
     return params + len(stack) * _merger(v, dim, out, 2 * wide)
+
+
+def _qwen3_5_tower(v: _Config) -> float:
+    """Qwen3_5VisionModel (modeling_qwen3_5.py; Qwen3.5-MoE's the same): Qwen3VLVisionModel less the deepstack mergers,
+    which its __init__ deletes whatever the config says (a quirk of the class, by its model_type)."""
+    return _qwen3_vl_tower(v, deepstack=False)
 
 
 def _size(v: _Config, key: str, default=None) -> int:
@@ -1589,7 +1595,7 @@ def _merger(v: _Config, dim: int, out: int, norm: int) -> int:
 
 _VISION_TOWERS = {"clip_vision_model": _clip_tower, "siglip_vision_model": _siglip_tower, "qwen2_vl": _qwen2_vl_tower,
                   "qwen2_5_vl": _qwen2_5_vl_tower, "qwen3_vl": _qwen3_vl_tower, "qwen3_vl_moe": _qwen3_vl_tower,
-                  "qwen3_5": _qwen3_vl_tower, "qwen3_5_moe": _qwen3_vl_tower}
+                  "qwen3_5": _qwen3_5_tower, "qwen3_5_moe": _qwen3_5_tower}
 
 
 # The connector each multimodal class puts between its tower and the language model, by the config's top-level
