@@ -904,6 +904,53 @@ def test_qwen3_vl_reads_its_vit_merger_and_deepstack_mergers_to_the_whole_models
     assert vision_tower_params(stacked, "x/qwen3.5") == vision_tower_params(qwen35, "Qwen/Qwen3.5-9B")
 
 
+# Real configs of vision-language models whose whole count is published, and the count of the language model inside
+# (its own release's, where it has one): tests/fixtures/vision_towers, PROVENANCE beside each
+VISION = Path(__file__).parent.parent / "fixtures" / "vision_towers"
+WHOLE = {"Qwen/Qwen2-VL-2B-Instruct": (2_208_985_600, 1_543_714_304),  # Qwen2-1.5B's shape (Qwen2.5-1.5B's count)
+         "Qwen/Qwen2.5-VL-3B-Instruct": (3_754_622_976, 3_085_938_688),  # Qwen2.5-3B's
+         "Qwen/Qwen3-VL-4B-Instruct": (4_437_815_808, 4_022_468_096),  # Qwen3-4B's
+         "google/gemma-3-4b-it": (4_300_079_472, None)}  # no text-only release
+
+
+def test_every_vision_fixture_says_where_it_came_from():
+    repos = sorted(str(p.parent.relative_to(VISION)) for p in VISION.glob("*/*/config.json"))
+    assert set(WHOLE) < set(repos)
+    for repo in repos:
+        provenance = (VISION / repo / "PROVENANCE").read_text()
+        assert f"Hugging Face {repo} config.json" in provenance and re.search(r"commit: [0-9a-f]{40}", provenance), repo
+        assert "published whole-model count" in provenance, repo
+
+
+@pytest.mark.parametrize("repo", sorted(WHOLE))
+def test_a_vision_language_model_reads_its_whole_published_count(repo):
+    """The language model and the tower with its projector, each read by field, add up to the whole model's published
+    count within 1% (the row's total is rounded to 0.01B: Qwen2-VL-2B's 1.54B for 1.544B); where the language model
+    has a release of its own, the tower is exactly what the whole holds beyond it."""
+    raw = json.loads((VISION / repo / "config.json").read_text())
+    whole, language_model = WHOLE[repo]
+    tower = vision_tower_params(raw, repo)
+    if language_model:
+        assert tower == whole - language_model
+    row = derive_model(raw, repo)
+    assert row["total_params_b"] + tower / 1e9 == pytest.approx(whole / 1e9, rel=0.01)
+    assert f"({tower / 1e9:.2f}B with its projector, read from vision_config)" in row["notes"]
+
+
+def test_gemma3s_text_config_leaves_its_heads_to_gemma3textconfig():
+    """google/gemma-3-4b-it's text_config states its widths and depth only: Gemma3TextConfig's 8 query heads, 4 KV
+    heads of 256 (not 2,560 / 8 = 320), as LlamaConfig's defaults fill LLaVA's text_config."""
+    raw = json.loads((VISION / "google/gemma-3-4b-it" / "config.json").read_text())
+    assert not {"num_attention_heads", "num_key_value_heads", "head_dim"} & set(raw["text_config"])
+    row = derive_model(raw, "google/gemma-3-4b-it")
+    layer = 2560 * 2048 + 2 * 2560 * 1024 + 2048 * 2560 + 3 * 2560 * 10_240  # q, k and v, o, the GELU-gated MLP
+    assert row["total_params_b"] == round((262_208 * 2560 + 34 * layer) / 1e9, 2) == 3.88  # the head tied
+    assert (row["kv_heads"], row["kv_bytes_per_token"], row["window_tokens"]) == (4, 5 * 2 * 4 * 256 * 2, 1024)
+    assert "num_attention_heads 8, num_key_value_heads 4, head_dim 256" in row["notes"]
+    with pytest.raises(ModelConfigError, match=r"field 'num_attention_heads'"):  # a top-level config states its own
+        derive_model({**raw["text_config"], "model_type": "gemma3_text"}, "x/gemma3-text")
+
+
 @pytest.mark.parametrize(("repo", "field", "why"), [
     ("mistralai/Ministral-3-3B-Instruct-2512", "vision_config.model_type", "'pixtral'"),  # PixtralVisionModel
     ("XiaomiMiMo/MiMo-V2.5", "vision_config.model_type", "not stated, and the family's own tower ('mimo_v2')"),
@@ -911,12 +958,14 @@ def test_qwen3_vl_reads_its_vit_merger_and_deepstack_mergers_to_the_whole_models
     ("moonshotai/Kimi-K2.5", "vision_config.model_type", "('kimi_k25')"),  # MoonViT, remote code
     ("google/gemma-4-E4B-it", "vision_config.model_type", "'gemma4_vision'"),
     ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "vision_config.model_type", "'llama4_vision_model'"),
+    ("openbmb/MiniCPM-V-2_6", "vision_config.model_type", "('siglip')"),  # its own SigLIP and resampler
 ])
 def test_a_tower_the_reader_does_not_count_is_refused_naming_its_field(repo, field, why):
     """Every other tower of the fixtures is refused for a whole-model figure, naming the field that says which it is;
     the row (the language model) reads as before, its notes saying the tower is left out."""
     published = [e for e in PUBLISHED if e["repo"] == repo]
-    raw = _unseen(published[0]) if published else config(repo)
+    vendored = VISION / repo / "config.json"
+    raw = _unseen(published[0]) if published else json.loads(vendored.read_text()) if vendored.exists() else config(repo)
     with pytest.raises(ModelConfigError, match=rf"^{re.escape(repo)}: config.json field '{field}' .*{re.escape(why)}"):
         vision_tower_params(raw, repo)
     assert "language model only: the vision/audio tower is not counted" in derive_readings(raw, repo)[0].row["notes"]
