@@ -841,16 +841,6 @@ def test_qwen2_5_vl_reads_its_vit_and_merger_by_field_to_the_whole_models_count(
                         ({"model_type": ["qwen2_5_vl"]}, "model_type")):
         with pytest.raises(ModelConfigError, match=rf"field 'vision_config.{field}'"):
             vision_tower_params(raw | {"vision_config": raw["vision_config"] | edit}, "x/edited")
-    # Qwen2-VL-7B's vision_config (as VARGPT-v1.1, built on it, quotes it in public code: embed_dim, mlp_ratio,
-    # in_chans; its hidden_size is the merger's output) beside the same Qwen2-7B language model: no config.json of
-    # Qwen2-VL itself was found. Qwen2VisionTransformerPretrainedModel's LayerNorms and ungated fc1, fc2 of 4 x 1,280:
-    # 675,759,104, the Hub's 8,291,375,616 for Qwen2-VL-7B-Instruct less the language model's 7,615,616,512
-    qwen2 = raw | {"model_type": "qwen2_vl", "vision_config": {
-        "depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16, "in_chans": 3, "hidden_size": 3584,
-        "patch_size": 14, "spatial_merge_size": 2, "spatial_patch_size": 14, "temporal_patch_size": 2}}
-    block = 4 * 1280 + 4 * 1280**2 + 4 * 1280 + 2 * 1280 * 5120 + 5120 + 1280
-    assert vision_tower_params(qwen2, "qwen2-vl") == 3 * 2 * 14 * 14 * 1280 + 32 * block + merger + 1280 == 675_759_104
-    assert 8_291_375_616 - 675_759_104 == 8_292_166_656 - 676_550_144 == 7_615_616_512  # one language model, two towers
 
 
 def test_gemma3_reads_its_siglip_tower_and_projector_to_the_whole_models_count():
@@ -935,6 +925,21 @@ def test_a_vision_language_model_reads_its_whole_published_count(repo):
     row = derive_model(raw, repo)
     assert row["total_params_b"] + tower / 1e9 == pytest.approx(whole / 1e9, rel=0.01)
     assert f"({tower / 1e9:.2f}B with its projector, read from vision_config)" in row["notes"]
+
+
+def test_qwen2_vl_reads_its_ungated_vit_by_embed_dim_and_mlp_ratio():
+    """Qwen2-VL-2B's vision_config (Qwen2VLVisionConfig's names: embed_dim, mlp_ratio, in_chans; its hidden_size is
+    the merger's output, the language model's 1,536): LayerNorms and an ungated fc1, fc2 of 4 x 1,280 per block, a
+    LayerNorm in the merger, where Qwen2.5-VL's are RMSNorms and a gated MLP."""
+    raw = json.loads((VISION / "Qwen/Qwen2-VL-2B-Instruct" / "config.json").read_text())
+    block = 4 * 1280 + 4 * 1280**2 + 4 * 1280 + 2 * 1280 * 5120 + 5120 + 1280
+    merger = 2 * 1280 + 5120**2 + 5120 + 5120 * 1536 + 1536
+    assert vision_tower_params(raw, "Qwen/Qwen2-VL-2B-Instruct") == 3 * 2 * 14 * 14 * 1280 + 32 * block + merger
+    vision = raw["vision_config"]
+    for edited, field in (({**vision, "mlp_ratio": "4"}, "mlp_ratio"),
+                          ({k: v for k, v in vision.items() if k != "embed_dim"}, "embed_dim")):
+        with pytest.raises(ModelConfigError, match=rf"field 'vision_config.{field}'"):
+            vision_tower_params(raw | {"vision_config": edited}, "x/qwen2-vl")
 
 
 def test_gemma3s_text_config_leaves_its_heads_to_gemma3textconfig():
