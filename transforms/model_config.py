@@ -554,11 +554,11 @@ _TEXT_CONFIG_DEFAULTS = {
     "llama": {"vocab_size": 32_000, "hidden_size": 4096, "intermediate_size": 11_008, "num_hidden_layers": 32,
               "num_attention_heads": 32, "hidden_act": "silu", "max_position_embeddings": 2048,
               "tie_word_embeddings": False},
-    # transformers' Gemma3TextConfig.__init__ (configuration_gemma3.py): hidden_size 2304, intermediate_size 9216,
-    # num_hidden_layers 26, num_attention_heads 8, num_key_value_heads 4, head_dim 256 (vocabulary, context,
-    # activation and pattern: _FAMILIES); google/gemma-3-4b-it's text_config states only its widths and depth
-    "gemma3_text": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
-                    "num_key_value_heads": 4, "head_dim": 256},
+    # transformers' Gemma3TextConfig.__init__ (configuration_gemma3.py): num_attention_heads 8, num_key_value_heads 4,
+    # head_dim 256 (vocabulary, context, activation and pattern: _FAMILIES). google/gemma-3-4b-it's text_config states
+    # its widths and depth and leaves these out; its widths and depth (the class's 2,304, 9,216, 26 are no released
+    # model's) are read only as stated
+    "gemma3_text": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256},
 }
 # What a family's code does that no field says.
 _QUIRKS = {
