@@ -4,6 +4,7 @@ PROVENANCE), checked against the curated catalogue and against the arithmetic of
 import copy
 import csv
 import json
+import math
 import re
 from pathlib import Path
 
@@ -925,6 +926,35 @@ def test_a_vision_language_model_reads_its_whole_published_count(repo):
     row = derive_model(raw, repo)
     assert row["total_params_b"] + tower / 1e9 == pytest.approx(whole / 1e9, rel=0.01)
     assert f"({tower / 1e9:.2f}B with its projector, read from vision_config)" in row["notes"]
+
+
+def _leaves(node, path=()) -> list[tuple]:
+    """The path of every value in a config that is not an object or a list."""
+    if isinstance(node, dict):
+        return [p for key, value in node.items() for p in _leaves(value, (*path, key))]
+    if isinstance(node, list):
+        return [p for index, value in enumerate(node) for p in _leaves(value, (*path, index))]
+    return [path]
+
+
+@pytest.mark.parametrize("repo", [*sorted(WHOLE), "openbmb/MiniCPM-V-2_6"])
+def test_a_hostile_value_anywhere_in_a_vlm_config_is_counted_or_refused_naming_a_field(repo):
+    """Every value of each vision fixture set to text, a boolean, null, an overflow, 0, a fraction, NaN, infinity, a
+    list or an object: the tower is a finite count or refused naming a field, never a TypeError or OverflowError."""
+    raw = json.loads((VISION / repo / "config.json").read_text())
+    for path in _leaves(raw):
+        for value in ("12", True, None, 1e308, -1, 0, 0.5, math.nan, math.inf, 2**64, [], {}):
+            edited = copy.deepcopy(raw)
+            node = edited
+            for step in path[:-1]:
+                node = node[step]
+            node[path[-1]] = value
+            try:
+                tower = vision_tower_params(edited, repo)
+            except ModelConfigError as exc:
+                assert re.match(rf"^{re.escape(repo)}: config.json field '", str(exc)), (path, value, exc)
+                continue
+            assert math.isfinite(tower) and 0 < tower < 1e12, (path, value, tower)
 
 
 def test_qwen2_vl_reads_its_ungated_vit_by_embed_dim_and_mlp_ratio():
