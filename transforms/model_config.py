@@ -18,9 +18,9 @@ What the row counts, as the curated rows do (the tests compare every curated row
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
   MLPs, routers, routed and shared experts. Norms and biases of norms (well under 0.1%) and learned position
   embeddings (GPT-2's wpe, under 1%) are left out; vision and audio towers are not counted (a multimodal model is
-  priced by its language model; vision_tower_params counts a CLIP tower apart, for a whole-model figure and the
-  row's notes); multi-token-prediction layers (`num_nextn_predict_layers`, `mtp_*`) are not served
-  and not counted: `num_hidden_layers` excludes them.
+  priced by its language model; vision_tower_params counts a CLIP, SigLIP or Qwen (2-VL, 2.5-VL, 3-VL, 3.5) tower and
+  its projector apart, for a whole-model figure and the row's notes); multi-token-prediction layers
+  (`num_nextn_predict_layers`, `mtp_*`) are not served and not counted: `num_hidden_layers` excludes them.
 - Active parameters: everything but the routed experts a token does not use, embeddings included (Mixtral
   8x7B's 12.88B, Llama 4's 17.17B). Vendors that quote active counts without the input embedding (gpt-oss's
   5.13B) are counted the same way here, so that rows compare.
@@ -652,6 +652,11 @@ _TEXT_CONFIG_DEFAULTS = {
     "llama": {"vocab_size": 32_000, "hidden_size": 4096, "intermediate_size": 11_008, "num_hidden_layers": 32,
               "num_attention_heads": 32, "hidden_act": "silu", "max_position_embeddings": 2048,
               "tie_word_embeddings": False},
+    # transformers' Gemma3TextConfig.__init__ (configuration_gemma3.py): num_attention_heads 8, num_key_value_heads 4,
+    # head_dim 256 (vocabulary, context, activation and pattern: _FAMILIES). google/gemma-3-4b-it's text_config states
+    # its widths and depth and leaves these out; its widths and depth (the class's 2,304, 9,216, 26 are no released
+    # model's) are read only as stated
+    "gemma3_text": {"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256},
 }
 # What a family's code does that no field says.
 _QUIRKS = {
@@ -1589,36 +1594,169 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     }, {part: keys for part, keys in c.read.items() if part != "notes"}, frozenset(left_out)
 
 
-# The vision towers read by field, a CLIP vision transformer each (transformers' CLIPVisionConfig: num_channels 3 when
-# the config leaves it out), and the projectors the multimodal classes put between it and the language model.
-_VISION_TOWERS = ("clip_vision_model",)
-_PROJECTORS = ("llava",)  # LlavaMultiModalProjector: linear_1 (vision -> text hidden) and linear_2, both biased
+# The vision towers read by field, each as the transformers class named beside it builds it (a field the config leaves
+# out read at that class's default only where said), keyed by the vision_config's model_type, else (a Qwen2.5-VL
+# config written before its vision config had one) the family's: the class its ForConditionalGeneration builds.
+def _clip_tower(v: _Config) -> float:
+    """CLIPVisionTransformer (modeling_clip.py): CLIPVisionEmbeddings' unbiased patch convolution, class and position
+    embeddings (the patches and the class token); CLIPEncoderLayer's biased q, k, v, o and ungated fc1, fc2, two
+    LayerNorms; the pre- and post-LayerNorms. num_channels 3 when left out (CLIPVisionConfig)."""
+    hidden, width, layers = _size(v, "hidden_size"), _size(v, "intermediate_size"), _size(v, "num_hidden_layers")
+    positions = (_size(v, "image_size") // _size(v, "patch_size")) ** 2 + 1
+    params = _size(v, "num_channels", 3) * _size(v, "patch_size") ** 2 * hidden + hidden + positions * hidden + 4 * hidden
+    return params + layers * (4 * hidden * hidden + 4 * hidden + 2 * hidden * width + width + hidden + 4 * hidden)
+
+
+def _siglip_tower(v: _Config) -> float:
+    """SiglipVisionTransformer (modeling_siglip.py): SiglipVisionEmbeddings' biased patch convolution and a position
+    embedding per patch (no class token); SiglipEncoderLayer's biased q, k, v, out_proj, two LayerNorms and SiglipMLP's
+    ungated, biased fc1, fc2; the post-LayerNorm; and SiglipMultiheadAttentionPoolingHead (a probe, nn.MultiheadAttention's
+    in_proj and out_proj with biases, a LayerNorm, a SiglipMLP) unless `vision_use_head` is false (the class builds it
+    when the config has no such field). num_channels 3 when left out (SiglipVisionConfig)."""
+    hidden, width, layers = _size(v, "hidden_size"), _size(v, "intermediate_size"), _size(v, "num_hidden_layers")
+    mlp = 2 * hidden * width + width + hidden
+    params = _size(v, "num_channels", 3) * _size(v, "patch_size") ** 2 * hidden + hidden
+    params += (_size(v, "image_size") // _size(v, "patch_size")) ** 2 * hidden + 2 * hidden  # positions, post_layernorm
+    params += layers * (4 * hidden * hidden + 4 * hidden + 4 * hidden + mlp)
+    use_head = v.get("vision_use_head", True)
+    if not isinstance(use_head, bool):
+        raise v.error("vision_use_head", f"is not true or false ({use_head!r})")
+    return params + (hidden + 4 * hidden * hidden + 4 * hidden + 2 * hidden + mlp if use_head else 0)
+
+
+def _qwen2_vl_tower(v: _Config) -> float:
+    """Qwen2VisionTransformerPretrainedModel (modeling_qwen2_vl.py): PatchEmbed's unbiased Conv3d over
+    temporal_patch_size x patch_size x patch_size; per Qwen2VLVisionBlock two LayerNorms, VisionAttention's biased qkv
+    and proj, VisionMlp's ungated, biased fc1, fc2 of int(embed_dim x mlp_ratio); PatchMerger: a LayerNorm (ln_q) and
+    two biased linears, embed_dim x spatial_merge_size^2 wide, out to `hidden_size` (the language model's width)."""
+    dim, ratio = _size(v, "embed_dim"), v.need("mlp_ratio")
+    if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not 0 < ratio <= 64:
+        raise v.error("mlp_ratio", f"is not a width in embed_dims ({ratio!r})")
+    width = int(dim * ratio)
+    block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
+    return _qwen_patches(v, dim) + _size(v, "depth") * block + _merger(v, dim, _size(v, "hidden_size"), 2 * dim)
+
+
+def _qwen2_5_vl_tower(v: _Config) -> float:
+    """Qwen2_5_VisionTransformerPretrainedModel (modeling_qwen2_5_vl.py): Qwen2_5_VisionPatchEmbed's unbiased Conv3d;
+    per Qwen2_5_VLVisionBlock two RMSNorms, a biased qkv and proj, and Qwen2_5_VLMLP(bias=True): gated, biased
+    gate_proj, up_proj, down_proj of `intermediate_size` (Qwen2-VL's is ungated); Qwen2_5_VLPatchMerger: an RMSNorm
+    (ln_q) and two biased linears, hidden_size x spatial_merge_size^2 wide, out to `out_hidden_size`."""
+    dim, width = _size(v, "hidden_size"), _size(v, "intermediate_size")
+    block = 2 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 3 * dim * width + 2 * width + dim
+    return _qwen_patches(v, dim) + _size(v, "depth") * block + _merger(v, dim, _size(v, "out_hidden_size"), dim)
+
+
+def _qwen3_vl_tower(v: _Config, deepstack: bool = True) -> float:
+    """Qwen3VLVisionModel (modeling_qwen3_vl.py; Qwen3-VL-MoE's is the same class): Qwen3VLVisionPatchEmbed's biased
+    Conv3d; pos_embed, `num_position_embeddings` x hidden_size; per Qwen3VLVisionBlock two LayerNorms, a biased qkv and
+    proj, Qwen3VLVisionMLP's ungated, biased linear_fc1, linear_fc2 of `intermediate_size`; the merger
+    (Qwen3VLVisionPatchMerger: a LayerNorm of hidden_size, then hidden_size x spatial_merge_size^2 in, as wide, out to
+    `out_hidden_size`) and one more per `deepstack_visual_indexes` entry, its LayerNorm over the merged width
+    (use_postshuffle_norm)."""
+    dim, width = _size(v, "hidden_size"), _size(v, "intermediate_size")
+    block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
+    params = _qwen_patches(v, dim) + dim + _size(v, "num_position_embeddings") * dim + _size(v, "depth") * block
+    out, wide = _size(v, "out_hidden_size"), dim * _size(v, "spatial_merge_size") ** 2
+    params += _merger(v, dim, out, 2 * dim)
+    if not deepstack:
+        return params
+    stack = v.need("deepstack_visual_indexes")
+    if not isinstance(stack, list):
+        raise v.error("deepstack_visual_indexes", f"is not a list of layers ({stack!r})")
+    return params + len(stack) * _merger(v, dim, out, 2 * wide)
+
+
+def _qwen3_5_tower(v: _Config) -> float:
+    """Qwen3_5VisionModel (modeling_qwen3_5.py; Qwen3.5-MoE's the same): Qwen3VLVisionModel less the deepstack mergers,
+    which its __init__ deletes whatever the config says (a quirk of the class, by its model_type)."""
+    return _qwen3_vl_tower(v, deepstack=False)
+
+
+def _size(v: _Config, key: str, default=None) -> int:
+    """A size or count of the tower, none of which can be 0 in a tower that exists (a patch of 0 divides by zero, a
+    merge of 0 would read the merger as nothing)."""
+    size = v.number(key, default)
+    if not size:
+        raise v.error(key, "is 0")
+    return size
+
+
+def _qwen_patches(v: _Config, dim: int) -> int:
+    """The Conv3d the Qwen ViTs embed patches with (its bias apart: Qwen3-VL's has one): in_channels (the Hub's
+    configs also write it in_chans; 3 when left out, as every Qwen vision config defaults) x temporal_patch_size x
+    patch_size^2 per output."""
+    channels = _size(v, "in_channels", v.get("in_chans", 3))
+    return channels * _size(v, "temporal_patch_size") * _size(v, "patch_size") ** 2 * dim
+
+
+def _merger(v: _Config, dim: int, out: int, norm: int) -> int:
+    """A Qwen PatchMerger: its ln_q (`norm` parameters), then dim x spatial_merge_size^2 in, as wide, out to `out`."""
+    wide = dim * _size(v, "spatial_merge_size") ** 2
+    return norm + wide * wide + wide + wide * out + out
+
+
+_VISION_TOWERS = {"clip_vision_model": _clip_tower, "siglip_vision_model": _siglip_tower, "qwen2_vl": _qwen2_vl_tower,
+                  "qwen2_5_vl": _qwen2_5_vl_tower, "qwen3_vl": _qwen3_vl_tower, "qwen3_vl_moe": _qwen3_vl_tower,
+                  "qwen3_5": _qwen3_5_tower, "qwen3_5_moe": _qwen3_5_tower}
+
+
+# The connector each multimodal class puts between its tower and the language model, by the config's top-level
+# model_type: (the config's fields, vision hidden size, the language model's) -> parameters. The Qwen ViTs end in
+# their own merger.
+def _llava_projector(c: _Config, vision: int, text: int) -> int:
+    """LlavaMultiModalProjector (modeling_llava.py): linear_1 (vision hidden x the number of `vision_feature_layer`s
+    concatenated -> text hidden) and linear_2 (text -> text), biased unless `multimodal_projector_bias` is false
+    (LlavaConfig: one feature layer, -2, and biases when left out)."""
+    layers, bias = c.get("vision_feature_layer", -2), c.get("multimodal_projector_bias", True)
+    if not isinstance(bias, bool):
+        raise c.error("multimodal_projector_bias", f"is not true or false ({bias!r})")
+    if isinstance(layers, list) and layers and all(isinstance(n, int) for n in layers):
+        vision *= len(layers)
+    elif not isinstance(layers, int) or isinstance(layers, bool):
+        raise c.error("vision_feature_layer", f"is not a layer or a list of layers ({layers!r})")
+    return vision * text + text * text + (2 * text if bias else 0)
+
+
+def _gemma3_projector(c: _Config, vision: int, text: int) -> int:
+    """Gemma3MultiModalProjector (modeling_gemma3.py): mm_input_projection_weight (vision x text hidden, no bias) and
+    mm_soft_emb_norm, an RMSNorm of the vision width; its average pooling holds no parameters."""
+    return vision * text + vision
+
+
+_PROJECTORS = {"llava": _llava_projector, "gemma3": _gemma3_projector} | dict.fromkeys(
+    ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"))
 
 
 def vision_tower_params(config: dict, repo: str) -> float:
     """The parameters of a multimodal config's vision tower and projector, which the row does not count (it prices the
-    language model): read by field from a CLIP `vision_config` (CLIPVisionEmbeddings' unbiased patch convolution,
-    class and position embeddings; CLIPEncoderLayer's biased q, k, v, o and ungated fc1, fc2, two LayerNorms; the
-    pre- and post-LayerNorms), so that a publisher's whole-model figure is compared with the whole model. Any other
-    tower is refused naming the field that describes it, never counted as nothing."""
+    language model), read by field as its transformers class builds it (_VISION_TOWERS, _PROJECTORS), so that a
+    publisher's whole-model figure is compared with the whole model. Any other tower, or a projector whose class is not
+    read, is refused naming the field that describes it, never counted as nothing."""
     if not isinstance(config, dict) or not isinstance(config.get("vision_config"), dict):
         field = next((k for k in ("img_processor", "vision_encoder", "vision_config", "embd_layer")
                       if k in (config or {})),
                      "vision_config")
         raise ModelConfigError(f"{repo}: config.json field '{field}' does not state the vision tower's sizes")
     v = _Config(config["vision_config"], repo, prefix="vision_config.")
-    if v.model_type not in _VISION_TOWERS:
-        raise v.error("model_type", f"names a vision tower the reader does not count ({v.model_type!r})")
-    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
-    patch, image, channels = v.number("patch_size"), v.number("image_size"), v.number("num_channels", 3)
-    if not patch:
-        raise v.error("patch_size", "is 0")
-    positions = (image // patch) ** 2 + 1  # the patches and the class token
-    params = channels * patch * patch * hidden + hidden + positions * hidden + 4 * hidden  # embeddings, pre/post LN
-    params += layers * (4 * hidden * hidden + 4 * hidden + 2 * hidden * width + width + hidden + 4 * hidden)
-    if config.get("model_type") in _PROJECTORS:
-        text = _Config(config, repo).number("hidden_size")  # the language model's, at its class default if left out
-        params += hidden * text + text + text * text + text
+    if not isinstance(v.model_type, str | None):  # a list or object names no class (and keys no table)
+        raise v.error("model_type", f"is not a name ({v.model_type!r})")
+    family = config.get("model_type")
+    kind = v.model_type or family  # a vision config without a model_type is its family's class
+    if not isinstance(kind, str) or kind not in _VISION_TOWERS:
+        what = (f"names a vision tower the reader does not count ({kind!r})" if v.model_type else
+                f"is not stated, and the family's own tower ({family!r}) is not one the reader counts")
+        raise v.error("model_type", what)
+    if not isinstance(family, str) or family not in _PROJECTORS:
+        raise ModelConfigError(f"{repo}: config.json field 'model_type' names a family whose projector the reader "
+                               f"does not count ({family!r}, beside a {kind} tower)")
+    params = _VISION_TOWERS[kind](v)
+    if _PROJECTORS[family]:
+        c = _Config(config, repo)
+        if not isinstance(c.model_type, str | None):
+            raise c.error("model_type", f"is not a name ({c.model_type!r})")
+        text = c.number("hidden_size")  # the language model's, at its class default if left out
+        params += _PROJECTORS[family](c, _size(v, "hidden_size"), text)
     return float(params)
 
 

@@ -22,7 +22,7 @@ from transforms.model_catalogue import (
     user_rows,
     weights_check,
 )
-from transforms.model_config import ModelConfigError, derive_model, derive_readings
+from transforms.model_config import ModelConfigError, derive_model, derive_readings, vision_tower_params
 
 CONFIGS = Path(__file__).parents[1] / "fixtures" / "hf_configs"
 API = Path(__file__).parents[1] / "fixtures" / "hf_api"  # real answers of the model API, with their PROVENANCE
@@ -394,12 +394,21 @@ def _left_open(config: dict) -> dict:
     return out
 
 
+def _tower(config: dict, repo: str) -> float:
+    """The vision tower and projector the reader counts apart, 0 where it reads none."""
+    try:
+        return vision_tower_params(config, repo)
+    except ModelConfigError:
+        return 0.0
+
+
 def test_no_fixture_config_left_open_is_given_a_wrong_reading_by_its_own_count(monkeypatch):
     """Every config of the fixtures the reader reads, its activation and tie fields removed and its model_type's
     entries, quirks and class defaults dropped (a family never met), counted by its in-sample row's own total: the
     count chooses the reading the row has, or nothing (weights holding towers or MTP layers, two readings whose active
     counts differ), never another one. (A check of the choosing rule's margins, not of real weights: a real count
-    differs from the row by what the row leaves out.)"""
+    differs from the row by what the row leaves out; a vision tower read by field is added to the count, as it is to
+    each reading, so that the count is the whole model's.)"""
     fates = {"right": 0, "wrong": [], "refused": 0}
     for path in sorted((CONFIGS.parent).glob("**/config.json")):
         config = json.loads(path.read_text())
@@ -417,7 +426,8 @@ def test_no_fixture_config_left_open_is_given_a_wrong_reading_by_its_own_count(m
                     m.delitem(table, kind)
             try:
                 row = read_config(_left_open(config), repo,
-                                  weights=Weights(round(truth["total_params_b"] * 1e9), "the row's own total"))
+                                  weights=Weights(round(truth["total_params_b"] * 1e9 + _tower(config, repo)),
+                                                  "the row's own total and its tower"))
             except ModelConfigError:
                 fates["refused"] += 1
                 continue

@@ -4,6 +4,7 @@ PROVENANCE), checked against the curated catalogue and against the arithmetic of
 import copy
 import csv
 import json
+import math
 import re
 from pathlib import Path
 
@@ -482,7 +483,8 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            # num_query_heads, a list, is named as no count of the query heads (refused naming hidden_size before)
            "mlx-community/OpenELM-1_1B-Instruct-4bit": "num_attention_heads",
            "google/recurrentgemma-2b": "lru_width",  # RG-LRU recurrent layers
-           "Qwen/Qwen2.5-VL-7B-Instruct": "vision_config.model_type",  # a whole-model figure, a tower not read
+           # (Qwen2.5-VL-7B, refused naming vision_config.model_type for its whole-model figure until its ViT was
+           # read by field: 7.62B and its 0.677B tower, 8.30B against 8.29B)
            # the seventh set, scored once (refused then naming intermediate_size): its MLP width ff_intermediate_size
            # is read by its name, its GeGELU MLP (and block-sparse attention layers, muP multipliers: remote code the
            # reader has no entry for) is not
@@ -814,15 +816,216 @@ def test_a_text_config_leaving_sizes_out_reads_its_class_defaults_and_the_tower_
     tower = 3 * 14 * 14 * 1024 + 1024 + 577 * 1024 + 4 * 1024 + 24 * (4 * 1024**2 + 2 * 1024 * 4096 + 4096 + 9 * 1024)
     assert vision_tower_params(raw, "llava") == tower + 1024 * 4096 + 4096 + 4096**2 + 4096
     assert round(row["total_params_b"] + vision_tower_params(raw, "llava") / 1e9, 2) == 7.06
-    siglip = raw | {"vision_config": raw["vision_config"] | {"model_type": "siglip_vision_model"}}
-    with pytest.raises(ModelConfigError, match=r"field 'vision_config.model_type' names a vision tower"):
-        vision_tower_params(siglip, "acme/vlm")
     phi = _unseen(next(e for e in PUBLISHED if e["repo"] == "microsoft/Phi-3.5-vision-instruct"))
     with pytest.raises(ModelConfigError, match=r"field 'img_processor' does not state"):
         vision_tower_params(phi, "microsoft/Phi-3.5-vision-instruct")
     llama = {k: v for k, v in config("meta-llama/Llama-3.3-70B-Instruct").items() if k != "hidden_size"}
     with pytest.raises(ModelConfigError, match=r"field 'hidden_size'"):  # a top-level config states its sizes
         derive_model(llama, "acme/llama")
+
+
+def test_qwen2_5_vl_reads_its_vit_and_merger_by_field_to_the_whole_models_count():
+    """Qwen2.5-VL-7B's vision_config (no model_type of its own: the qwen2_5_vl family's class) read as
+    Qwen2_5_VisionTransformerPretrainedModel builds it: an unbiased Conv3d (3 x 2 x 14 x 14 -> 1,280), 32 blocks of two
+    RMSNorms, a biased qkv and proj and a gated, biased 3,420-wide MLP, and the merger (an RMSNorm, 5,120 -> 5,120 ->
+    3,584). 676,550,144: the `visual` module's count a user printed on loading it (its whole 8,292,166,656, the Hub's
+    numParameters for the repository, both quoted in public GitHub files); with the language model, within 0.1%."""
+    (entry,) = [e for e in PUBLISHED if e["repo"] == "Qwen/Qwen2.5-VL-7B-Instruct"]
+    raw = _unseen(entry)
+    assert "model_type" not in raw["vision_config"] and entry["figure_counts"] == "whole model"
+    block = 2 * 1280 + 3 * 1280**2 + 3 * 1280 + 1280**2 + 1280 + 3 * 1280 * 3420 + 2 * 3420 + 1280
+    merger = 1280 + 5120**2 + 5120 + 5120 * 3584 + 3584
+    tower = vision_tower_params(raw, entry["repo"])
+    assert tower == 3 * 2 * 14 * 14 * 1280 + 32 * block + merger == 676_550_144
+    row = derive_model(raw, entry["repo"])
+    assert row["total_params_b"] + tower / 1e9 == pytest.approx(8_292_166_656 / 1e9, rel=0.001)
+    assert "0.68B with its projector, read from vision_config" in row["notes"]
+    # a size that is no count, a merge of 0, a model_type that is no name: refused naming the field, never a tower of 0
+    for edit, field in (({"depth": "32"}, "depth"), ({"spatial_merge_size": 0}, "spatial_merge_size"),
+                        ({"model_type": ["qwen2_5_vl"]}, "model_type")):
+        with pytest.raises(ModelConfigError, match=rf"field 'vision_config.{field}'"):
+            vision_tower_params(raw | {"vision_config": raw["vision_config"] | edit}, "x/edited")
+
+
+def test_gemma3_reads_its_siglip_tower_and_projector_to_the_whole_models_count():
+    """Gemma 3 27B's SigLIP So400m (SiglipVisionTransformer: a biased 14 x 14 patch convolution, 4,096 position
+    embeddings, 27 layers of biased attention and 4,304-wide fc1, fc2, LayerNorms; `vision_use_head` false: no pooling
+    head) and Gemma3MultiModalProjector (1,152 x 5,376, an RMSNorm of 1,152): 423,060,336. With the language model
+    (27.01B), 27.43B against 27,432,406,640, the Hub's count of google/gemma-3-27b-it as public GitHub files quote it
+    (a model registry's, and llama.cpp's n_params for its GGUF)."""
+    raw = config("google/gemma-3-27b-it")
+    assert raw["vision_config"]["vision_use_head"] is False
+    layer = 4 * 1152**2 + 4 * 1152 + 4 * 1152 + 2 * 1152 * 4304 + 4304 + 1152
+    tower = 3 * 14 * 14 * 1152 + 1152 + (896 // 14) ** 2 * 1152 + 27 * layer + 2 * 1152
+    assert vision_tower_params(raw, "google/gemma-3-27b-it") == tower + 1152 * 5376 + 1152 == 423_060_336
+    row = derive("google/gemma-3-27b-it")
+    assert row["total_params_b"] + 423_060_336 / 1e9 == pytest.approx(27_432_406_640 / 1e9, rel=0.001)
+    # a SigLIP config without the field: the class builds the head (a probe, nn.MultiheadAttention, a LayerNorm, an MLP)
+    headed = raw | {"vision_config": {k: v for k, v in raw["vision_config"].items() if k != "vision_use_head"}}
+    head = 1152 + 4 * 1152**2 + 4 * 1152 + 2 * 1152 + 2 * 1152 * 4304 + 4304 + 1152
+    assert vision_tower_params(headed, "x/siglip-head") == 423_060_336 + head
+    with pytest.raises(ModelConfigError, match=r"field 'vision_config.vision_use_head' is not true or false"):
+        vision_tower_params(raw | {"vision_config": raw["vision_config"] | {"vision_use_head": "no"}}, "x/head")
+
+
+@pytest.mark.parametrize(("repo", "weights", "lm_weights"), [
+    # the Hub's safetensors total (quoted in public GitHub files); its language model's is Qwen3-8B's own 8,190,735,360
+    ("Qwen/Qwen3-VL-8B-Instruct", 8_767_123_696, 8_190_735_360),
+    # a third party's paramCount (Fireworks) and a user's census of the loaded weights agree
+    ("Qwen/Qwen3-VL-30B-A3B-Instruct", 31_070_754_032, None),
+])
+def test_qwen3_vl_reads_its_vit_merger_and_deepstack_mergers_to_the_whole_models_count(repo, weights, lm_weights):
+    """Qwen3VLVisionModel: a biased Conv3d (3 x 2 x 16 x 16 -> 1,152), 2,304 learned positions, 27 blocks of LayerNorms,
+    biased qkv and proj and an ungated 4,304-wide MLP, the merger (a LayerNorm of 1,152; 4,608 -> 4,608 -> the language
+    model's width) and three deepstack mergers (deepstack_visual_indexes [8, 16, 24]), their LayerNorms 4,608 wide.
+    With the language model, within 0.01% of the whole model's count."""
+    raw = config(repo)
+    v = raw["vision_config"]
+    assert (v["depth"], v["hidden_size"], v["intermediate_size"], v["deepstack_visual_indexes"]) == (
+        27, 1152, 4304, [8, 16, 24])
+    out = v["out_hidden_size"]
+    block = 4 * 1152 + 3 * 1152**2 + 3 * 1152 + 1152**2 + 1152 + 2 * 1152 * 4304 + 4304 + 1152
+    merger = 4608**2 + 4608 + 4608 * out + out
+    tower = 3 * 2 * 16 * 16 * 1152 + 1152 + 2304 * 1152 + 27 * block + (2 * 1152 + merger) + 3 * (2 * 4608 + merger)
+    assert vision_tower_params(raw, repo) == tower
+    assert derive(repo)["total_params_b"] + tower / 1e9 == pytest.approx(weights / 1e9, rel=0.001)
+    if lm_weights:
+        assert weights - tower == lm_weights  # the tower is exactly what the whole model holds beyond Qwen3-8B
+    # Qwen3.5's Qwen3_5VisionModel deletes the deepstack mergers: its tower is the same less them
+    qwen35 = config("Qwen/Qwen3.5-9B")
+    assert qwen35["vision_config"]["model_type"] == "qwen3_5" and qwen35["vision_config"]["deepstack_visual_indexes"] == []
+    stacked = qwen35 | {"vision_config": qwen35["vision_config"] | {"deepstack_visual_indexes": [8, 16, 24]}}
+    assert vision_tower_params(stacked, "x/qwen3.5") == vision_tower_params(qwen35, "Qwen/Qwen3.5-9B")
+
+
+# Real configs of vision-language models whose whole count is published, and the count of the language model inside
+# (its own release's, where it has one): tests/fixtures/vision_towers, PROVENANCE beside each
+VISION = Path(__file__).parent.parent / "fixtures" / "vision_towers"
+WHOLE = {"Qwen/Qwen2-VL-2B-Instruct": (2_208_985_600, 1_543_714_304),  # Qwen2-1.5B's shape (Qwen2.5-1.5B's count)
+         "Qwen/Qwen2.5-VL-3B-Instruct": (3_754_622_976, 3_085_938_688),  # Qwen2.5-3B's
+         "Qwen/Qwen3-VL-4B-Instruct": (4_437_815_808, 4_022_468_096),  # Qwen3-4B's
+         "google/gemma-3-4b-it": (4_300_079_472, None)}  # no text-only release
+
+
+def test_every_vision_fixture_says_where_it_came_from():
+    repos = sorted(str(p.parent.relative_to(VISION)) for p in VISION.glob("*/*/config.json"))
+    assert set(WHOLE) < set(repos)
+    for repo in repos:
+        provenance = (VISION / repo / "PROVENANCE").read_text()
+        assert f"Hugging Face {repo} config.json" in provenance and re.search(r"commit: [0-9a-f]{40}", provenance), repo
+        assert "published whole-model count" in provenance, repo
+
+
+@pytest.mark.parametrize("repo", sorted(WHOLE))
+def test_a_vision_language_model_reads_its_whole_published_count(repo):
+    """The language model and the tower with its projector, each read by field, add up to the whole model's published
+    count within 1% (the row's total is rounded to 0.01B: Qwen2-VL-2B's 1.54B for 1.544B); where the language model
+    has a release of its own, the tower is exactly what the whole holds beyond it."""
+    raw = json.loads((VISION / repo / "config.json").read_text())
+    whole, language_model = WHOLE[repo]
+    tower = vision_tower_params(raw, repo)
+    if language_model:
+        assert tower == whole - language_model
+    row = derive_model(raw, repo)
+    assert row["total_params_b"] + tower / 1e9 == pytest.approx(whole / 1e9, rel=0.01)
+    assert f"({tower / 1e9:.2f}B with its projector, read from vision_config)" in row["notes"]
+
+
+def _leaves(node, path=()) -> list[tuple]:
+    """The path of every value in a config that is not an object or a list."""
+    if isinstance(node, dict):
+        return [p for key, value in node.items() for p in _leaves(value, (*path, key))]
+    if isinstance(node, list):
+        return [p for index, value in enumerate(node) for p in _leaves(value, (*path, index))]
+    return [path]
+
+
+@pytest.mark.parametrize("repo", [*sorted(WHOLE), "openbmb/MiniCPM-V-2_6"])
+def test_a_hostile_value_anywhere_in_a_vlm_config_is_counted_or_refused_naming_a_field(repo):
+    """Every value of each vision fixture set to text, a boolean, null, an overflow, 0, a fraction, NaN, infinity, a
+    list or an object: the tower is a finite count or refused naming a field, never a TypeError or OverflowError."""
+    raw = json.loads((VISION / repo / "config.json").read_text())
+    for path in _leaves(raw):
+        for value in ("12", True, None, 1e308, -1, 0, 0.5, math.nan, math.inf, 2**64, [], {}):
+            edited = copy.deepcopy(raw)
+            node = edited
+            for step in path[:-1]:
+                node = node[step]
+            node[path[-1]] = value
+            try:
+                tower = vision_tower_params(edited, repo)
+            except ModelConfigError as exc:
+                assert re.match(rf"^{re.escape(repo)}: config.json field '", str(exc)), (path, value, exc)
+                continue
+            assert math.isfinite(tower) and 0 < tower < 1e12, (path, value, tower)
+
+
+def test_qwen2_vl_reads_its_ungated_vit_by_embed_dim_and_mlp_ratio():
+    """Qwen2-VL-2B's vision_config (Qwen2VLVisionConfig's names: embed_dim, mlp_ratio, in_chans; its hidden_size is
+    the merger's output, the language model's 1,536): LayerNorms and an ungated fc1, fc2 of 4 x 1,280 per block, a
+    LayerNorm in the merger, where Qwen2.5-VL's are RMSNorms and a gated MLP."""
+    raw = json.loads((VISION / "Qwen/Qwen2-VL-2B-Instruct" / "config.json").read_text())
+    block = 4 * 1280 + 4 * 1280**2 + 4 * 1280 + 2 * 1280 * 5120 + 5120 + 1280
+    merger = 2 * 1280 + 5120**2 + 5120 + 5120 * 1536 + 1536
+    assert vision_tower_params(raw, "Qwen/Qwen2-VL-2B-Instruct") == 3 * 2 * 14 * 14 * 1280 + 32 * block + merger
+    vision = raw["vision_config"]
+    for edited, field in (({**vision, "mlp_ratio": "4"}, "mlp_ratio"),
+                          ({k: v for k, v in vision.items() if k != "embed_dim"}, "embed_dim")):
+        with pytest.raises(ModelConfigError, match=rf"field 'vision_config.{field}'"):
+            vision_tower_params(raw | {"vision_config": edited}, "x/qwen2-vl")
+
+
+def test_gemma3s_text_config_leaves_its_heads_to_gemma3textconfig():
+    """google/gemma-3-4b-it's text_config states its widths and depth only: Gemma3TextConfig's 8 query heads, 4 KV
+    heads of 256 (not 2,560 / 8 = 320), as LlamaConfig's defaults fill LLaVA's text_config."""
+    raw = json.loads((VISION / "google/gemma-3-4b-it" / "config.json").read_text())
+    assert not {"num_attention_heads", "num_key_value_heads", "head_dim"} & set(raw["text_config"])
+    row = derive_model(raw, "google/gemma-3-4b-it")
+    layer = 2560 * 2048 + 2 * 2560 * 1024 + 2048 * 2560 + 3 * 2560 * 10_240  # q, k and v, o, the GELU-gated MLP
+    assert row["total_params_b"] == round((262_208 * 2560 + 34 * layer) / 1e9, 2) == 3.88  # the head tied
+    assert (row["kv_heads"], row["kv_bytes_per_token"], row["window_tokens"]) == (4, 5 * 2 * 4 * 256 * 2, 1024)
+    assert "num_attention_heads 8, num_key_value_heads 4, head_dim 256" in row["notes"]
+    with pytest.raises(ModelConfigError, match=r"field 'num_attention_heads'"):  # a top-level config states its own
+        derive_model({**raw["text_config"], "model_type": "gemma3_text"}, "x/gemma3-text")
+
+
+@pytest.mark.parametrize(("repo", "field", "why"), [
+    ("mistralai/Ministral-3-3B-Instruct-2512", "vision_config.model_type", "'pixtral'"),  # PixtralVisionModel
+    ("XiaomiMiMo/MiMo-V2.5", "vision_config.model_type", "not stated, and the family's own tower ('mimo_v2')"),
+    ("meta-models/Muse-Glimmer-30B", "vision_config.model_type", "'muse_glimmer_vision'"),
+    ("moonshotai/Kimi-K2.5", "vision_config.model_type", "('kimi_k25')"),  # MoonViT, remote code
+    ("google/gemma-4-E4B-it", "vision_config.model_type", "'gemma4_vision'"),
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "vision_config.model_type", "'llama4_vision_model'"),
+    ("openbmb/MiniCPM-V-2_6", "vision_config.model_type", "('siglip')"),  # its own SigLIP and resampler
+])
+def test_a_tower_the_reader_does_not_count_is_refused_naming_its_field(repo, field, why):
+    """Every other tower of the fixtures is refused for a whole-model figure, naming the field that says which it is;
+    the row (the language model) reads as before, its notes saying the tower is left out."""
+    published = [e for e in PUBLISHED if e["repo"] == repo]
+    vendored = VISION / repo / "config.json"
+    raw = _unseen(published[0]) if published else json.loads(vendored.read_text()) if vendored.exists() else config(repo)
+    with pytest.raises(ModelConfigError, match=rf"^{re.escape(repo)}: config.json field '{field}' .*{re.escape(why)}"):
+        vision_tower_params(raw, repo)
+    assert "language model only: the vision/audio tower is not counted" in derive_readings(raw, repo)[0].row["notes"]
+
+
+def test_a_tower_read_beside_a_projector_not_read_is_refused_naming_the_family():
+    """CLIP and SigLIP towers end where the family's connector begins: LLaVA's and Gemma 3's are read by their classes;
+    any other family's (LLaVA-NeXT's, PaliGemma's) is refused naming model_type, never counted as nothing. The Qwen ViTs
+    carry their merger: their families add none."""
+    llava = _unseen(next(e for e in PUBLISHED if e["repo"] == "llava-hf/llava-1.5-7b-hf"))
+    with pytest.raises(ModelConfigError, match=r"field 'model_type' names a family whose projector .*'llava_next'"):
+        vision_tower_params(llava | {"model_type": "llava_next"}, "x/llava-next")
+    # LlavaMultiModalProjector's linear_1 takes every vision_feature_layer concatenated, its biases by
+    # multimodal_projector_bias (LlavaConfig: one layer, biased)
+    base = vision_tower_params(llava, "llava")
+    assert vision_tower_params(llava | {"vision_feature_layer": [-2, -5]}, "x/two-layers") == base + 1024 * 4096
+    assert vision_tower_params(llava | {"multimodal_projector_bias": False}, "x/unbiased") == base - 2 * 4096
+    with pytest.raises(ModelConfigError, match=r"field 'vision_feature_layer' is not a layer"):
+        vision_tower_params(llava | {"vision_feature_layer": "last"}, "x/layer")
+    gemma = config("google/gemma-3-27b-it")
+    with pytest.raises(ModelConfigError, match=r"field 'model_type' names a family whose projector .*'paligemma'"):
+        vision_tower_params(gemma | {"model_type": "paligemma"}, "x/paligemma")
 
 
 def test_shared_experts_under_num_shared_experts_and_mlx_quantization_under_both_names():
