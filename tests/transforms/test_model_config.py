@@ -418,7 +418,7 @@ def _tolerance(figure: str) -> float:
 def test_every_unseen_config_says_where_it_came_from():
     assert {e["set"] for e in PUBLISHED} == {"dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5",
                                              "holdout6", "holdout7", "holdout8", "holdout9",
-                                             "holdout10", "holdout11"}
+                                             "holdout10", "holdout11", "holdout12"}
     assert len(PUBLISHED) >= 89 and {e["figure_counts"] for e in PUBLISHED} <= {"", "whole model"}
     for entry in PUBLISHED:
         provenance = (UNSEEN / entry["set"] / entry["repo"] / "PROVENANCE").read_text()
@@ -511,11 +511,24 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            # (SIZE_CLASS above); Laguna XS.2's `gating` true is one gate per head in SGLang's laguna.py and one per
            # element in poolside's 2025 LagunaConfig docstring, and is refused
            "poolside/Laguna-XS.2-FP8": "gating",
-           "meta-models/Muse-Glimmer-30B": "vision_config.model_type"}
+           "meta-models/Muse-Glimmer-30B": "vision_config.model_type",
+           # the twelfth set, scored once (holdout12/README.md): Edge0's BailingMoeV3 (Kimi delta attention, latent
+           # attention, a shared expert of its own width), two remote-code MLPs whose gate no field states (HRM-Text,
+           # Falcon-OCR: read both ways, no weights count found), GLM-OCR's CogViT tower for its whole-model figure,
+           # InternVL's language model under llm_config
+           "Edge0/Edge0-8B-A1B-preview": "moe_shared_expert_intermediate_size",
+           "sapientinc/HRM-Text-1B": "hidden_act", "tiiuae/Falcon-OCR": "hidden_act",
+           "zai-org/GLM-OCR": "vision_config.model_type", "zylluan/ft-uav_internvl2-2B": "hidden_size"}
+# Read outside the figure because a field that changes the count went unread: a wrong number, kept failing (strict
+# xfail) until the reader refuses or reads it. The twelfth set, scored once: Nandi-Mini-150M read 0.236B against
+# "150M", its factorized_embedding (a 131,072 x 196 table and a projection) and layer_sharing not read.
+WRONG = {"FrontiersMind/Nandi-Mini-150M-Tool-Calling"}
 
 
 @pytest.mark.parametrize("entry", [pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a size-class figure"))
                                    if e["repo"] in SIZE_CLASS else
+                                   pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a wrong number"))
+                                   if e["repo"] in WRONG else
                                    pytest.param(e, marks=pytest.mark.xfail(strict=True, reason="a published active count"))
                                    if e["repo"] in ACTIVE_OUTSIDE else e for e in PUBLISHED],
                          ids=[f"{e['set']}:{e['repo']}" for e in PUBLISHED])
