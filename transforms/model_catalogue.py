@@ -290,23 +290,39 @@ LEFT_OUT = {"vision_tower_by_field": "a vision/audio tower", "tower_built_by_cod
             "mtp": "multi-token-prediction layers"}
 
 
-def weights_check(total_params_b: float, weights: Weights | None,
-                  left_out: frozenset[str] = frozenset()) -> tuple[float | None, str | None]:
+def tower_b(config: dict, where: str, left_out: frozenset[str]) -> float | None:
+    """A multimodal model's vision tower and projector, read by field, in billions: what its weights hold beside the
+    language model the row counts. None where the reading leaves out no tower stated by field, or the tower is one the
+    reader does not read (the check then says the row leaves it out)."""
+    if "vision_tower_by_field" not in left_out:
+        return None
+    try:
+        return model_config.vision_tower_params(config, where) / 1e9
+    except ModelConfigError:
+        return None
+
+
+def weights_check(total_params_b: float, weights: Weights | None, left_out: frozenset[str] = frozenset(),
+                  tower: float | None = None) -> tuple[float | None, str | None]:
     """(the weights' parameters in billions, how the derived total compares with them), from the model API's count
     (hub_weights) or a count a user gave (user_weights); (None, None) without one. The check names where the count
     came from (Weights.source); beyond WEIGHTS_TOLERANCE it says FLAGGED; a packed count is recorded, not compared.
-    `left_out` (the reading's) says what the row leaves out that the weights hold (a vision tower, MTP layers)."""
+    `left_out` (the reading's) says what the row leaves out that the weights hold (a vision tower, MTP layers); a
+    `tower` read by field (tower_b) is added to the total compared, and said, as the weights hold it."""
     if weights is None:
         return None, None
     total = weights.params
     weights_b = round(total / 1e9, 2)
     if weights.packed:
         return weights_b, f"not compared: {weights.packed}"
-    off = total_params_b * 1e9 / total - 1
+    off = (total_params_b + (tower or 0)) * 1e9 / total - 1
+    with_tower = f" with its {tower:.2f}B vision tower read by field" if tower else ""
     if abs(off) <= WEIGHTS_TOLERANCE:  # where the count came from is said, so a user sees what the row met
-        return weights_b, f"within {WEIGHTS_TOLERANCE:.0%} of the weights ({off:+.1%}; {weights.source})"
-    left = [words for fact, words in LEFT_OUT.items() if fact in left_out]
-    return weights_b, (f"FLAGGED: the derived total {total_params_b}B is {off:+.1%} off the weights' "
+        return weights_b, (f"within {WEIGHTS_TOLERANCE:.0%} of the weights ({off:+.1%}; {weights.source}"
+                           + (f";{with_tower})" if tower else ")"))
+    left = [words for fact, words in LEFT_OUT.items()
+            if fact in left_out and not (tower and fact == "vision_tower_by_field")]
+    return weights_b, (f"FLAGGED: the derived total {total_params_b}B{with_tower} is {off:+.1%} off the weights' "
                        f"{total / 1e9:.2f}B ({weights.source}"
                        + (f"; the row leaves out {' and '.join(left)})" if left else ")"))
 
@@ -366,8 +382,9 @@ def user_weights(entry: dict) -> Weights | None:
     return Weights(params, str(given.get("source") or "given by the user"))
 
 
-def _weights_columns(reading: Reading, weights: Weights | None) -> dict:
-    weights_b, check = weights_check(reading.row["total_params_b"], weights, reading.left_out)
+def _weights_columns(reading: Reading, weights: Weights | None, config: dict, where: str) -> dict:
+    tower = tower_b(config, where, reading.left_out) if weights is not None else None
+    weights_b, check = weights_check(reading.row["total_params_b"], weights, reading.left_out, tower)
     return {"weights_params_b": weights_b, "weights_check": check}
 
 
@@ -395,7 +412,7 @@ def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date
         return {"reason": str(exc)}
     taken[model_id] = key
     out.models.append(reading.row | {"config_sha256": config.config_sha256, "derived_on": day}
-                      | _weights_columns(reading, weights))
+                      | _weights_columns(reading, weights, config.config, config.repo))
     return {"model": model_id}
 
 
@@ -421,5 +438,5 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
             continue
         rows.append(reading.row | {"config_sha256": entry["config_sha256"],
                                    "derived_on": date.fromisoformat(entry["added_on"])}
-                    | _weights_columns(reading, weights))
+                    | _weights_columns(reading, weights, entry["config"], repo or entry.get("path") or model_id))
     return rows, refused

@@ -206,12 +206,21 @@ def test_a_quantized_checkpoints_packed_integers_are_not_compared():
 
 
 def test_the_weights_count_is_held_per_repository_and_set_on_the_row_derived_beside_it():
-    counted = {"parameters": {"BF16": 8_190_735_360}, "total": 8_190_735_360}
+    """Qwen3-VL-8B's weights hold its language model (the row's 8.19B) and its vision tower (0.58B, read by field):
+    the Hub's safetensors total, 8,767,123,696 (quoted in public GitHub files), is met by the two together."""
+    counted = {"parameters": {"BF16": 8_767_123_696}, "total": 8_767_123_696}
     vl8 = answer(VL8)
     done = checked([ModelConfig(**{**vl8.__dict__, "safetensors": counted})], CURATED, {}, DAY, "r1")
     (row,) = done.models
-    assert row["weights_params_b"] == 8.19 and row["weights_check"].startswith("within 3%")
+    assert (row["total_params_b"], row["weights_params_b"]) == (8.19, 8.77)
+    assert row["weights_check"] == ("within 3% of the weights (-0.0%; the Hugging Face model API's safetensors total; "
+                                    "with its 0.58B vision tower read by field)")
     assert json.loads(by_repo(done)[VL8]["safetensors"]) == counted
+    # a count of the language model alone is not what these weights hold: the tower is compared, and the gap said
+    lm_only = {"parameters": {"BF16": 8_190_735_360}, "total": 8_190_735_360}
+    (row,) = checked([ModelConfig(**{**vl8.__dict__, "safetensors": lm_only})], CURATED, {}, DAY, "r1").models
+    assert row["weights_check"] == ("FLAGGED: the derived total 8.19B with its 0.58B vision tower read by field is "
+                                    "+7.0% off the weights' 8.19B (the Hugging Face model API's safetensors total)")
 
 
 def test_a_status_without_a_meaning_of_its_own_says_what_the_hub_said():
