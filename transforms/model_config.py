@@ -134,6 +134,10 @@ class _Config:
         self.multimodal = any(key in config for key in ("text_config", "vision_config", "img_processor",
                                                          "vision_encoder"))
         self.model_type = self.text.get("model_type") or config.get("model_type")
+        if not isinstance(self.model_type, str | None):  # a list or object names no class (and keys no table)
+            where = "text_config." if self.text.get("model_type") and self.text is not config else ""
+            raise ModelConfigError(f"{repo}: config.json field '{prefix}{where}model_type' is not a name "
+                                   f"({self.model_type!r})")
         self.part = "shape"  # what the fields read now count towards (derive_with_keys)
         self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
         self.defaulted: dict[str, object] = {}  # fields the config leaves out, read at the family's class default
@@ -1739,8 +1743,6 @@ def vision_tower_params(config: dict, repo: str) -> float:
                      "vision_config")
         raise ModelConfigError(f"{repo}: config.json field '{field}' does not state the vision tower's sizes")
     v = _Config(config["vision_config"], repo, prefix="vision_config.")
-    if not isinstance(v.model_type, str | None):  # a list or object names no class (and keys no table)
-        raise v.error("model_type", f"is not a name ({v.model_type!r})")
     family = config.get("model_type")
     kind = v.model_type or family  # a vision config without a model_type is its family's class
     if not isinstance(kind, str) or kind not in _VISION_TOWERS:
@@ -1753,8 +1755,6 @@ def vision_tower_params(config: dict, repo: str) -> float:
     params = _VISION_TOWERS[kind](v)
     if _PROJECTORS[family]:
         c = _Config(config, repo)
-        if not isinstance(c.model_type, str | None):
-            raise c.error("model_type", f"is not a name ({c.model_type!r})")
         text = c.number("hidden_size")  # the language model's, at its class default if left out
         params += _PROJECTORS[family](c, _size(v, "hidden_size"), text)
     return float(params)

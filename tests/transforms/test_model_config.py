@@ -365,6 +365,18 @@ def test_an_unknown_model_missing_or_carrying_a_field_the_count_turns_on_is_refu
         derive_model(raw, "acme/Acme-70B")
 
 
+@pytest.mark.parametrize("model_type", [["qwen3"], {"name": "qwen3"}, 3, True])
+def test_a_model_type_that_is_no_name_is_refused_naming_it(model_type):
+    """A model_type keys the families' tables: a list or object there was a TypeError the catalogue's boundary caught
+    as "cannot be read", naming no field."""
+    with pytest.raises(ModelConfigError, match=r"^Qwen/Qwen3-8B: config.json field 'model_type' is not a name"):
+        derive_model(config("Qwen/Qwen3-8B") | {"model_type": model_type}, "Qwen/Qwen3-8B")
+    gemma = copy.deepcopy(config("google/gemma-3-27b-it"))
+    gemma["text_config"]["model_type"] = model_type
+    with pytest.raises(ModelConfigError, match=r"field 'text_config.model_type' is not a name"):
+        derive_model(gemma, "google/gemma-3-27b-it")
+
+
 def test_an_unknown_layer_type_is_named():
     raw = copy.deepcopy(config("openai/gpt-oss-120b"))
     raw["layer_types"][3] = "compressed_attention"
