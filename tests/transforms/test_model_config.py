@@ -517,6 +517,8 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            # Falcon-OCR: read both ways, no weights count found), GLM-OCR's CogViT tower for its whole-model figure,
            # InternVL's language model under llm_config
            "Edge0/Edge0-8B-A1B-preview": "moe_shared_expert_intermediate_size",
+           # HRM-Text: derive_model stops at its open hidden_act; every reading (models add) is refused naming H_cycles
+           # (its layers run in cycles: _shapes)
            "sapientinc/HRM-Text-1B": "hidden_act", "tiiuae/Falcon-OCR": "hidden_act",
            "zai-org/GLM-OCR": "vision_config.model_type", "zylluan/ft-uav_internvl2-2B": "hidden_size",
            # read wrong when scored (0.236B against "150M": its factorized_embedding, a 131,072 x 196 table and a
@@ -608,6 +610,16 @@ def test_a_field_whose_name_says_it_shapes_the_model_is_refused_naming_it_unless
     assert derive_model(config(repo) | {field: off}, repo) == plain
     for harmless in ("dropout", "scale", "token_id"):
         assert derive_model(config(repo) | {f"{field}_{harmless}": value}, repo) == plain
+
+
+
+def test_nandi_and_hrm_text_are_refused_by_the_fields_that_share_factorize_or_cycle_their_layers():
+    """Nandi-Mini-150M read 0.236B for ~0.15B before (a factorized embedding and layers run twice, unread); HRM-Text's
+    cycles would multiply its compute unseen once a weights count chose its MLP: every reading of each is refused."""
+    for entry, field in (({"set": "holdout12", "repo": "FrontiersMind/Nandi-Mini-150M-Tool-Calling"}, "embedding_rank"),
+                         ({"set": "holdout12", "repo": "sapientinc/HRM-Text-1B"}, "H_cycles")):
+        with pytest.raises(ModelConfigError, match=rf"^{entry['repo']}: config.json field '{field}' shapes the model"):
+            derive_readings(_unseen(entry), entry["repo"])
 
 
 # The held-out sets in the order they were scored, each at first contact with the reader developed on the ones before
