@@ -12,7 +12,8 @@ a count, a rule or a per-layer list). A field the config leaves to its transform
 default (hf_class_defaults). A model_type matters only for a true quirk: a family's
 defaults for fields its configs leave out (_FAMILIES, named in the row's notes), what its code does that no field
 says (_QUIRKS), or a layout of its own (_READERS). A config it cannot read, or one carrying a field that changes the
-count and is not read (_UNREAD), raises ModelConfigError naming the repository and the field, never a guessed number.
+count and is not read (_UNREAD; or, unread and on, whose name says it shapes the model: _unread_structure), raises
+ModelConfigError naming the repository and the field, never a guessed number.
 
 What the row counts, as the curated rows do (the tests compare every curated row with its config.json):
 - Parameters of the language model in billions: embeddings (the output head apart unless tied), attention, dense
@@ -1785,6 +1786,66 @@ _MOE_SWITCH_WORDS = (("use", "moe"), ("enable", "moe"))
 # a name other than the one read (attn_output_gate): stated and not read, its projection would count as nothing
 _GATING_WORDS = (("gating",),)
 _NOT_STRUCTURE = {"attention_types"}  # GPT-Neo's attention_layers spelled again (GPTNeoConfig expands one to the other)
+# Any other field whose name speaks of the model's shape, stated on (true, a positive number, a non-empty list or
+# object) and not read, is refused naming it: a new mechanism under a new spelling would otherwise read as absent.
+# Nandi-Mini-150M's factorized_embedding / embedding_rank (a 131,072 x 196 table and a projection) and layer_sharing /
+# layer_sharing_repeats (16 layers run twice) read 0.236B for a 0.15B model, and HRM-Text's H_cycles / L_cycles (its
+# layers run in repeated cycles) would multiply the compute per token unseen. A name speaks of the shape by a word of
+# a group (split on "_" and "."): layers shared, repeated or run in cycles; a factorized or low-rank part; an
+# embedding with a rank, a factor, a projection or a width; layers, blocks or stacks with a counting word.
+_SHAPE_WORDS = (
+    {"share", "sharing", "shared", "reuse", "reused", "repeat", "repeats", "repeated", "recur", "recurrent",
+     "recurrence", "recursive", "recursion", "cycle", "cycles", "loop", "loops", "iteration", "iterations", "iters"},
+    {"factorized", "factorised", "factorization", "factorisation", "rank", "lowrank"},
+)
+_SHAPE_PAIRS = (
+    ({"embedding", "embeddings", "embed", "emb", "embd"}, {"rank", "factor", "proj", "projection", "dim", "size",
+                                                          "width"}),
+    ({"layer", "layers", "block", "blocks", "stack", "stacks", "depth"}, {"num", "n", "number", "count", "total"}),
+)
+# Fields no unread value of which changes the parameter count, the active count, the KV cache or the compute per
+# token, by a word of their name (or, where a word would say too much, the whole name); consulted only for a name
+# the words above flag. Chosen from every fixture config's fields the reader does not read; the guard's cost and catch,
+# set by set with only the words earlier sets taught, are measured in tests/transforms/test_model_config.py.
+_HARMLESS_WORDS = frozenset({
+    # token ids and labels: which token, not how many weights
+    "id", "ids", "token", "label", "label2id", "id2label",
+    # training only: dropout, initialisation, auxiliary losses and their weights
+    "dropout", "pdrop", "init", "initializer", "xavier", "std", "aux", "loss", "coef",
+    # numerics: norm epsilons, precision and fused kernels, scaling factors and multipliers (muP, softcapping)
+    "eps", "epsilon", "fp32", "fp16", "dtype", "fusion", "fused", "flash", "kernels", "upcast", "overlap", "scale",
+    "scaling", "scaled", "scalar", "multiplier", "mult", "mup", "softcapping",
+    # positions: rope, YaRN, ALiBi and their bases (the served context is read by its own fields)
+    "rope", "rotary", "theta", "yarn", "alibi", "ntk", "logn", "xpos",
+    # generation defaults and the cache switch
+    "cache", "beams", "beam", "penalty", "temperature", "sample",
+    # a vision, audio or video tower's fields: the row counts the language model (vision_tower_params the tower)
+    "vision", "visual", "vit", "image", "img", "video", "audio", "media", "patch",
+    # multi-token-prediction layers: not served and not counted
+    "mtp", "nextn",
+})
+# Whole names: read where they count (HunYuan's cla_share_factor under use_cla, which the reader reads; Mamba's
+# time_step_rank, the dt rank the Mamba-1 reader reads and a Mamba-2 config keeps beside no dt rank)
+_HARMLESS_NAMES = frozenset({"cla_share_factor", "time_step_rank"})
+
+
+def _words(name: str) -> set[str]:
+    return set(re.split(r"[_.]", name.lower()))
+
+
+def _shapes(name: str) -> bool:
+    """Whether a field's name speaks of the model's shape (_SHAPE_WORDS, _SHAPE_PAIRS) and of nothing harmless."""
+    words = _words(name)
+    if name in _HARMLESS_NAMES or words & _HARMLESS_WORDS:
+        return False
+    return any(words & group for group in _SHAPE_WORDS) or any(words & a and words & b for a, b in _SHAPE_PAIRS)
+
+
+def _on(value) -> bool:
+    """Stated and switched on: true, a positive number, a non-empty list or object."""
+    if isinstance(value, bool):
+        return value
+    return bool(value) and (isinstance(value, list | dict) or isinstance(value, int | float) and value > 0)
 
 
 def _unread_structure(c: _Config, moe: bool) -> None:
@@ -1793,29 +1854,40 @@ def _unread_structure(c: _Config, moe: bool) -> None:
     MobileLLM's share_embedding, an untied head for a tied one: 0.143B for 124.6M)."""
     read = {name.rsplit(".", 1)[-1] for name in c.read.get("shape", {})}
     known = read | set(_EXPERT_COUNTS) | set(_EXPERTS_PER_TOKEN) | set(_SHARED_EXPERTS) | _NOT_STRUCTURE | _ROUTING
-    for key, value in c.text.items():
+    # the name check (_shapes) reads every field of the text model: its own, the top level beside a text_config (read
+    # where the text_config leaves a field out) and the nested blocks read; the checks by kind read its own fields
+    fields = [(key, value, True) for key, value in c.text.items()]
+    fields += [(key, value, False) for key, value in (c.top.items() if c.text is not c.top else ())]
+    fields += [(f"{block}.{key}", value, False) for block in _NESTED if isinstance(c.text.get(block), dict)
+               for key, value in c.text[block].items()]
+    for key, value, own in fields:
         name = key.lower()
-        if key not in known and value is True and any(all(w in name for w in words) for words in _TIED_WORDS):
+        if own and key not in known and value is True and any(all(w in name for w in words) for words in _TIED_WORDS):
             raise c.error(key, "says whether the output head shares the embedding under a name the reader does not "
                                "read (true)")
-        if (key not in known and value is False and moe
+        if (own and key not in known and value is False and moe
                 and any(all(w in name for w in words) for words in _MOE_SWITCH_WORDS)):
             raise c.error(key, "may switch the experts off under a name the reader does not read (false)")
-        if (key not in known and value not in (False, None, "", [], "none")
+        if (own and key not in known and value not in (False, None, "", [], "none")
                 and any(all(w in name for w in words) for words in _GATING_WORDS)):
             raise c.error(key, f"may gate the attention output under a name the reader does not read ({repr(value)[:60]})")
-        if key in known or isinstance(value, bool) or name.startswith("mtp_") or "nextn" in name:
+        if key.rsplit(".", 1)[-1] in known or name.startswith("mtp_") or "nextn" in name:
             continue  # multi-token-prediction layers are not served and not counted
-        said = _says(key)
-        if said and any(c.text.get(spelled) == value for spelled in _spellings(said)):
-            continue  # the size read, repeated under a name that says it (gpt-oss's experts_per_token)
-        count = isinstance(value, int | float) and value
+        said = _says(key) or next((size for size, names in _ALIASES.items() if key in names), None)
+        if said and any(c.text.get(spelled) == value for spelled in _spellings(said) if spelled != key):
+            continue  # the size read, repeated under a name that says it (gpt-oss's experts_per_token, Mamba's n_layer)
+        count = own and not isinstance(value, bool) and isinstance(value, int | float) and value
         if count and any(all(w in name for w in words) for words in _EXPERT_WORDS):
             raise c.error(key, f"counts experts under a name the reader does not read ({value!r})")
         if count and moe and any(all(w in name for w in words) for words in _ROUTING_WORDS):
             raise c.error(key, f"says which layers route to experts under a name the reader does not read ({value!r})")
-        if isinstance(value, list) and value and any(all(w in name for w in words) for words in _PER_LAYER_WORDS):
+        if (own and isinstance(value, list) and value
+                and any(all(w in name for w in words) for words in _PER_LAYER_WORDS)):
             raise c.error(key, f"gives per-layer kinds or sizes the reader does not read ({repr(value)[:60]})")
+        if _on(value) and _shapes(key):
+            raise c.error(key, "shapes the model by its name (layers shared, repeated or cycled, a factorized "
+                               "embedding, a count of layers) under a name the reader does not read "
+                               f"({repr(value)[:60]})")
 
 
 def _window(c: _Config, layers: list[_Layer]) -> int | None:
