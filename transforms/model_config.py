@@ -329,8 +329,9 @@ _MLA_MARKERS = tuple(key for key in _MLA if key != "v_head_dim")
 _DSA = ("index_n_heads", "index_head_dim", "index_topk")
 
 
-def _mla(c: _Config, hidden: int) -> _Layer:
-    """Multi-head latent attention (DeepSeek-V2/V3 and kin): one latent of kv_lora_rank + rope per token."""
+def _mla(c: _Config, hidden: int, indexer: bool = True) -> _Layer:
+    """Multi-head latent attention (DeepSeek-V2/V3 and kin): one latent of kv_lora_rank + rope per token; `indexer`
+    False for a layer of a DSA model that reuses an earlier layer's top-k (_indexers)."""
     heads, kv_rank, rope = c.number("num_attention_heads"), c.number("kv_lora_rank"), c.number("qk_rope_head_dim")
     nope, v_dim = c.number("qk_nope_head_dim"), c.number("v_head_dim")
     q_rank = c.get("q_lora_rank") and c.number("q_lora_rank")  # none (or 0): the query is not compressed
@@ -339,7 +340,11 @@ def _mla(c: _Config, hidden: int) -> _Layer:
     layer = _Layer(mixer="MLA", attention="mla", kv_heads=1, attention_params=params,
                    kv_bytes_per_token=(kv_rank + rope) * KV_BYTES,
                    attn_flops_per_ctx_token=2 * heads * (kv_rank + rope + kv_rank))
-    if c.has(*_DSA):  # an indexer picks index_topk past tokens for the attention
+    if c.has(*_DSA) and not indexer:  # the top-k an earlier layer's indexer picked: no indexer, key or scoring here
+        layer.attn_flops_per_ctx_token = 0.0  # its attention reads index_topk tokens, bounded like a window
+        layer.mixer = (f"MLA over the top {c.number('index_topk')} tokens an earlier layer's DSA indexer picked "
+                       "(indexer_types 'shared': bounded)")
+    elif c.has(*_DSA):  # an indexer picks index_topk past tokens for the attention
         index_heads, index_dim = c.number("index_n_heads"), c.number("index_head_dim")
         if not q_rank:
             raise c.error("q_lora_rank", "is missing: the DSA indexer reads the query latent")
@@ -1009,9 +1014,10 @@ def _read_transformer(c: _Config) -> _Shape:
     # use_moe false: the MoE variant's shared-expert field describes nothing either (MiniMind's is a flag, true)
     shared_width, shared = _shared_experts(c, expert_width) if c.get("use_moe") is not False else (0, 0)
     sizes = _heads_per_layer(c, layers)
+    indexers = _indexers(c, layers) if mla else None
     out = []
     for i in range(layers):
-        layer = _mla(c, hidden) if mla else _attention(c, hidden, types[i], output_gate=c.get("attn_output_gate", False),
+        layer = _mla(c, hidden, indexers[i]) if mla else _attention(c, hidden, types[i], output_gate=c.get("attn_output_gate", False),
                                                        sizes=sizes[i] if sizes else None)
         if moe[i]:
             layer.expert_params = _mlp_params(c, hidden, expert_width)
@@ -1024,6 +1030,32 @@ def _read_transformer(c: _Config) -> _Shape:
         out.append(layer)
     embedding, head = _embeddings(c, hidden)
     return _Shape(out, embedding, head, shared_experts=shared if experts else None)
+
+
+# Which layers of a DSA model run an indexer of their own: GLM-5.2's indexer_types, 'full' (an indexer, its key cache)
+# or 'shared' (the previous full layer's top-k reused: SGLang's HYV4 loader refuses other kinds and a shared layer 0,
+# and GLM-5.2's weight maps hold indexer tensors on full layers only); index_topk_freq and index_topk_pattern say the
+# same layout another way, read only beside indexer_types (else refused, never read as an indexer on every layer).
+_INDEXER_KINDS = {"full": True, "shared": False}
+
+
+def _indexers(c: _Config, layers: int) -> list[bool]:
+    """Per layer, whether it runs its own DSA indexer (True on every layer unless indexer_types says otherwise)."""
+    kinds = c.get("indexer_types")
+    if kinds is None:
+        for field in ("index_topk_freq", "index_topk_pattern"):
+            if c.get(field) not in (None, 1):
+                raise c.error(field, "lays out which layers run the DSA indexer, which the reader reads only from "
+                                     "indexer_types")
+        return [True] * layers
+    if not isinstance(kinds, list) or len(kinds) != layers:
+        raise c.error("indexer_types", f"is not one kind per layer ({len(kinds) if isinstance(kinds, list) else kinds!r}"
+                                       f" for {layers} layers)")
+    unknown = sorted({str(k) for k in kinds if not isinstance(k, str) or k not in _INDEXER_KINDS})
+    if unknown or kinds[0] != "full":
+        raise c.error("indexer_types", f"names a kind the reader does not read ({', '.join(unknown)})" if unknown else
+                                       "starts with a shared layer, which has no earlier indexer to share")
+    return [_INDEXER_KINDS[k] for k in kinds]
 
 
 def _mla_layers(c: _Config, layers: int) -> list[str]:

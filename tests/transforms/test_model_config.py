@@ -684,6 +684,37 @@ def test_the_shape_guard_set_by_set_with_only_the_harmless_words_the_earlier_set
         "holdout12": ["FrontiersMind/Nandi-Mini-150M-Tool-Calling", "sapientinc/HRM-Text-1B"]}
 
 
+def test_glm_5_2_runs_a_dsa_indexer_on_its_full_layers_only():
+    """GLM-5.2's indexer_types: 21 'full' layers score the context with an indexer of their own (its wq_b from the
+    2,048 query latent to 32 x 128, wk 6,144 -> 128, weights_proj 6,144 -> 32, and a 128-value key per token); the 57
+    'shared' layers reuse the previous full layer's top-2048 and hold none of it (GLM-5 states no indexer_types: all 78
+    layers run one)."""
+    raw = config("zai-org/GLM-5.2")
+    kinds = raw["indexer_types"]
+    assert (len(kinds), kinds.count("full"), kinds[0]) == (78, 21, "full")
+    every = derive_model({k: v for k, v in raw.items() if k != "indexer_types"} | {"index_topk_freq": None},
+                         "zai-org/GLM-5.2")
+    row = derive_model(raw, "zai-org/GLM-5.2")
+    indexer = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32
+    assert round((every["total_params_b"] - row["total_params_b"]) * 1e9 / indexer) == 57
+    assert every["kv_bytes_per_token"] - row["kv_bytes_per_token"] == 57 * 128 * 2 == 14_592
+    assert (row["kv_bytes_per_token"], row["attn_flops_per_ctx_token"]) == (78 * 576 * 2 + 21 * 128 * 2, 21 * 2 * 32 * 128)
+    assert "57 x MLA over the top 2048 tokens an earlier layer's DSA indexer picked" in row["notes"]
+
+
+@pytest.mark.parametrize(("edit", "why"), [
+    ({"indexer_types": ["shared"] + ["full"] * 77}, "starts with a shared layer"),
+    ({"indexer_types": ["full", "compressed"] * 39}, "names a kind the reader does not read \\(compressed\\)"),
+    ({"indexer_types": ["full"] * 77}, "is not one kind per layer \\(77 for 78 layers"),
+    ({"indexer_types": None}, None),  # index_topk_freq 4 then says the layout alone: refused naming it
+])
+def test_a_dsa_indexer_layout_the_reader_does_not_read_is_refused_naming_it(edit, why):
+    raw = {k: v for k, v in (config("zai-org/GLM-5.2") | edit).items() if v is not None}
+    field, what = ("indexer_types", why) if why else ("index_topk_freq", "lays out which layers run the DSA indexer")
+    with pytest.raises(ModelConfigError, match=rf"field '{field}' {what}"):
+        derive_model(raw, "zai-org/GLM-5.2")
+
+
 def test_deepseek_v2_lite_reads_its_latent_attention_and_shared_experts():
     """DeepSeek-V2-Lite: 15.7B total, 2.4B activated (DeepSeek's count leaves out the input embedding), 27 layers,
     one 512 + 64 latent per layer."""
