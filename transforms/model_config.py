@@ -1033,9 +1033,11 @@ def _read_transformer(c: _Config) -> _Shape:
 
 
 # Which layers of a DSA model run an indexer of their own: GLM-5.2's indexer_types, 'full' (an indexer, its key cache)
-# or 'shared' (the previous full layer's top-k reused: SGLang's HYV4 loader refuses other kinds and a shared layer 0,
-# and GLM-5.2's weight maps hold indexer tensors on full layers only); index_topk_freq and index_topk_pattern say the
-# same layout another way, read only beside indexer_types (else refused, never read as an indexer on every layer).
+# or 'shared' (the previous full layer's top-k reused: public GLM-5.2 serving notes run the indexer on the 21 full
+# layers only, the other 57 reusing the last full layer's indices; SGLang's HYV4 model, whose config has the same
+# field, keeps indexer weights on full layers and refuses other kinds and a shared layer 0); index_topk_freq and
+# index_topk_pattern say the layout another way, read only beside indexer_types (else refused, never read as an
+# indexer on every layer).
 _INDEXER_KINDS = {"full": True, "shared": False}
 
 
