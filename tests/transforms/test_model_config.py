@@ -906,6 +906,12 @@ def test_internvl_reads_its_llm_config_and_its_intern_vit_tower_and_mlp1_to_the_
                         ({"downsample_ratio": 0}, "downsample_ratio")):
         with pytest.raises(ModelConfigError, match=rf"^x/edited: config.json field '{field}'"):
             vision_tower_params(raw | edit, "x/edited")
+    # InternVisionConfig's defaults are InternViT-6B's (3,200 wide, 48 layers of 12,800-wide MLPs, RMSNorms, q and k
+    # norms, no qkv bias): at 448 px, 5.905B against the "5.9B" of OpenGVLab's InternViT-6B-448px cards
+    six_b = {"model_type": "intern_vit_6b", "hidden_size": 3200, "intermediate_size": 12_800, "num_hidden_layers": 48,
+             "patch_size": 14, "image_size": 448}
+    mlp1_6b = 2 * 12_800 + 12_800 * 2048 + 2048 + 2048**2 + 2048
+    assert vision_tower_params(raw | {"vision_config": six_b}, "x/6b") - mlp1_6b == pytest.approx(5.9e9, rel=0.001)
     # the language model's block is one of TEXT_BLOCKS wherever the reader looks for it: its model_type is the family's
     with pytest.raises(ModelConfigError, match=r"field 'llm_config.model_type' is not a name"):
         derive_model(raw | {"llm_config": raw["llm_config"] | {"model_type": ["internlm2"]}}, "x/edited")
