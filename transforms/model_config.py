@@ -121,22 +121,42 @@ class _Shape:
     notes: list[str] = field(default_factory=list)
 
 
+# The block a multimodal config holds its language model's config in: transformers' text_config, or InternVL's
+# llm_config (InternVLChatConfig, OpenGVLab's remote code configuration_internvl_chat.py, which builds the language
+# model's class from it: LlamaConfig(**llm_config), InternLM2Config, Phi3Config, Qwen2Config by its architectures)
+TEXT_BLOCKS = ("text_config", "llm_config")
+
+
+def text_block(config: dict) -> str | None:
+    """The key of the block holding the language model's config, else None (a text model's config)."""
+    return next((key for key in TEXT_BLOCKS if key in config), None)
+
+
+def text_config(config) -> dict:
+    """The language model's block when it is an object, else nothing."""
+    block = text_block(config) if isinstance(config, dict) else None
+    return config[block] if block and isinstance(config[block], dict) else {}
+
+
 class _Config:
-    """The text model's fields: the config's `text_config` when it has one, then its top level."""
+    """The text model's fields: the config's language-model block (TEXT_BLOCKS) when it has one, then its top
+    level."""
 
     def __init__(self, config: dict, repo: str, prefix: str = "", assume: dict[str, str] | None = None):
         if not isinstance(config, dict):
             raise ModelConfigError(f"{repo}: config.json {prefix or 'is'} not a JSON object")
         self.top, self.repo, self.prefix = config, repo, prefix  # prefix: the block read ("vision_config.")
-        self.text = config.get("text_config") or config
-        self.in_text_config = "text_config" in config  # sizes left out fall to the text class (_TEXT_CONFIG_DEFAULTS)
-        # a vision tower beside the language model: a text_config, a vision_config, Phi-3-vision's img_processor, or
-        # MiniCPM-V's vision_encoder (a timm model's name: the tower is named, its sizes are not stated)
-        self.multimodal = any(key in config for key in ("text_config", "vision_config", "img_processor",
+        block = text_block(config)
+        self.text = (config.get(block) or config) if block else config
+        self.in_text_config = block is not None  # sizes left out fall to the text class (_TEXT_CONFIG_DEFAULTS)
+        # a vision tower beside the language model: a language-model block, a vision_config, Phi-3-vision's
+        # img_processor, or MiniCPM-V's vision_encoder (a timm model's name: the tower is named, its sizes are not
+        # stated)
+        self.multimodal = any(key in config for key in (*TEXT_BLOCKS, "vision_config", "img_processor",
                                                          "vision_encoder"))
         self.model_type = self.text.get("model_type") or config.get("model_type")
         if not isinstance(self.model_type, str | None):  # a list or object names no class (and keys no table)
-            where = "text_config." if self.text.get("model_type") and self.text is not config else ""
+            where = f"{block}." if self.text.get("model_type") and self.text is not config else ""
             raise ModelConfigError(f"{repo}: config.json field '{prefix}{where}model_type' is not a name "
                                    f"({self.model_type!r})")
         self.part = "shape"  # what the fields read now count towards (derive_with_keys)
@@ -1443,8 +1463,7 @@ def quantization_field(config: dict) -> str | None:
     """The field saying the checkpoint's weights are quantized (stored as packed integers or low-bit floats, with
     scales), else None: a quantization_config, MLX's quantization, or GPTQ-for-LLaMa's top-level wbits below 16 (MOSS's
     int4/int8 checkpoints: MossForCausalLM quantizes its linears with GPTQ when wbits is 4 or 8; 32 is unquantized)."""
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
-    for part in (config, text):
+    for part in (config, text_config(config)):
         for key in ("quantization_config", "quantization"):
             if key in part:
                 return key
@@ -1735,9 +1754,48 @@ def _merger(v: _Config, dim: int, out: int, norm: int) -> int:
     return norm + wide * wide + wide + wide * out + out
 
 
+# InternViT's norms by norm_type: NORM2FN in OpenGVLab's modeling_intern_vit.py (InternRMSNorm, a weight; nn.LayerNorm,
+# a weight and a bias), parameters per width
+_INTERN_VIT_NORMS = {"rms_norm": 1, "layer_norm": 2}
+
+
+def _intern_vit_tower(v: _Config) -> float:
+    """InternVisionModel (OpenGVLab's remote code modeling_intern_vit.py, as InternVL2, 2.5 and 3 ship it; vLLM's
+    vllm/model_executor/models/intern_vit.py builds the same weights): InternVisionEmbeddings' class_embedding, a
+    biased patch Conv2d over 3 channels (in_channels=3, whatever num_channels says) and a position_embedding for
+    (image_size / patch_size)^2 patches and the class token; per InternVisionEncoderLayer InternAttention's qkv (biased
+    by qkv_bias) and biased proj, a q_norm and k_norm (InternRMSNorm of the width) when qk_normalization, InternMLP's
+    ungated, biased fc1 and fc2, norm1 and norm2 (NORM2FN[norm_type]) and the layer-scale vectors ls1, ls2. No final
+    norm. InternVisionEncoder builds all num_hidden_layers and the checkpoint holds them all, whatever layer
+    InternVLChatModel's select_layer takes its features from (vLLM's internvl.py builds only the layers up to it,
+    num_hidden_layers_override: with -1, as the configs found state, that is all of them). Left out,
+    qkv_bias, qk_normalization and norm_type read at InternVisionConfig's defaults (false, true, "rms_norm":
+    configuration_intern_vit.py)."""
+    hidden, width, layers = _size(v, "hidden_size"), _size(v, "intermediate_size"), _size(v, "num_hidden_layers")
+    patch = _size(v, "patch_size")
+    positions = (_size(v, "image_size") // patch) ** 2 + 1
+    switches = {key: v.get(key, default) for key, default in (("qkv_bias", False), ("qk_normalization", True))}
+    for key, value in switches.items():
+        if not isinstance(value, bool):
+            raise v.error(key, f"is not true or false ({value!r})")
+    # InternViT-300M-448px-V2_5's vision_config (InternVL3's) carries mixture-of-experts fields (num_experts 8,
+    # moe_intermediate_size, shared experts) beside use_moe false: read as the dense InternMLP the class builds, and
+    # any use_moe but false or absent refused, never counted as one dense MLP
+    if v.get("use_moe") not in (None, False):
+        raise v.error("use_moe", f"makes InternViT's MLP a mixture of experts the reader does not count "
+                                 f"({v.get('use_moe')!r})")
+    norm = v.get("norm_type", "rms_norm")
+    if not isinstance(norm, str) or norm not in _INTERN_VIT_NORMS:
+        raise v.error("norm_type", f"is not a norm InternViT builds ({norm!r}; NORM2FN: 'rms_norm', 'layer_norm')")
+    attention = 3 * hidden * hidden + (3 * hidden if switches["qkv_bias"] else 0) + hidden * hidden + hidden
+    attention += 2 * hidden if switches["qk_normalization"] else 0
+    block = attention + 2 * hidden * width + width + hidden + 2 * _INTERN_VIT_NORMS[norm] * hidden + 2 * hidden
+    return hidden + 3 * patch * patch * hidden + hidden + positions * hidden + layers * block
+
+
 _VISION_TOWERS = {"clip_vision_model": _clip_tower, "siglip_vision_model": _siglip_tower, "qwen2_vl": _qwen2_vl_tower,
                   "qwen2_5_vl": _qwen2_5_vl_tower, "qwen3_vl": _qwen3_vl_tower, "qwen3_vl_moe": _qwen3_vl_tower,
-                  "qwen3_5": _qwen3_5_tower, "qwen3_5_moe": _qwen3_5_tower}
+                  "qwen3_5": _qwen3_5_tower, "qwen3_5_moe": _qwen3_5_tower, "intern_vit_6b": _intern_vit_tower}
 
 
 # The connector each multimodal class puts between its tower and the language model, by the config's top-level
@@ -1763,7 +1821,24 @@ def _gemma3_projector(c: _Config, vision: int, text: int) -> int:
     return vision * text + vision
 
 
-_PROJECTORS = {"llava": _llava_projector, "gemma3": _gemma3_projector} | dict.fromkeys(
+def _internvl_projector(c: _Config, vision: int, text: int) -> int:
+    """InternVLChatModel's mlp1 (OpenGVLab's remote code modeling_internvl_chat.py): after the pixel shuffle that
+    folds (1 / downsample_ratio)^2 patches into one, a LayerNorm of vision hidden x int(1 / downsample_ratio)^2, a
+    Linear from that width to the language model's hidden size, a GELU, a Linear from it to itself (downsample_ratio
+    0.5 when left out: InternVLChatConfig). LoRA adapters (use_backbone_lora, use_llm_lora: a rank, 0 for none) are
+    refused, not counted: get_peft_model wraps the tower's or the language model's linears with weights of their own."""
+    for key in ("use_backbone_lora", "use_llm_lora"):
+        rank = c.top.get(key)
+        if rank not in (None, 0, False):
+            raise c.error(key, f"adds LoRA adapters the reader does not count ({rank!r})")
+    ratio = c.top.get("downsample_ratio", 0.5)
+    if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not 1 / 16 <= ratio <= 1:
+        raise c.error("downsample_ratio", f"is not a pixel-shuffle ratio from 1/16 to 1 ({ratio!r})")
+    wide = vision * int(1 / ratio) ** 2
+    return 2 * wide + wide * text + text + text * text + text
+
+
+_PROJECTORS = {"llava": _llava_projector, "gemma3": _gemma3_projector, "internvl_chat": _internvl_projector} | dict.fromkeys(
     ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"))
 
 

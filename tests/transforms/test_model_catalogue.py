@@ -85,6 +85,18 @@ def test_an_unreadable_config_or_a_refusal_is_the_reason_the_repository_stays_un
     assert "config.json of 3 repositories: 2 refused or redirected (HTTP 3xx/4xx), 1 unreadable" in done.notes
 
 
+def test_the_language_models_block_that_is_no_object_is_refused_naming_it_whichever_its_name():
+    """A text_config or InternVL's llm_config (model_config.TEXT_BLOCKS) that is a list or text is named, never read
+    as the top level; an llm_config object is read as the language model (InternVL2-2B's internlm2)."""
+    internvl = json.loads((Path(__file__).parents[1] / "fixtures" / "unseen_configs" / "holdout12" / "zylluan"
+                           / "ft-uav_internvl2-2B" / "config.json").read_text())
+    assert read_config(internvl, "acme/internvl")["total_params_b"] == 1.89
+    for block in model_config.TEXT_BLOCKS:
+        for value in ([internvl["llm_config"]], "internlm2"):
+            with pytest.raises(ModelConfigError, match=rf"^acme/vlm: config.json field '{block}' is a "):
+                read_config({k: v for k, v in internvl.items() if k != "llm_config"} | {block: value}, "acme/vlm")
+
+
 def test_a_304_keeps_what_the_config_gave_a_404_drops_the_derived_row_and_a_401_keeps_it():
     held = {VL8.lower(): state(VL8, model="qwen3-vl-8b-instruct"),
             "owner/was-derived": state("owner/was-derived", model="was-derived"),

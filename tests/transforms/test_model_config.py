@@ -526,13 +526,14 @@ REFUSED = {"RWKV/rwkv-5-world-3b": "rescale_every", "XHToken/Spark-X2.5-4B": "la
            "meta-models/Muse-Glimmer-30B": "vision_config.model_type",
            # the twelfth set, scored once (holdout12/README.md): Edge0's BailingMoeV3 (Kimi delta attention, latent
            # attention, a shared expert of its own width), two remote-code MLPs whose gate no field states (HRM-Text,
-           # Falcon-OCR: read both ways, no weights count found), GLM-OCR's CogViT tower for its whole-model figure,
-           # InternVL's language model under llm_config
+           # Falcon-OCR: read both ways, no weights count found), GLM-OCR's CogViT tower for its whole-model figure.
+           # (InternVL2-2B, refused then naming hidden_size, its language model under llm_config: now read, with its
+           # InternViT tower and mlp1 projector, 1.89B and 0.317B, 2.21B against 2.2B)
            "Edge0/Edge0-8B-A1B-preview": "moe_shared_expert_intermediate_size",
            # HRM-Text: derive_model stops at its open hidden_act; every reading (models add) is refused naming H_cycles
            # (its layers run in cycles: _shapes)
            "sapientinc/HRM-Text-1B": "hidden_act", "tiiuae/Falcon-OCR": "hidden_act",
-           "zai-org/GLM-OCR": "vision_config.model_type", "zylluan/ft-uav_internvl2-2B": "hidden_size",
+           "zai-org/GLM-OCR": "vision_config.model_type",
            # read wrong when scored (0.236B against "150M": its factorized_embedding, a 131,072 x 196 table and a
            # projection, and layer_sharing, 16 layers run twice, not read); now refused by the fields whose names say
            # they shape the model (_shapes), the first it states
@@ -988,6 +989,50 @@ def test_qwen2_5_vl_reads_its_vit_and_merger_by_field_to_the_whole_models_count(
             vision_tower_params(raw | {"vision_config": raw["vision_config"] | edit}, "x/edited")
 
 
+def test_internvl_reads_its_llm_config_and_its_intern_vit_tower_and_mlp1_to_the_whole_models_count():
+    """InternVL2-2B (a fine-tune's config: holdout12): InternVLChatConfig holds its language model under llm_config,
+    read as a text_config is (internlm2-chat-1_8b: 92,553 x 2,048 untied embeddings, 24 layers of 16 query and 8 KV
+    heads of 128 and an 8,192-wide SwiGLU); InternViT-300M-448px read as modeling_intern_vit.py builds it (a class
+    token, a biased 14 x 14 patch Conv2d over 3 channels, 1,025 positions; per layer a biased qkv and proj, LayerNorms
+    by norm_type, biased fc1 and fc2, layer scales ls1 and ls2) and mlp1 after the 0.5 pixel shuffle (a LayerNorm of
+    4 x 1,024, 4,096 -> 2,048 -> 2,048): 2.21B against the card's 2.2B for the whole model."""
+    repo = "zylluan/ft-uav_internvl2-2B"
+    (entry,) = [e for e in PUBLISHED if e["repo"] == repo]
+    raw, row = _unseen(entry), _unseen_row(repo)
+    layer = 2048 * 2048 + 2 * 2048 * 1024 + 2048 * 2048 + 3 * 2048 * 8192
+    assert row["total_params_b"] == round((2 * 92_553 * 2048 + 24 * layer) / 1e9, 2) == 1.89
+    assert (row["layers"], row["kv_heads"], row["kv_bytes_per_token"]) == (24, 8, 24 * 2 * 8 * 128 * 2)
+    assert "language model only: the vision/audio tower is not counted (0.32B with its projector" in row["notes"]
+    embeddings = 1024 + 3 * 14 * 14 * 1024 + 1024 + (32**2 + 1) * 1024
+    block = 3 * 1024**2 + 3 * 1024 + 1024**2 + 1024 + 2 * 1024 * 4096 + 4096 + 1024 + 2 * 2 * 1024 + 2 * 1024
+    mlp1 = 2 * 4096 + 4096 * 2048 + 2048 + 2048**2 + 2048
+    tower = vision_tower_params(raw, repo)
+    assert tower == embeddings + 24 * block + mlp1 == 316_607_488
+    assert row["total_params_b"] + tower / 1e9 == pytest.approx(2.2, rel=0.03)
+    vision = raw["vision_config"]
+    # InternViT-6B's options: RMSNorms (a weight each), q_norm and k_norm, an unbiased qkv
+    six_b = vision | {"norm_type": "rms_norm", "qk_normalization": True, "qkv_bias": False}
+    assert vision_tower_params(raw | {"vision_config": six_b}, "x/6b") == tower + 24 * (-2 * 1024 + 2 * 1024 - 3 * 1024)
+    # mlp1 folds (1 / downsample_ratio)^2 patches into its first LayerNorm and Linear
+    assert vision_tower_params(raw | {"downsample_ratio": 1.0}, "x/unshuffled") == tower - 3 * (2 * 1024 + 1024 * 2048)
+    for edit, field in (({"vision_config": vision | {"norm_type": "batch_norm"}}, "vision_config.norm_type"),
+                        ({"vision_config": vision | {"use_moe": True}}, "vision_config.use_moe"),
+                        ({"vision_config": vision | {"qkv_bias": "yes"}}, "vision_config.qkv_bias"),
+                        ({"use_backbone_lora": 128}, "use_backbone_lora"),
+                        ({"downsample_ratio": 0}, "downsample_ratio")):
+        with pytest.raises(ModelConfigError, match=rf"^x/edited: config.json field '{field}'"):
+            vision_tower_params(raw | edit, "x/edited")
+    # InternVisionConfig's defaults are InternViT-6B's (3,200 wide, 48 layers of 12,800-wide MLPs, RMSNorms, q and k
+    # norms, no qkv bias): at 448 px, 5.905B against the "5.9B" of OpenGVLab's InternViT-6B-448px cards
+    six_b = {"model_type": "intern_vit_6b", "hidden_size": 3200, "intermediate_size": 12_800, "num_hidden_layers": 48,
+             "patch_size": 14, "image_size": 448}
+    mlp1_6b = 2 * 12_800 + 12_800 * 2048 + 2048 + 2048**2 + 2048
+    assert vision_tower_params(raw | {"vision_config": six_b}, "x/6b") - mlp1_6b == pytest.approx(5.9e9, rel=0.001)
+    # the language model's block is one of TEXT_BLOCKS wherever the reader looks for it: its model_type is the family's
+    with pytest.raises(ModelConfigError, match=r"field 'llm_config.model_type' is not a name"):
+        derive_model(raw | {"llm_config": raw["llm_config"] | {"model_type": ["internlm2"]}}, "x/edited")
+
+
 def test_gemma3_reads_its_siglip_tower_and_projector_to_the_whole_models_count():
     """Gemma 3 27B's SigLIP So400m (SiglipVisionTransformer: a biased 14 x 14 patch convolution, 4,096 position
     embeddings, 27 layers of biased attention and 4,304-wide fc1, fc2, LayerNorms; `vision_use_head` false: no pooling
@@ -1081,11 +1126,14 @@ def _leaves(node, path=()) -> list[tuple]:
     return [path]
 
 
-@pytest.mark.parametrize("repo", [*sorted(WHOLE), "openbmb/MiniCPM-V-2_6"])
+@pytest.mark.parametrize("repo", [*sorted(WHOLE), "openbmb/MiniCPM-V-2_6", "zylluan/ft-uav_internvl2-2B"])
 def test_a_hostile_value_anywhere_in_a_vlm_config_is_counted_or_refused_naming_a_field(repo):
-    """Every value of each vision fixture set to text, a boolean, null, an overflow, 0, a fraction, NaN, infinity, a
-    list or an object: the tower is a finite count or refused naming a field, never a TypeError or OverflowError."""
-    raw = json.loads((VISION / repo / "config.json").read_text())
+    """Every value of each vision fixture (and of InternVL2-2B's held-out config) set to text, a boolean, null, an
+    overflow, 0, a fraction, NaN, infinity, a list or an object: the tower is a finite count or refused naming a field,
+    never a TypeError or OverflowError."""
+    vendored = VISION / repo / "config.json"
+    raw = json.loads(vendored.read_text()) if vendored.exists() else _unseen(
+        next(e for e in PUBLISHED if e["repo"] == repo))
     for path in _leaves(raw):
         for value in ("12", True, None, 1e308, -1, 0, 0.5, math.nan, math.inf, 2**64, [], {}):
             edited = copy.deepcopy(raw)
