@@ -236,14 +236,11 @@ def _compared_b(reading: Reading, config: dict, where: str) -> float:
     """The reading's count of what the weights hold: its total, and a multimodal model's vision tower where it is read
     by field. ModelConfigError where the weights hold what the row does not count and cannot be read (a tower named
     and not described, multi-token-prediction layers): such a count cannot choose honestly."""
-    total = reading.row["total_params_b"]
     if "mtp" in reading.left_out:
         raise ModelConfigError("the weights hold multi-token-prediction layers the readings do not count")
     if "tower_built_by_code" in reading.left_out:
         raise ModelConfigError("the weights hold a vision tower its code builds, which no field describes")
-    if "vision_tower_by_field" in reading.left_out:
-        return total + model_config.vision_tower_params(config, where) / 1e9  # raises for a tower not read by field
-    return total
+    return reading.row["total_params_b"] + (_tower_b(config, where, reading.left_out) or 0)
 
 
 def chosen_reading(readings: list[Reading], weights: Weights | None, config: dict, where: str) -> Reading:
@@ -290,16 +287,13 @@ LEFT_OUT = {"vision_tower_by_field": "a vision/audio tower", "tower_built_by_cod
             "mtp": "multi-token-prediction layers"}
 
 
-def tower_b(config: dict, where: str, left_out: frozenset[str]) -> float | None:
+def _tower_b(config: dict, where: str, left_out: frozenset[str]) -> float | None:
     """A multimodal model's vision tower and projector, read by field, in billions: what its weights hold beside the
-    language model the row counts. None where the reading leaves out no tower stated by field, or the tower is one the
-    reader does not read (the check then says the row leaves it out)."""
+    language model the row counts; None where the reading leaves out no tower stated by field. ModelConfigError for
+    a tower the reader does not read (vision_tower_params names its field)."""
     if "vision_tower_by_field" not in left_out:
         return None
-    try:
-        return model_config.vision_tower_params(config, where) / 1e9
-    except ModelConfigError:
-        return None
+    return model_config.vision_tower_params(config, where) / 1e9
 
 
 def weights_check(total_params_b: float, weights: Weights | None, left_out: frozenset[str] = frozenset(),
@@ -308,7 +302,7 @@ def weights_check(total_params_b: float, weights: Weights | None, left_out: froz
     (hub_weights) or a count a user gave (user_weights); (None, None) without one. The check names where the count
     came from (Weights.source); beyond WEIGHTS_TOLERANCE it says FLAGGED; a packed count is recorded, not compared.
     `left_out` (the reading's) says what the row leaves out that the weights hold (a vision tower, MTP layers); a
-    `tower` read by field (tower_b) is added to the total compared, and said, as the weights hold it."""
+    `tower` read by field (weights_columns) is added to the total compared, and said, as the weights hold it."""
     if weights is None:
         return None, None
     total = weights.params
@@ -382,9 +376,15 @@ def user_weights(entry: dict) -> Weights | None:
     return Weights(params, str(given.get("source") or "given by the user"))
 
 
-def _weights_columns(reading: Reading, weights: Weights | None, config: dict, where: str) -> dict:
-    tower = tower_b(config, where, reading.left_out) if weights is not None else None
-    weights_b, check = weights_check(reading.row["total_params_b"], weights, reading.left_out, tower)
+def weights_columns(total_params_b: float, weights: Weights | None, left_out: frozenset[str], config: dict | None,
+                    where: str) -> dict:
+    """A row's weights_params_b and weights_check: its total (and the vision tower its config states, where read by
+    field) against the weights' count; a tower not read is named as left out, never compared as nothing."""
+    try:
+        tower = _tower_b(config, where, left_out) if weights is not None and config is not None else None
+    except ModelConfigError:
+        tower = None
+    weights_b, check = weights_check(total_params_b, weights, left_out, tower)
     return {"weights_params_b": weights_b, "weights_check": check}
 
 
@@ -412,7 +412,8 @@ def _derived(config: ModelConfig, taken: dict[str, str], out: Checked, day: date
         return {"reason": str(exc)}
     taken[model_id] = key
     out.models.append(reading.row | {"config_sha256": config.config_sha256, "derived_on": day}
-                      | _weights_columns(reading, weights, config.config, config.repo))
+                      | weights_columns(reading.row["total_params_b"], weights, reading.left_out, config.config,
+                                        config.repo))
     return {"model": model_id}
 
 
@@ -438,5 +439,6 @@ def user_rows(entries: list[dict], models: list[dict]) -> tuple[list[dict], list
             continue
         rows.append(reading.row | {"config_sha256": entry["config_sha256"],
                                    "derived_on": date.fromisoformat(entry["added_on"])}
-                    | _weights_columns(reading, weights, entry["config"], repo or entry.get("path") or model_id))
+                    | weights_columns(reading.row["total_params_b"], weights, reading.left_out, entry["config"],
+                                      repo or entry.get("path") or model_id))
     return rows, refused

@@ -206,7 +206,9 @@ def show(
         except Exception as exc:  # a config the reader cannot read, whatever it raises: said, the fields still shown
             where += f" (the reader cannot read it: {exc})"
     if origin == "curated":  # a curated row is checked against the weights its repository's model API counted
-        row |= _curated_weights(row, weights, left_out, config_data)
+        from transforms.model_catalogue import weights_columns
+
+        row |= weights_columns(row["total_params_b"], weights, left_out, config_data, row["hf_repo"])
     fields = [{"field": name, "value": row[name], "from": _from(name, origin, bool(read)),
                **({"config_json_says": says.get(name)} if origin == "curated" and says else {})}
               for name in SHOWN]
@@ -227,17 +229,6 @@ def _rows(dicts: list[dict]) -> Rows:
     columns = list(dicts[0])
     return Rows(columns, [False] * len(columns), [tuple(str(d[c]) if d[c] is not None else None for c in columns)
                                                   for d in dicts])
-
-
-def _curated_weights(row: dict, weights: "Weights | None", left_out: frozenset[str], config: dict | None) -> dict:
-    """weights_params_b and weights_check of a curated row, from the model API's count held for its repository
-    (`left_out`: what its fetched config says the weights hold beyond the language model; a tower it states by field
-    is compared with them)."""
-    from transforms.model_catalogue import tower_b, weights_check
-
-    tower = tower_b(config, row["hf_repo"], left_out) if config is not None and weights is not None else None
-    weights_b, check = weights_check(row["total_params_b"], weights, left_out, tower)
-    return {"weights_params_b": weights_b, "weights_check": check}
 
 
 def _from(field: str, origin: str, read: bool) -> str:
