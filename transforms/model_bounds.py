@@ -17,12 +17,28 @@ CONFIG_MAX = {"num_hidden_layers": 1024, "hidden_size": 2**17, "vocab_size": 2**
               "max_position_embeddings": CONTEXT_MAX, "sliding_window": CONTEXT_MAX,
               "attention_chunk_size": CONTEXT_MAX, "rope_scaling.original_max_position_embeddings": CONTEXT_MAX,
               "expansion_ratio": 64}  # MPT's MLP width in hiddens (published: 4)
+# A vision tower's sizes (transforms.model_config's tower readers, keyed by the block they are read from): the
+# largest published towers are InternViT-6B's (3,200 wide, 48 layers, a 12,800-wide MLP) and ViT-22B's (6,144 wide,
+# a 24,576-wide MLP); patches of 14 or 16 pixels over images of at most a few thousand; 3 channels; a Qwen ViT's temporal patch and
+# spatial merge of 2 and its 2,304 learned positions; a Qwen2-VL tower's hidden_size, like every tower's
+# out_hidden_size, is the language model's width. Each is a whole number from 1 (a patch or merge of 0 divides by
+# zero or reads the merger as nothing), bounded before it is multiplied out.
+TOWER_MAX = {"hidden_size": 2**15, "embed_dim": 2**15, "intermediate_size": 2**17, "num_hidden_layers": 256,
+             "depth": 256, "image_size": 2**14, "patch_size": 2**10, "num_channels": 64, "in_channels": 64,
+             "temporal_patch_size": 16, "spatial_merge_size": 16, "out_hidden_size": CONFIG_MAX["hidden_size"],
+             "num_position_embeddings": 2**20}
+CONFIG_MAX |= {f"vision_config.{key}": most for key, most in TOWER_MAX.items()}
+# A tower and its projector in parameters (InternViT-6B and its mlp1: 6.0B), and the widest MLP a Qwen2-VL tower's
+# mlp_ratio may give in embed_dims (published: 4)
+TOWER_PARAMS_MAX = 100e9
+MLP_RATIO_MAX = 64
 # Counts a model cannot have none of (a hidden size of 0 or 0 attention heads divides by zero; a value head or a
 # windowed layer's heads of width or count 0 would read its parameters and KV as nothing); others may be 0 (shared
 # experts, dense layers first).
 CONFIG_MIN = dict.fromkeys(("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size", "head_dim",
                             "v_head_dim", "swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim",
-                            "swa_v_head_dim", "rope_scaling.original_max_position_embeddings"), 1)
+                            "swa_v_head_dim", "rope_scaling.original_max_position_embeddings",
+                            *(f"vision_config.{key}" for key in TOWER_MAX)), 1)
 
 # A derived row's numbers: (least, most), both included. Parameters in billions (the largest published: 2.4T);
 # bytes at the catalogue's 2-byte basis.

@@ -56,7 +56,7 @@ import re
 from dataclasses import dataclass, field
 
 from transforms.hf_class_defaults import CLASS_DEFAULTS
-from transforms.model_bounds import config_range
+from transforms.model_bounds import MLP_RATIO_MAX, TOWER_PARAMS_MAX, config_range
 
 KV_BYTES = 2  # bytes per cached value as the catalogue stores it (16 bits)
 KV_CACHE_DTYPE = "bf16"
@@ -140,13 +140,14 @@ def text_config(config) -> dict:
 
 class _Config:
     """The text model's fields: the config's language-model block (TEXT_BLOCKS) when it has one, then its top
-    level."""
+    level. A tower's block (`prefix`: "vision_config.") is read by its own fields only: its class (Qwen2VLVisionConfig,
+    SiglipVisionConfig, ...) takes no language-model block, and a text_config stated inside it is not the tower's."""
 
     def __init__(self, config: dict, repo: str, prefix: str = "", assume: dict[str, str] | None = None):
         if not isinstance(config, dict):
             raise ModelConfigError(f"{repo}: config.json {prefix or 'is'} not a JSON object")
         self.top, self.repo, self.prefix = config, repo, prefix  # prefix: the block read ("vision_config.")
-        block = text_block(config)
+        block = None if prefix else text_block(config)
         self.text = (config.get(block) or config) if block else config
         self.in_text_config = block is not None  # sizes left out fall to the text class (_TEXT_CONFIG_DEFAULTS)
         # a vision tower beside the language model: a language-model block, a vision_config, Phi-3-vision's
@@ -248,7 +249,7 @@ class _Config:
         if (not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= COUNT_MAX
                 or value != int(value)):
             raise self.error(key, f"is not a count ({value!r})")
-        least, most = config_range(key)  # plausibility (transforms/model_bounds.py), before any loop over it
+        least, most = config_range(self.prefix + key)  # plausibility (model_bounds.py), before any loop over it
         if not least <= value <= most:
             raise self.error(key, f"is {int(value):,}, outside the plausible [{least:,}, {most:,}]")
         return int(value)
@@ -1652,6 +1653,19 @@ def derive_with_keys(config: dict, repo: str | None, *, model_id: str | None = N
     }, {part: keys for part, keys in c.read.items() if part != "notes"}, frozenset(left_out)
 
 
+def _switch(c: _Config, key: str, default: bool) -> bool:
+    """A true-or-false field of a tower's or connector's class, read from the block's own fields as the class reads
+    it: its default when left out, and a stated null as false, for each class builds nothing for None
+    (SiglipVisionTransformer: use_head = config.vision_use_head when the config has the field, then `if
+    self.use_head`; LlavaMultiModalProjector and InternAttention pass multimodal_projector_bias and qkv_bias as
+    nn.Linear's bias, which adds one only `if bias`; InternAttention builds q_norm and k_norm `if
+    self.qk_normalization`). Anything else is refused naming the field."""
+    value = c.top.get(key, default)
+    if value is not None and not isinstance(value, bool):
+        raise c.error(key, f"is not true or false ({value!r:.40})")
+    return bool(value)
+
+
 # The vision towers read by field, each as the transformers class named beside it builds it (a field the config leaves
 # out read at that class's default only where said), keyed by the vision_config's model_type, else (a Qwen2.5-VL
 # config written before its vision config had one) the family's: the class its ForConditionalGeneration builds.
@@ -1659,9 +1673,9 @@ def _clip_tower(v: _Config) -> float:
     """CLIPVisionTransformer (modeling_clip.py): CLIPVisionEmbeddings' unbiased patch convolution, class and position
     embeddings (the patches and the class token); CLIPEncoderLayer's biased q, k, v, o and ungated fc1, fc2, two
     LayerNorms; the pre- and post-LayerNorms. num_channels 3 when left out (CLIPVisionConfig)."""
-    hidden, width, layers = _size(v, "hidden_size"), _size(v, "intermediate_size"), _size(v, "num_hidden_layers")
-    positions = (_size(v, "image_size") // _size(v, "patch_size")) ** 2 + 1
-    params = _size(v, "num_channels", 3) * _size(v, "patch_size") ** 2 * hidden + hidden + positions * hidden + 4 * hidden
+    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
+    positions = (v.number("image_size") // v.number("patch_size")) ** 2 + 1
+    params = v.number("num_channels", 3) * v.number("patch_size") ** 2 * hidden + hidden + positions * hidden + 4 * hidden
     return params + layers * (4 * hidden * hidden + 4 * hidden + 2 * hidden * width + width + hidden + 4 * hidden)
 
 
@@ -1669,17 +1683,15 @@ def _siglip_tower(v: _Config) -> float:
     """SiglipVisionTransformer (modeling_siglip.py): SiglipVisionEmbeddings' biased patch convolution and a position
     embedding per patch (no class token); SiglipEncoderLayer's biased q, k, v, out_proj, two LayerNorms and SiglipMLP's
     ungated, biased fc1, fc2; the post-LayerNorm; and SiglipMultiheadAttentionPoolingHead (a probe, nn.MultiheadAttention's
-    in_proj and out_proj with biases, a LayerNorm, a SiglipMLP) unless `vision_use_head` is false (the class builds it
-    when the config has no such field). num_channels 3 when left out (SiglipVisionConfig)."""
-    hidden, width, layers = _size(v, "hidden_size"), _size(v, "intermediate_size"), _size(v, "num_hidden_layers")
+    in_proj and out_proj with biases, a LayerNorm, a SiglipMLP) unless `vision_use_head` is false or null (the class
+    builds it when the config has no such field: _switch). num_channels 3 when left out (SiglipVisionConfig)."""
+    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
     mlp = 2 * hidden * width + width + hidden
-    params = _size(v, "num_channels", 3) * _size(v, "patch_size") ** 2 * hidden + hidden
-    params += (_size(v, "image_size") // _size(v, "patch_size")) ** 2 * hidden + 2 * hidden  # positions, post_layernorm
+    params = v.number("num_channels", 3) * v.number("patch_size") ** 2 * hidden + hidden
+    params += (v.number("image_size") // v.number("patch_size")) ** 2 * hidden + 2 * hidden  # positions, post_layernorm
     params += layers * (4 * hidden * hidden + 4 * hidden + 4 * hidden + mlp)
-    use_head = v.get("vision_use_head", True)
-    if not isinstance(use_head, bool):
-        raise v.error("vision_use_head", f"is not true or false ({use_head!r})")
-    return params + (hidden + 4 * hidden * hidden + 4 * hidden + 2 * hidden + mlp if use_head else 0)
+    head = hidden + 4 * hidden * hidden + 4 * hidden + 2 * hidden + mlp
+    return params + (head if _switch(v, "vision_use_head", True) else 0)
 
 
 def _qwen2_vl_tower(v: _Config) -> float:
@@ -1687,12 +1699,14 @@ def _qwen2_vl_tower(v: _Config) -> float:
     temporal_patch_size x patch_size x patch_size; per Qwen2VLVisionBlock two LayerNorms, VisionAttention's biased qkv
     and proj, VisionMlp's ungated, biased fc1, fc2 of int(embed_dim x mlp_ratio); PatchMerger: a LayerNorm (ln_q) and
     two biased linears, embed_dim x spatial_merge_size^2 wide, out to `hidden_size` (the language model's width)."""
-    dim, ratio = _size(v, "embed_dim"), v.need("mlp_ratio")
-    if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not 0 < ratio <= 64:
+    dim, ratio = v.number("embed_dim"), v.need("mlp_ratio")
+    if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not 0 < ratio <= MLP_RATIO_MAX:
         raise v.error("mlp_ratio", f"is not a width in embed_dims ({ratio!r})")
     width = int(dim * ratio)
+    if not width:  # int(1,280 x 1e-4): an MLP of no width describes no tower
+        raise v.error("mlp_ratio", f"gives an MLP int({dim:,} x {ratio!r}) = 0 wide")
     block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
-    return _qwen_patches(v, dim) + _size(v, "depth") * block + _merger(v, dim, _size(v, "hidden_size"), 2 * dim)
+    return _qwen_patches(v, dim) + v.number("depth") * block + _merger(v, dim, v.number("hidden_size"), 2 * dim)
 
 
 def _qwen2_5_vl_tower(v: _Config) -> float:
@@ -1700,9 +1714,9 @@ def _qwen2_5_vl_tower(v: _Config) -> float:
     per Qwen2_5_VLVisionBlock two RMSNorms, a biased qkv and proj, and Qwen2_5_VLMLP(bias=True): gated, biased
     gate_proj, up_proj, down_proj of `intermediate_size` (Qwen2-VL's is ungated); Qwen2_5_VLPatchMerger: an RMSNorm
     (ln_q) and two biased linears, hidden_size x spatial_merge_size^2 wide, out to `out_hidden_size`."""
-    dim, width = _size(v, "hidden_size"), _size(v, "intermediate_size")
+    dim, width = v.number("hidden_size"), v.number("intermediate_size")
     block = 2 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 3 * dim * width + 2 * width + dim
-    return _qwen_patches(v, dim) + _size(v, "depth") * block + _merger(v, dim, _size(v, "out_hidden_size"), dim)
+    return _qwen_patches(v, dim) + v.number("depth") * block + _merger(v, dim, v.number("out_hidden_size"), dim)
 
 
 def _qwen3_vl_tower(v: _Config, deepstack: bool = True) -> float:
@@ -1712,16 +1726,19 @@ def _qwen3_vl_tower(v: _Config, deepstack: bool = True) -> float:
     (Qwen3VLVisionPatchMerger: a LayerNorm of hidden_size, then hidden_size x spatial_merge_size^2 in, as wide, out to
     `out_hidden_size`) and one more per `deepstack_visual_indexes` entry, its LayerNorm over the merged width
     (use_postshuffle_norm)."""
-    dim, width = _size(v, "hidden_size"), _size(v, "intermediate_size")
+    dim, width = v.number("hidden_size"), v.number("intermediate_size")
     block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
-    params = _qwen_patches(v, dim) + dim + _size(v, "num_position_embeddings") * dim + _size(v, "depth") * block
-    out, wide = _size(v, "out_hidden_size"), dim * _size(v, "spatial_merge_size") ** 2
+    params = _qwen_patches(v, dim) + dim + v.number("num_position_embeddings") * dim + v.number("depth") * block
+    out, wide = v.number("out_hidden_size"), dim * v.number("spatial_merge_size") ** 2
     params += _merger(v, dim, out, 2 * dim)
     if not deepstack:
         return params
-    stack = v.need("deepstack_visual_indexes")
-    if not isinstance(stack, list):
-        raise v.error("deepstack_visual_indexes", f"is not a list of layers ({stack!r})")
+    # one merger per entry: each a layer of the tower whose features it merges, so at most `depth` distinct ones
+    stack, depth = v.need("deepstack_visual_indexes"), v.number("depth")
+    if not isinstance(stack, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < depth
+                                              for i in stack) or len(set(stack)) != len(stack):
+        raise v.error("deepstack_visual_indexes", f"is not a list of distinct layers from 0 to {depth - 1} "
+                                                  f"({stack!r:.60})")
     return params + len(stack) * _merger(v, dim, out, 2 * wide)
 
 
@@ -1731,26 +1748,24 @@ def _qwen3_5_tower(v: _Config) -> float:
     return _qwen3_vl_tower(v, deepstack=False)
 
 
-def _size(v: _Config, key: str, default=None) -> int:
-    """A size or count of the tower, none of which can be 0 in a tower that exists (a patch of 0 divides by zero, a
-    merge of 0 would read the merger as nothing)."""
-    size = v.number(key, default)
-    if not size:
-        raise v.error(key, "is 0")
-    return size
-
-
 def _qwen_patches(v: _Config, dim: int) -> int:
-    """The Conv3d the Qwen ViTs embed patches with (its bias apart: Qwen3-VL's has one): in_channels (the Hub's
-    configs also write it in_chans; 3 when left out, as every Qwen vision config defaults) x temporal_patch_size x
-    patch_size^2 per output."""
-    channels = _size(v, "in_channels", v.get("in_chans", 3))
-    return channels * _size(v, "temporal_patch_size") * _size(v, "patch_size") ** 2 * dim
+    """The Conv3d the Qwen ViTs embed patches with (its bias apart: Qwen3-VL's has one): in_channels (3 when left out,
+    as Qwen2VLVisionConfig, Qwen2_5_VLVisionConfig and Qwen3VLVisionConfig default) x temporal_patch_size x
+    patch_size^2 per output. The Hub's Qwen2-VL and 2.5-VL configs write in_chans, which no class reads: read only
+    where it says what in_channels does, refused naming it where it says otherwise."""
+    channels = v.number("in_channels", 3)
+    chans = v.top.get("in_chans")
+    if chans is not None and (not isinstance(chans, int) or isinstance(chans, bool)):
+        raise v.error("in_chans", f"is not a count ({chans!r:.40})")
+    if chans is not None and chans != channels:
+        raise v.error("in_chans", f"is {chans:,}, where in_channels (the field the class reads) is {channels}: the "
+                                  f"reader does not choose")
+    return channels * v.number("temporal_patch_size") * v.number("patch_size") ** 2 * dim
 
 
 def _merger(v: _Config, dim: int, out: int, norm: int) -> int:
     """A Qwen PatchMerger: its ln_q (`norm` parameters), then dim x spatial_merge_size^2 in, as wide, out to `out`."""
-    wide = dim * _size(v, "spatial_merge_size") ** 2
+    wide = dim * v.number("spatial_merge_size") ** 2
     return norm + wide * wide + wide + wide * out + out
 
 
@@ -1771,13 +1786,10 @@ def _intern_vit_tower(v: _Config) -> float:
     num_hidden_layers_override: with -1, as the configs found state, that is all of them). Left out,
     qkv_bias, qk_normalization and norm_type read at InternVisionConfig's defaults (false, true, "rms_norm":
     configuration_intern_vit.py)."""
-    hidden, width, layers = _size(v, "hidden_size"), _size(v, "intermediate_size"), _size(v, "num_hidden_layers")
-    patch = _size(v, "patch_size")
-    positions = (_size(v, "image_size") // patch) ** 2 + 1
-    switches = {key: v.get(key, default) for key, default in (("qkv_bias", False), ("qk_normalization", True))}
-    for key, value in switches.items():
-        if not isinstance(value, bool):
-            raise v.error(key, f"is not true or false ({value!r})")
+    hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
+    patch = v.number("patch_size")
+    positions = (v.number("image_size") // patch) ** 2 + 1
+    switches = {key: _switch(v, key, default) for key, default in (("qkv_bias", False), ("qk_normalization", True))}
     # InternViT-300M-448px-V2_5's vision_config (InternVL3's) carries mixture-of-experts fields (num_experts 8,
     # moe_intermediate_size, shared experts) beside use_moe false: read as the dense InternMLP the class builds, and
     # any use_moe but false or absent refused, never counted as one dense MLP
@@ -1805,9 +1817,7 @@ def _llava_projector(c: _Config, vision: int, text: int) -> int:
     """LlavaMultiModalProjector (modeling_llava.py): linear_1 (vision hidden x the number of `vision_feature_layer`s
     concatenated -> text hidden) and linear_2 (text -> text), biased unless `multimodal_projector_bias` is false
     (LlavaConfig: one feature layer, -2, and biases when left out)."""
-    layers, bias = c.get("vision_feature_layer", -2), c.get("multimodal_projector_bias", True)
-    if not isinstance(bias, bool):
-        raise c.error("multimodal_projector_bias", f"is not true or false ({bias!r})")
+    layers, bias = c.get("vision_feature_layer", -2), _switch(c, "multimodal_projector_bias", True)
     if isinstance(layers, list) and layers and all(isinstance(n, int) for n in layers):
         vision *= len(layers)
     elif not isinstance(layers, int) or isinstance(layers, bool):
@@ -1838,8 +1848,10 @@ def _internvl_projector(c: _Config, vision: int, text: int) -> int:
     return 2 * wide + wide * text + text + text * text + text
 
 
-_PROJECTORS = {"llava": _llava_projector, "gemma3": _gemma3_projector, "internvl_chat": _internvl_projector} | dict.fromkeys(
-    ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"))
+# The Qwen families, whose ViT ends in its own merger (no projector beside it)
+_OWN_MERGER = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe")
+_PROJECTORS = {"llava": _llava_projector, "gemma3": _gemma3_projector,
+               "internvl_chat": _internvl_projector} | dict.fromkeys(_OWN_MERGER)
 
 
 def vision_tower_params(config: dict, repo: str) -> float:
@@ -1862,11 +1874,21 @@ def vision_tower_params(config: dict, repo: str) -> float:
     if not isinstance(family, str) or family not in _PROJECTORS:
         raise ModelConfigError(f"{repo}: config.json field 'model_type' names a family whose projector the reader "
                                f"does not count ({family!r}, beside a {kind} tower)")
+    # A Qwen family's class builds its own ViT from vision_config whatever model_type it names there
+    # (Qwen2VLConfig.sub_configs), whose merger is the only connector: "no projector" holds for that tower alone, and
+    # a Qwen ViT is counted only under its own family
+    if (family in _OWN_MERGER or kind in _OWN_MERGER) and kind != family:
+        raise ModelConfigError(f"{repo}: config.json field 'model_type' names a family ({family!r}) that does not "
+                               f"build the {kind} tower its vision_config describes with the connector the reader "
+                               f"counts")
     params = _VISION_TOWERS[kind](v)
     if _PROJECTORS[family]:
         c = _Config(config, repo)
         text = c.number("hidden_size")  # the language model's, at its class default if left out
-        params += _PROJECTORS[family](c, _size(v, "hidden_size"), text)
+        params += _PROJECTORS[family](c, v.number("hidden_size"), text)
+    if not params <= TOWER_PARAMS_MAX:  # each size within its bounds, their product need not be
+        raise ModelConfigError(f"{repo}: config.json field 'vision_config' describes a tower of {params:.3g} "
+                               f"parameters with its projector, above the plausible {TOWER_PARAMS_MAX:.3g}")
     return float(params)
 
 

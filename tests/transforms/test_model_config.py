@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from transforms import model_config
+from transforms import model_bounds, model_config
 from transforms.model_config import ModelConfigError, derive_model, derive_readings, vision_tower_params
 from warehouse import catalog
 
@@ -1162,6 +1162,132 @@ def test_qwen2_vl_reads_its_ungated_vit_by_embed_dim_and_mlp_ratio():
                           ({k: v for k, v in vision.items() if k != "embed_dim"}, "embed_dim")):
         with pytest.raises(ModelConfigError, match=rf"field 'vision_config.{field}'"):
             vision_tower_params(raw | {"vision_config": edited}, "x/qwen2-vl")
+
+
+def _tower(repo: str) -> dict:
+    """A vision fixture's config, else a held-out one's (LLaVA-1.5, InternVL2-2B)."""
+    vendored = VISION / repo / "config.json"
+    return json.loads(vendored.read_text()) if vendored.exists() else _unseen(
+        next(e for e in PUBLISHED if e["repo"] == repo))
+
+
+def _vision(raw: dict, **edits) -> dict:
+    """The config with its vision_config's fields edited (added or replaced)."""
+    return raw | {"vision_config": raw["vision_config"] | edits}
+
+
+def test_a_text_config_inside_a_vision_config_is_not_the_towers_fields():
+    """Qwen2VLVisionConfig takes no language-model block: a text_config (or llm_config) stated inside vision_config is
+    not read as the tower's fields, neither a text that broke the reader with an AttributeError nor an object that
+    replaced the tower (a 1-layer, 8-wide ViT: 648 parameters)."""
+    repo = "Qwen/Qwen2-VL-2B-Instruct"
+    raw = _tower(repo)
+    tower = vision_tower_params(raw, repo)
+    tiny = {"depth": 1, "embed_dim": 8, "mlp_ratio": 1, "hidden_size": 8, "patch_size": 1, "temporal_patch_size": 1,
+            "spatial_merge_size": 1}
+    for block in model_config.TEXT_BLOCKS:
+        for value in ("x", 5, tiny):
+            assert vision_tower_params(_vision(raw, **{block: value}), "x/edited") == tower, (block, value)
+    row = derive_model(_vision(raw, text_config="x"), "x/edited")
+    assert f"({tower / 1e9:.2f}B with its projector, read from vision_config)" in row["notes"]
+
+
+def test_a_qwen_vit_reads_in_channels_the_field_its_class_reads_and_refuses_an_in_chans_that_disagrees():
+    """Qwen2VLVisionConfig (and Qwen2.5-VL's, Qwen3-VL's) takes in_channels, 3 when left out; the Hub's Qwen2-VL
+    configs write in_chans, which no class reads. A 4-channel Conv3d is counted from in_channels; an in_chans saying
+    other than in_channels does (4 beside the class's 3, text) is refused naming in_chans, never read as the count."""
+    repo = "Qwen/Qwen2-VL-2B-Instruct"
+    raw = _tower(repo)
+    assert raw["vision_config"]["in_chans"] == 3 and "in_channels" not in raw["vision_config"]
+    tower = vision_tower_params(raw, repo)
+    assert vision_tower_params(_vision(raw, in_channels=3), "x/edited") == tower
+    four = raw | {"vision_config": {k: v for k, v in raw["vision_config"].items() if k != "in_chans"} | {"in_channels": 4}}
+    assert vision_tower_params(four, "x/edited") == tower + 2 * 14 * 14 * 1280
+    for edits, field in (({"in_chans": 4}, "in_chans"), ({"in_channels": 4}, "in_chans"), ({"in_chans": "3"}, "in_chans"),
+                         ({"in_chans": True}, "in_chans"), ({"in_channels": "3"}, "in_channels")):
+        with pytest.raises(ModelConfigError, match=rf"^x/edited: config.json field 'vision_config.{field}'"):
+            vision_tower_params(_vision(raw, **edits), "x/edited")
+
+
+def test_a_towers_sizes_widths_and_deepstack_layers_are_bounded_or_refused_naming_the_field():
+    """Each tower size within its plausible range (model_bounds: a spatial merge of 2^20 gave a 5e30 tower), an MLP of
+    at least 1 (mlp_ratio 1e-4 gave one of 0), deepstack_visual_indexes distinct layers of the tower (three junk
+    entries read as three mergers, 100,000 as a 2.7T tower), and the tower's total (every size within bounds, the
+    product not) within TOWER_PARAMS_MAX: each refused naming the field."""
+    qwen2, qwen3 = _tower("Qwen/Qwen2-VL-2B-Instruct"), _tower("Qwen/Qwen3-VL-4B-Instruct")
+    assert qwen3["vision_config"]["depth"] == 24
+    for raw, edits, field in (
+            (qwen2, {"mlp_ratio": 1e-4}, "vision_config.mlp_ratio"),
+            (qwen3, {"deepstack_visual_indexes": ["a", None, {}]}, "vision_config.deepstack_visual_indexes"),
+            (qwen3, {"deepstack_visual_indexes": list(range(100_000))}, "vision_config.deepstack_visual_indexes"),
+            (qwen3, {"deepstack_visual_indexes": [5, 5]}, "vision_config.deepstack_visual_indexes"),
+            (qwen3, {"deepstack_visual_indexes": [5, 24]}, "vision_config.deepstack_visual_indexes"),
+            (qwen3, {"deepstack_visual_indexes": [True]}, "vision_config.deepstack_visual_indexes"),
+            (qwen3, {"spatial_merge_size": 2**20}, "vision_config.spatial_merge_size"),
+            (qwen3, {"depth": 10_000}, "vision_config.depth"),
+            (qwen3, {"hidden_size": 2**15, "intermediate_size": 2**17, "depth": 256}, "vision_config")):
+        with pytest.raises(ModelConfigError, match=rf"^x/edited: config.json field '{field}'"):
+            vision_tower_params(_vision(raw, **edits), "x/edited")
+    # a deepstack merger per distinct layer, whichever layers they are
+    assert vision_tower_params(_vision(qwen3, deepstack_visual_indexes=[0, 23]), "x/edited") == vision_tower_params(
+        _vision(qwen3, deepstack_visual_indexes=[1, 2]), "x/edited")
+
+
+def test_a_stated_null_flag_is_read_as_its_class_reads_none():
+    """SiglipVisionTransformer builds its pooling head when the config has no vision_use_head, else `if
+    config.vision_use_head`; LlavaMultiModalProjector's and InternAttention's nn.Linear(bias=...) add a bias only for a
+    true value; InternAttention builds q_norm and k_norm `if qk_normalization`: a stated null builds none of them."""
+    gemma, llava, intern = (_tower(r) for r in ("google/gemma-3-4b-it", "llava-hf/llava-1.5-7b-hf",
+                                                "zylluan/ft-uav_internvl2-2B"))
+    assert vision_tower_params(_vision(gemma, vision_use_head=None), "x/edited") == vision_tower_params(
+        gemma, "google/gemma-3-4b-it")
+    assert "multimodal_projector_bias" not in llava  # LlavaConfig's default: biased
+    tower = vision_tower_params(llava, "llava")
+    assert vision_tower_params(llava | {"multimodal_projector_bias": None}, "x/edited") == tower - 2 * 4096
+    assert vision_tower_params(llava | {"multimodal_projector_bias": False}, "x/edited") == tower - 2 * 4096
+    assert intern["vision_config"]["qkv_bias"] is True
+    tower = vision_tower_params(intern, "intern")
+    assert vision_tower_params(_vision(intern, qkv_bias=None), "x/edited") == tower - 24 * 3 * 1024
+    assert vision_tower_params(_vision(intern, qk_normalization=True), "x/edited") == tower + 24 * 2 * 1024
+    assert vision_tower_params(_vision(intern, qk_normalization=None), "x/edited") == tower
+
+
+def test_a_qwen_family_counts_no_projector_only_beside_its_own_vit():
+    """Qwen2VLConfig (and every Qwen VL class) builds its own ViT, whose merger is the connector: a Qwen config whose
+    vision_config names another tower is refused naming model_type, never counted without a connector; a Qwen ViT
+    under another family (Gemma 3's projector beside it) is refused too."""
+    qwen2, qwen3, gemma = (_tower(r) for r in ("Qwen/Qwen2-VL-2B-Instruct", "Qwen/Qwen3-VL-4B-Instruct",
+                                               "google/gemma-3-4b-it"))
+    siglip = gemma["vision_config"]
+    for raw in (qwen2 | {"vision_config": siglip}, qwen2 | {"vision_config": siglip | {"model_type": "clip_vision_model"}},
+                qwen3 | {"vision_config": siglip}, _vision(qwen3, model_type="qwen3_5"),
+                gemma | {"vision_config": qwen3["vision_config"]}):
+        with pytest.raises(ModelConfigError, match=r"^x/edited: config.json field 'model_type'"):
+            vision_tower_params(raw, "x/edited")
+
+
+# Keys added to a vision_config (the hostile test above replaces the values it has): a language-model block, the other
+# spelling of the channels, a tiny ratio, deepstack lists long or junk, and each tower size non-finite or overflowing
+ADDED = [{"text_config": "x"}, {"text_config": {"depth": 1, "hidden_size": 8}}, {"llm_config": []}, {"in_chans": 4},
+         {"in_chans": "3"}, {"in_channels": 3, "in_chans": 3}, {"mlp_ratio": 1e-4}, {"mlp_ratio": 1e-300},
+         {"deepstack_visual_indexes": list(range(100_000))}, {"deepstack_visual_indexes": ["a", None, {}]},
+         {"vision_use_head": None}, *({key: value} for key in model_bounds.TOWER_MAX
+                                     for value in (math.nan, math.inf, -math.inf, 1e308, 2**64))]
+
+
+@pytest.mark.parametrize("repo", [*sorted(WHOLE), "zylluan/ft-uav_internvl2-2B", "llava-hf/llava-1.5-7b-hf"])
+def test_a_hostile_key_added_to_a_vision_config_is_counted_within_bounds_or_refused_naming_a_field(repo):
+    """Each of ADDED in the tower's block (and a null projector bias beside it): a finite count within the tower
+    bound, or a ModelConfigError naming a field, never another exception."""
+    raw = _tower(repo)
+    for edits in [*ADDED, None]:
+        edited = _vision(raw, **edits) if edits else raw | {"multimodal_projector_bias": None}
+        try:
+            tower = vision_tower_params(edited, repo)
+        except ModelConfigError as exc:
+            assert re.match(rf"^{re.escape(repo)}: config.json field '", str(exc)), (edits, exc)
+            continue
+        assert math.isfinite(tower) and 0 < tower <= model_bounds.TOWER_PARAMS_MAX, (edits, tower)
 
 
 def test_gemma3s_text_config_leaves_its_heads_to_gemma3textconfig():
