@@ -1055,8 +1055,10 @@ def _read_transformer(c: _Config) -> _Shape:
 
 # Which layers of a DSA model run an indexer of their own: GLM-5.2's indexer_types, 'full' (an indexer, its key cache)
 # or 'shared' (the previous full layer's top-k reused: public GLM-5.2 serving notes run the indexer on the 21 full
-# layers only, the other 57 reusing the last full layer's indices; SGLang's HYV4 model, whose config has the same
-# field, keeps indexer weights on full layers and refuses other kinds and a shared layer 0); index_topk_freq and
+# layers only, the other 57 reusing the last full layer's indices, and a public NumPy reference forward of GLM-5.2
+# loads indexer weights and writes indexer keys on full layers only; a third party's HYV4 layer on SGLang, whose
+# config has the same field, loads indexer weights on full layers and refuses other kinds and a shared layer 0);
+# index_topk_freq and
 # index_topk_pattern say the layout another way, read only beside indexer_types (else refused, never read as an
 # indexer on every layer).
 _INDEXER_KINDS = {"full": True, "shared": False}
@@ -1065,9 +1067,13 @@ _INDEXER_KINDS = {"full": True, "shared": False}
 def _indexers(c: _Config, layers: int) -> list[bool]:
     """Per layer, whether it runs its own DSA indexer (True on every layer unless indexer_types says otherwise)."""
     kinds = c.get("indexer_types")
+    if kinds is not None and not c.has(*_DSA):  # a layout of indexers the config sizes nowhere
+        raise c.error("indexer_types", "lays out DSA indexers, but index_n_heads, index_head_dim and index_topk are "
+                                       "not stated")
     if kinds is None:
         for field in ("index_topk_freq", "index_topk_pattern"):
-            if c.get(field) not in (None, 1):
+            value = c.get(field)
+            if value is not None and (isinstance(value, bool) or value != 1):  # true is no frequency of 1
                 raise c.error(field, "lays out which layers run the DSA indexer, which the reader reads only from "
                                      "indexer_types")
         return [True] * layers
@@ -1933,23 +1939,26 @@ _SHAPE_PAIRS = (
     ({"embedding", "embeddings", "embed", "emb", "embd"}, {"rank", "factor", "proj", "projection", "dim", "size",
                                                           "width"}),
     ({"layer", "layers", "block", "blocks", "stack", "stacks", "depth"}, {"num", "n", "number", "count", "total"}),
+    # a universal transformer's steps: Ouro's total_ut_steps runs every layer that many times, each with its KV cache
+    ({"ut", "universal"}, {"steps", "step"}),
 )
 # Fields no unread value of which changes the parameter count, the active count, the KV cache or the compute per
 # token, by a word of their name (or, where a word would say too much, the whole name); consulted only for a name
 # the words above flag. Chosen from every fixture config's fields the reader does not read; the guard's cost and catch,
 # set by set with only the words earlier sets taught, are measured in tests/transforms/test_model_config.py.
 _HARMLESS_WORDS = frozenset({
-    # token ids and labels: which token, not how many weights
-    "id", "ids", "token", "label", "label2id", "id2label",
+    # labels: which class, not how many weights (token ids, caches and kernels hold no shape word to excuse: a
+    # shared_layer_ids or kv_cache_share_layers is a shape, so those words excuse nothing)
+    "label", "label2id", "id2label",
     # training only: dropout, initialisation, auxiliary losses and their weights
     "dropout", "pdrop", "init", "initializer", "xavier", "std", "aux", "loss", "coef",
     # numerics: norm epsilons, precision and fused kernels, scaling factors and multipliers (muP, softcapping)
-    "eps", "epsilon", "fp32", "fp16", "dtype", "fusion", "fused", "flash", "kernels", "upcast", "overlap", "scale",
+    "eps", "epsilon", "fp32", "fp16", "dtype", "fusion", "fused", "kernels", "upcast", "overlap", "scale",
     "scaling", "scaled", "scalar", "multiplier", "mult", "mup", "softcapping",
     # positions: rope, YaRN, ALiBi and their bases (the served context is read by its own fields)
     "rope", "rotary", "theta", "yarn", "alibi", "ntk", "logn", "xpos",
-    # generation defaults and the cache switch
-    "cache", "beams", "beam", "penalty", "temperature", "sample",
+    # generation defaults (PretrainedConfig writes no_repeat_ngram_size into config.json)
+    "beams", "beam", "penalty", "temperature", "sample", "ngram",
     # a vision, audio or video tower's fields: the row counts the language model (vision_tower_params the tower)
     "vision", "visual", "vit", "image", "img", "video", "audio", "media", "patch",
     # multi-token-prediction layers: not served and not counted

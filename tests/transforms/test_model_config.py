@@ -608,11 +608,15 @@ def test_the_scores_docs_models_md_states_are_what_the_reader_gives_now():
 @pytest.mark.parametrize(("field", "value"), [("layer_sharing", True), ("layer_sharing_repeats", 2), ("H_cycles", 2),
                                               ("L_bp_cycles", [0, 3]), ("embedding_rank", 196),
                                               ("factorized_embedding", True), ("num_recurrent_blocks", 4),
-                                              ("loop_iterations", 3), ("emb_proj_dim", 256)])
+                                              ("loop_iterations", 3), ("emb_proj_dim", 256),
+                                              # Ouro's layers run total_ut_steps times; a cache or ids word excuses
+                                              # no shape word
+                                              ("total_ut_steps", 4), ("kv_cache_share_layers", 2),
+                                              ("shared_layer_ids", [1, 2])])
 def test_a_field_whose_name_says_it_shapes_the_model_is_refused_naming_it_unless_read_off_or_harmless(field, value):
     """A mechanism under a spelling the reader has never met (layers shared or run in cycles, a factorized embedding)
     is refused naming the field, beside a config's text_config as in it; the same name switched off, or with a word
-    saying it cannot change the count (a dropout, a scale, a token id), reads as before."""
+    saying it cannot change the count (a dropout, a scale, a sampling temperature), reads as before."""
     repo = "meta-llama/Llama-3.1-8B-Instruct"
     plain = derive(repo)
     with pytest.raises(ModelConfigError, match=rf"field '{field}' shapes the model by its name"):
@@ -621,8 +625,16 @@ def test_a_field_whose_name_says_it_shapes_the_model_is_refused_naming_it_unless
         derive_model({"text_config": config(repo), field: value}, repo)
     off = False if value is True else [] if isinstance(value, list) else 0
     assert derive_model(config(repo) | {field: off}, repo) == plain
-    for harmless in ("dropout", "scale", "token_id"):
+    for harmless in ("dropout", "scale", "temperature"):
         assert derive_model(config(repo) | {f"{field}_{harmless}": value}, repo) == plain
+
+
+def test_a_generation_default_with_a_shape_word_is_no_shape():
+    """PretrainedConfig writes no_repeat_ngram_size (and its encoder twin) into a saved config.json: 'repeat' there is
+    the sampler's, not the layers'."""
+    repo = "meta-llama/Llama-3.1-8B-Instruct"
+    fields = {"no_repeat_ngram_size": 3, "encoder_no_repeat_ngram_size": 3}
+    assert derive_model(config(repo) | fields, repo) == derive(repo)
 
 
 
@@ -708,6 +720,9 @@ def test_glm_5_2_runs_a_dsa_indexer_on_its_full_layers_only():
     ({"indexer_types": ["full", "compressed"] * 39}, "names a kind the reader does not read \\(compressed\\)"),
     ({"indexer_types": ["full"] * 77}, "is not one kind per layer \\(77 for 78 layers"),
     ({"indexer_types": None}, None),  # index_topk_freq 4 then says the layout alone: refused naming it
+    ({"indexer_types": None, "index_topk_freq": True}, None),  # true is no frequency of 1
+    ({"index_n_heads": None, "index_head_dim": None, "index_topk": None},
+     "lays out DSA indexers, but index_n_heads, index_head_dim and index_topk are not stated"),
 ])
 def test_a_dsa_indexer_layout_the_reader_does_not_read_is_refused_naming_it(edit, why):
     raw = {k: v for k, v in (config("zai-org/GLM-5.2") | edit).items() if v is not None}
