@@ -3,7 +3,8 @@
 Pure: `derive_model(config, repo)` takes the parsed config.json and returns a row with the columns of
 warehouse/reference/models.csv; nothing is read or written here. The structure is read from the fields the config
 (its text model's, for a multimodal one) states, under their common spellings (_ALIASES; a size under none of them
-by the meaning of its name, _MEANINGS, named in the row's notes) and inside the nested blocks some families keep them
+by the meaning of its name, _MEANINGS, named in the row's notes: for a transformers class's config, only a size it
+cannot do without) and inside the nested blocks some families keep them
 in (_NESTED: MPT's and DBRX's attn_config, ffn_config), whatever its model_type or none: attention (multi-head,
 grouped, multi-query, latent; values narrower than keys by `v_head_dim`), windowed layers (sized apart by `swa_*`
 where stated), chunked and linear-attention layers, Mamba and Mamba-2 mixers, short convolutions, per-layer blocks,
@@ -52,6 +53,7 @@ What the row counts, as the curated rows do (the tests compare every curated row
   16-bit dtype: bf16.
 """
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -165,11 +167,14 @@ class _Config:
         self.defaulted: dict[str, object] = {}  # fields the config leaves out, read at the family's class default
         self.notes: list[str] = []  # what the row's notes must say about how a field was read
         self.assume = assume or {}  # the reading taken of each ambiguous field (derive_readings), by field
+        self.meant: dict[str, tuple[str, int] | ModelConfigError | None] = {}  # by_name's finding, by size
 
     def get(self, key: str, default=None):
         """The field, else one of its other spellings (_ALIASES), else the family's default (_FAMILIES), else the one
         field whose name says the same size (_MEANINGS: where the reader would otherwise refuse it as missing or take
-        it as unstated)."""
+        it as unstated). Not so for a model_type transformers has a class for (CLASS_DEFAULTS): the class ignores a key
+        it does not define and builds the size it leaves unstated at its default, so only a size `need` would refuse
+        as missing is read by its name there."""
         for name in (key, *_ALIASES.get(key, ())):
             for where in (self.text, self.top, self._nested(name)):
                 if where.get(name) is not None:
@@ -180,35 +185,59 @@ class _Config:
         if key in family:
             self.defaulted[key] = family[key]
             return family[key]
-        meant = self._by_meaning(key) if key in _MEANINGS else None
+        meant = self.by_name(key) if self.model_type not in CLASS_DEFAULTS else None
         return default if meant is None else meant
 
-    def _by_meaning(self, key: str):
+    def by_name(self, key: str):
         """A size no spelling of the tables names, read from the one field of the text model (its top level, or a
         nested block _NESTED reads: DBRX's ffn_config) whose name says it (_MEANINGS), named in the row's notes; None
         where no field does, or where another of its spellings is stated (the expert counts' are tried one by one by
-        _experts: read by that name). Fields
-        naming it with different values are refused, naming them all. Never in a tower's block (prefix): only the
-        language model's sizes are read so."""
-        if self.prefix or any(self.get(name) is not None for name in _spellings(key)[1:]):
+        _experts: read by that name). A field naming it with no count of it (a list, a string, a flag, a fraction, NaN,
+        0 but for the routed experts), and fields naming it with different values, are refused, naming them. Never in a tower's block
+        (prefix): only the language model's sizes are read so. The fields are searched once per size (a per-layer
+        lookup of a size left out would otherwise search them on every layer)."""
+        if key not in _MEANINGS or self.prefix or any(self.get(name) is not None for name in _spellings(key)[1:]):
             return None
+        if key not in self.meant:
+            try:
+                self.meant[key] = self._named(key)
+            except ModelConfigError as refusal:
+                self.meant[key] = refusal
+        found = self.meant[key]
+        if isinstance(found, ModelConfigError):
+            raise found
+        if found is None:
+            return None
+        name, value = found
+        self.read.setdefault(self.part, {})[name] = value
+        return value
+
+    def _named(self, key: str) -> tuple[str, int] | None:
+        """(the field, its count) whose name says `key`, noted; None where none does; refused as by_name says."""
         what = _MEANINGS[key][0]
         least, most = config_range(key)
+        least = 0 if key == _EXPERT_COUNTS[0] else max(least, 1)  # no routed experts: a dense model's count
         fields = [*self.text.items(), *((f"{block}.{name}", value) for block in _NESTED
                                         if isinstance(self.text.get(block), dict)
                                         for name, value in self.text[block].items())]
-        found = {name: int(value) for name, value in fields
-                 if _says(name.rsplit(".", 1)[-1]) == key and isinstance(value, int | float)
-                 and not isinstance(value, bool) and value == int(value) and max(least, 1) <= value <= most}
+        # not its own spellings (the first expert-per-token spelling stated 0, for one: refused as missing by _experts)
+        spellings = _spellings(key)
+        said = {name: value for name, value in fields if value is not None
+                and (last := name.rsplit(".", 1)[-1]) not in spellings and _says(last) == key}
+        # the range before int(): NaN and the infinities are within none, and int() of them raises
+        found = {name: int(value) for name, value in said.items()
+                 if isinstance(value, int | float) and not isinstance(value, bool) and least <= value <= most
+                 and value == int(value)}
+        if len(found) < len(said):
+            raise self.error(key, "is missing", {name: value for name, value in said.items() if name not in found})
         if len(set(found.values())) > 1:
             raise self.error(key, "is missing, and " + ", ".join(f"'{n}' ({v:,})" for n, v in found.items())
                              + f" could each be {what} by their names: the reader does not choose")
         if not found:
             return None
         name, value = next(iter(found.items()))
-        self.read.setdefault(self.part, {})[name] = value
         self.notes.append(f"read '{name}' as {what} ({key}) by its name")
-        return value
+        return name, value
 
     def class_default(self, key: str):
         """A field the config leaves out, at the default of its model_type's transformers class (hf_class_defaults:
@@ -234,8 +263,12 @@ class _Config:
         spelled = f"{block}.{name}" if block and name not in self.text and name not in self.top else name
         return self.prefix + spelled
 
-    def need(self, key: str):
-        value = self.get(key)
+    def need(self, key: str, default=None):
+        """The field (get), else, for a size the reader cannot do without, the field whose name says it (by_name:
+        in a config of a transformers class too, where get does not read it), else refused as missing."""
+        value = self.get(key, default)
+        if value is None:
+            value = self.by_name(key)
         if value is None:
             raise self.error(key, "is missing")
         return value
@@ -243,9 +276,7 @@ class _Config:
     def number(self, key: str, default=None) -> int:
         """A size or count: a whole number from 0 to COUNT_MAX (a config sent with 1e308 layers describes no model,
         and a fractional or infinite one would reach the arithmetic below as a guess)."""
-        value = self.get(key, default)
-        if value is None:
-            raise self.error(key, "is missing")
+        value = self.need(key, default)
         if (not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= COUNT_MAX
                 or value != int(value)):
             raise self.error(key, f"is not a count ({value!r})")
@@ -270,13 +301,12 @@ class _Config:
         refusal = self.error(key, what)
         raise AmbiguousConfig(str(refusal), key, options)
 
-    def error(self, key: str, what: str) -> ModelConfigError:
-        missing = "missing" in what
-        spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if _ALIASES.get(key) and missing else ""
-        # a field whose name says the size but holds no count of it (OpenELM's per-layer lists): named, not read
+    def error(self, key: str, what: str, no_count: dict | None = None) -> ModelConfigError:
+        """The refusal of `key`, naming the fields whose names say it but hold no count of it (`no_count`:
+        by_name's, OpenELM's per-layer lists)."""
+        spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if _ALIASES.get(key) and "missing" in what else ""
         said = [f"; '{name}' says it by its name but is no count of it ({value!r:.40})"
-                for name, value in self.text.items()
-                if missing and not self.prefix and key in _MEANINGS and _says(name) == key]
+                for name, value in (no_count or {}).items()]
         return ModelConfigError(f"{self.repo}: config.json field '{self._spelled(key)}'{spelled} {what} "
                                 f"(model_type {self.model_type!r})" + "".join(said))
 
@@ -487,9 +517,11 @@ def _experts(c: _Config) -> tuple[int, int]:
     if count is None:
         return 0, 0
     per_token = next((k for k in _EXPERTS_PER_TOKEN if c.get(k)), None)
-    if per_token is None:
+    # by its name where no spelling states it (a class's config too: without it the experts cannot be counted)
+    if per_token is None and not c.by_name(_EXPERTS_PER_TOKEN[0]):
         raise c.error("num_experts_per_tok", "is missing for a mixture of experts")
-    return c.number(count), c.number(per_token)  # by the name found, so a refusal names the field the config has
+    # by the name found, so a refusal names the field the config has
+    return c.number(count), c.number(per_token or _EXPERTS_PER_TOKEN[0])
 
 
 def _embeddings(c: _Config, hidden: int) -> tuple[float, float]:
@@ -550,7 +582,7 @@ _ALIASES = {
     "moe_intermediate_size": ("moe_ffn_hidden_size",),
 }
 
-# The sizes read by the meaning of a field's name where no spelling above is stated (_Config._by_meaning), so that a
+# The sizes read by the meaning of a field's name where no spelling above is stated (_Config.by_name), so that a
 # spelling met for the first time is read, not refused as missing (ffn_dim, dim, n_layers, num_heads, n_head_kv,
 # max_seq_len, kv_channels, moe_ffn_hidden_size, moe_num_primary_experts, num_selected_experts were each added to the
 # tables by hand after a config stated it). A name is split on "_"; it says the size when it holds a word of each group
@@ -562,9 +594,13 @@ _ALIASES = {
 # spellings of transformers' and vLLM's configs, Megatron-LM's arguments (ffn_hidden_size, kv_channels,
 # moe_router_topk; num_query_groups is not read so: it counts only under group_query_attention), nanoGPT-style and
 # from-scratch configs (n_kv_head, emb_dim, context_length). No "groups" says KV heads: the from-scratch configs'
-# num_kv_groups counts them, transformers' num_key_value_groups is the query heads per KV head. Only a plausible count
-# is a candidate (config_range, at least 1): an absent or null field, a flag, a list, a ratio is none; fields naming
-# it with different values are refused, naming them.
+# num_kv_groups counts them, transformers' num_key_value_groups is the query heads per KV head. The head size needs a
+# head word: a bare "channels" is an image's or a tower's. Only a plausible count is read (config_range, at least 1;
+# 0 routed experts, a dense model's, too); a field naming the size with any other value (a flag, a list, a string, a
+# ratio, NaN) is refused naming it, as are fields naming it with different values. In a config of a model_type
+# transformers has a class for (CLASS_DEFAULTS), only a size the reader would refuse as missing is read so: the class
+# ignores a key it does not define, so a size it leaves unstated (KV heads, head size, context, experts, an expert's
+# width where the MLP's stands for it) is built at its default whatever another name says.
 # key: (what the notes call it, groups of words the name holds one of each, the words it may hold beside them,
 # word pairs that say another size)
 _COUNT_WORDS = frozenset({"num", "n", "number", "total", "count"})
@@ -586,7 +622,7 @@ _MEANINGS = {
     "max_position_embeddings": ("the context length", (("position", "positions", "seq", "sequence", "context",
                                                          "ctx"),),
                                 _COUNT_WORDS | {"max", "len", "length", "embeddings", "size"}, ()),
-    "head_dim": ("the head size", (("head", "channels"), ("dim", "size", "channels", "width", "d")),
+    "head_dim": ("the head size", (("head",), ("dim", "size", "channels", "width", "d")),
                  frozenset({"attention", "attn", "kv"}), ()),
     _EXPERT_COUNTS[0]: ("the routed experts", (("experts", "expert"),),
                         _COUNT_WORDS | {"routed", "local", "moe", "primary"}, ()),
@@ -596,6 +632,7 @@ _MEANINGS = {
 }
 
 
+@functools.cache  # a pure function of the name, asked of every field of every config read
 def _says(name: str) -> str | None:
     """The size a field's name says by its words (_MEANINGS); None for a name saying none, or more than one."""
     tokens = set(name.lower().split("_"))
