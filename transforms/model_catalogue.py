@@ -37,8 +37,9 @@ def refusal(config: ModelConfig) -> str:
     return f"HTTP {config.http_status}: {meaning}" + (f"; the Hub said: {config.error}" if config.error else "")
 
 
-# The config.json fields the reader reads into as objects: anything else there is named before it reads them.
-OBJECTS = (*model_config.TEXT_BLOCKS, "rope_scaling", "quantization_config")
+# The config.json fields the reader reads into as objects: anything else there is named before it reads them (the
+# language model's block is named so by model_config.text_block).
+OBJECTS = ("rope_scaling", "quantization_config")
 GONE = (404, 410)  # the config a derived row came from is gone: the row goes with it
 NOT_FOLLOWED = ("no longer followed (no API listing names it, nor GPULEDGER_HF_MODELS): the model derived from its "
                 "config.json is dropped")
@@ -201,7 +202,7 @@ def read_reading(config, repo: str | None, *, model_id: str | None = None, path:
                  weights: Weights | None = None) -> Reading:
     """read_config's reading: its row and the config.json fields read for it."""
     where = repo or path
-    for part in (config, model_config.text_config(config)):
+    for part in (config, model_config.text_config(config, where)):
         for key in OBJECTS:
             value = part.get(key) if isinstance(part, dict) else None
             if value is not None and not isinstance(value, dict):
@@ -336,8 +337,8 @@ def index_weights(index, config: dict, name: str) -> Weights:
     (neither count is then the parameters'), and, without total_parameters, for a config that states no dtype."""
     metadata = index.get("metadata") if isinstance(index, dict) else None
     metadata = metadata if isinstance(metadata, dict) else {}
-    text = model_config.text_config(config)
-    quantized = model_config.quantization_field(config)
+    text = model_config.text_config(config, name)
+    quantized = model_config.quantization_field(config, name)
     if quantized:
         raise ValueError(f"{name}: the config is of a quantized checkpoint ({quantized}): its weights are "
                          "packed integers and scales, not a parameter count; give --params")

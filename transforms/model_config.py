@@ -125,19 +125,36 @@ class _Shape:
 
 # The block a multimodal config holds its language model's config in: transformers' text_config, or InternVL's
 # llm_config (InternVLChatConfig, OpenGVLab's remote code configuration_internvl_chat.py, which builds the language
-# model's class from it: LlamaConfig(**llm_config), InternLM2Config, Phi3Config, Qwen2Config by its architectures)
+# model's class from it by llm_config.architectures[0]: LlamaConfig(**llm_config), InternLM2Config, Phi3Config,
+# Qwen2Config, Qwen3Config, Qwen3MoeConfig)
 TEXT_BLOCKS = ("text_config", "llm_config")
+# The classes InternVLChatModel builds its language model as (modeling_internvl_chat.py of InternVL2 to 3.5), each a
+# plain causal LM of one model_type, the family the reader reads llm_config by. Any other (Mono-InternVL's
+# InternLM2VEForCausalLM: InternLM2Config's fields, a second MLP per layer for visual tokens) is refused, not read as
+# its model_type.
+LLM_CLASSES = {"LlamaForCausalLM": "llama", "InternLM2ForCausalLM": "internlm2", "Phi3ForCausalLM": "phi3",
+               "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe"}
 
 
-def text_block(config: dict) -> str | None:
-    """The key of the block holding the language model's config, else None (a text model's config)."""
-    return next((key for key in TEXT_BLOCKS if key in config), None)
+def text_block(config: dict, repo: str | None) -> tuple[str | None, dict]:
+    """(the key of the block holding the language model's config, its fields): the first of TEXT_BLOCKS stated non-null
+    (a text_config: null beside an llm_config leaves llm_config the block), else (None, the config) for a text model's
+    config. A block that is no object is refused naming it, never read as the top level."""
+    block = next((key for key in TEXT_BLOCKS if config.get(key) is not None), None)
+    if block is None:
+        return None, config
+    if not isinstance(config[block], dict):
+        raise ModelConfigError(f"{repo}: config.json field '{block}' is a {type(config[block]).__name__}, not an "
+                               f"object")
+    return block, config[block]
 
 
-def text_config(config) -> dict:
-    """The language model's block when it is an object, else nothing."""
-    block = text_block(config) if isinstance(config, dict) else None
-    return config[block] if block and isinstance(config[block], dict) else {}
+def text_config(config, repo: str | None) -> dict:
+    """The language model's block (text_block), else nothing (a text model's config, or a config that is no object)."""
+    if not isinstance(config, dict):
+        return {}
+    block, fields = text_block(config, repo)
+    return fields if block else {}
 
 
 class _Config:
@@ -149,8 +166,7 @@ class _Config:
         if not isinstance(config, dict):
             raise ModelConfigError(f"{repo}: config.json {prefix or 'is'} not a JSON object")
         self.top, self.repo, self.prefix = config, repo, prefix  # prefix: the block read ("vision_config.")
-        block = None if prefix else text_block(config)
-        self.text = (config.get(block) or config) if block else config
+        block, self.text = (None, config) if prefix else text_block(config, repo)
         self.in_text_config = block is not None  # sizes left out fall to the text class (_TEXT_CONFIG_DEFAULTS)
         # a vision tower beside the language model: a language-model block, a vision_config, Phi-3-vision's
         # img_processor, or MiniCPM-V's vision_encoder (a timm model's name: the tower is named, its sizes are not
@@ -162,6 +178,13 @@ class _Config:
             where = f"{block}." if self.text.get("model_type") and self.text is not config else ""
             raise ModelConfigError(f"{repo}: config.json field '{prefix}{where}model_type' is not a name "
                                    f"({self.model_type!r})")
+        # InternVLChatConfig builds its language model by llm_config.architectures, the reader by its model_type: read
+        # only where the class is the plain causal LM of that model_type (LLM_CLASSES); none stated, by model_type
+        classes = self.text.get("architectures") if block == "llm_config" else None
+        if classes is not None and (not isinstance(classes, list) or not classes or any(
+                not isinstance(name, str) or LLM_CLASSES.get(name) != self.model_type for name in classes)):
+            raise self.error("llm_config.architectures", f"names a class the reader does not read as a plain "
+                                                         f"{self.model_type} causal LM ({classes!r:.80})")
         self.part = "shape"  # what the fields read now count towards (derive_with_keys)
         self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
         self.defaulted: dict[str, object] = {}  # fields the config leaves out, read at the family's class default
@@ -1487,7 +1510,7 @@ def _precision(c: _Config) -> str:
         raise c.error("quantization_config.quant_method", f"is not one the reader knows ({method!r})")
     if isinstance(mlx, dict) and "bits" in mlx:
         return _integer_bits(c, mlx.get("bits"), "quantization.bits")
-    if quantization_field(c.top) == "wbits":
+    if quantization_field(c.top, c.repo) == "wbits":
         wbits = c.get("wbits")
         c.notes.append(f"GPTQ stated by the top-level wbits ({wbits}), not by a quantization_config")
         return _integer_bits(c, wbits, "wbits")
@@ -1503,11 +1526,11 @@ def _precision(c: _Config) -> str:
 UNQUANTIZED_WBITS = (16, 32)  # GPTQ-for-LLaMa's wbits for weights left unquantized
 
 
-def quantization_field(config: dict) -> str | None:
+def quantization_field(config: dict, where: str | None) -> str | None:
     """The field saying the checkpoint's weights are quantized (stored as packed integers or low-bit floats, with
     scales), else None: a quantization_config, MLX's quantization, or GPTQ-for-LLaMa's top-level wbits below 16 (MOSS's
     int4/int8 checkpoints: MossForCausalLM quantizes its linears with GPTQ when wbits is 4 or 8; 32 is unquantized)."""
-    for part in (config, text_config(config)):
+    for part in (config, text_config(config, where)):
         for key in ("quantization_config", "quantization"):
             if key in part:
                 return key
@@ -1878,15 +1901,28 @@ def _internvl_projector(c: _Config, vision: int, text: int) -> int:
     """InternVLChatModel's mlp1 (OpenGVLab's remote code modeling_internvl_chat.py): after the pixel shuffle that
     folds (1 / downsample_ratio)^2 patches into one, a LayerNorm of vision hidden x int(1 / downsample_ratio)^2, a
     Linear from that width to the language model's hidden size, a GELU, a Linear from it to itself (downsample_ratio
-    0.5 when left out: InternVLChatConfig). LoRA adapters (use_backbone_lora, use_llm_lora: a rank, 0 for none) are
-    refused, not counted: get_peft_model wraps the tower's or the language model's linears with weights of their own."""
+    0.5 when left out: InternVLChatConfig). Refused, not counted: LoRA adapters (use_backbone_lora, use_llm_lora: a
+    rank, 0 for none), which get_peft_model adds to the tower's or the language model's linears as weights of their
+    own; and InternVL3.5-Flash's flash_mode, flash_relative_threshold, flash_absolute_threshold, stated beside the
+    mlp2, pooling_before_gating and gating modules its remote code builds beside mlp1 in flash mode (any flash_*
+    field stated, whatever its value). These are the top-level InternVLChatConfig's fields, named with its
+    model_type, not the language model's."""
+    def refused(key: str, what: str) -> ModelConfigError:
+        return ModelConfigError(f"{c.repo}: config.json field '{key}' {what} (model_type "
+                                f"{c.top.get('model_type')!r})")
+
     for key in ("use_backbone_lora", "use_llm_lora"):
         rank = c.top.get(key)
         if rank not in (None, 0, False):
-            raise c.error(key, f"adds LoRA adapters the reader does not count ({rank!r})")
+            raise refused(key, f"adds LoRA adapters the reader does not count ({rank!r})")
+    flash = next((key for key in ("flash_mode", *sorted(c.top)) if key.startswith("flash_")
+                  and c.top.get(key) is not None), None)
+    if flash:
+        raise refused(flash, f"configures InternVL's flash mode, whose mlp2, pooling_before_gating and gating modules "
+                             f"beside mlp1 the reader does not count ({c.top[flash]!r:.40})")
     ratio = c.top.get("downsample_ratio", 0.5)
     if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not 1 / 16 <= ratio <= 1:
-        raise c.error("downsample_ratio", f"is not a pixel-shuffle ratio from 1/16 to 1 ({ratio!r})")
+        raise refused("downsample_ratio", f"is not a pixel-shuffle ratio from 1/16 to 1 ({ratio!r})")
     wide = vision * int(1 / ratio) ** 2
     return 2 * wide + wide * text + text + text * text + text
 

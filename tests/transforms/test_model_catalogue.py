@@ -86,15 +86,18 @@ def test_an_unreadable_config_or_a_refusal_is_the_reason_the_repository_stays_un
 
 
 def test_the_language_models_block_that_is_no_object_is_refused_naming_it_whichever_its_name():
-    """A text_config or InternVL's llm_config (model_config.TEXT_BLOCKS) that is a list or text is named, never read
-    as the top level; an llm_config object is read as the language model (InternVL2-2B's internlm2)."""
+    """A text_config or InternVL's llm_config (model_config.TEXT_BLOCKS) that is a list, text or a number is named,
+    never read as the top level; an llm_config object is read as the language model (InternVL2-2B's internlm2), and
+    a text_config: null beside it states no block (the first block stated non-null is the language model's)."""
     internvl = json.loads((Path(__file__).parents[1] / "fixtures" / "unseen_configs" / "holdout12" / "zylluan"
                            / "ft-uav_internvl2-2B" / "config.json").read_text())
     assert read_config(internvl, "acme/internvl")["total_params_b"] == 1.89
     for block in model_config.TEXT_BLOCKS:
-        for value in ([internvl["llm_config"]], "internlm2"):
-            with pytest.raises(ModelConfigError, match=rf"^acme/vlm: config.json field '{block}' is a "):
+        for value in ([internvl["llm_config"]], "internlm2", 5):
+            with pytest.raises(ModelConfigError, match=rf"^acme/vlm: config.json field '{block}' is a "
+                                                       rf"{type(value).__name__}, not an object$"):
                 read_config({k: v for k, v in internvl.items() if k != "llm_config"} | {block: value}, "acme/vlm")
+    assert read_config({"text_config": None} | internvl, "acme/internvl")["total_params_b"] == 1.89
 
 
 def test_a_304_keeps_what_the_config_gave_a_404_drops_the_derived_row_and_a_401_keeps_it():

@@ -1026,29 +1026,109 @@ def test_internvl_reads_its_llm_config_and_its_intern_vit_tower_and_mlp1_to_the_
     tower = vision_tower_params(raw, repo)
     assert tower == embeddings + 24 * block + mlp1 == 316_607_488
     assert row["total_params_b"] + tower / 1e9 == pytest.approx(2.2, rel=0.03)
+    # the tower alone against InternViT-300M-448px's card ("0.3B", OpenGVLab's model card), to its precision
+    assert tower - mlp1 == pytest.approx(0.3e9, abs=0.05e9)
     vision = raw["vision_config"]
-    # InternViT-6B's options: RMSNorms (a weight each), q_norm and k_norm, an unbiased qkv
-    six_b = vision | {"norm_type": "rms_norm", "qk_normalization": True, "qkv_bias": False}
-    assert vision_tower_params(raw | {"vision_config": six_b}, "x/6b") == tower + 24 * (-2 * 1024 + 2 * 1024 - 3 * 1024)
     # mlp1 folds (1 / downsample_ratio)^2 patches into its first LayerNorm and Linear
     assert vision_tower_params(raw | {"downsample_ratio": 1.0}, "x/unshuffled") == tower - 3 * (2 * 1024 + 1024 * 2048)
     for edit, field in (({"vision_config": vision | {"norm_type": "batch_norm"}}, "vision_config.norm_type"),
                         ({"vision_config": vision | {"use_moe": True}}, "vision_config.use_moe"),
                         ({"vision_config": vision | {"qkv_bias": "yes"}}, "vision_config.qkv_bias"),
+                        ({"vision_config": vision | {"image_size": 10**6}}, "vision_config.image_size"),
+                        ({"vision_config": vision | {"patch_size": 0}}, "vision_config.patch_size"),
+                        ({"vision_config": vision | {"intermediate_size": 2**20}}, "vision_config.intermediate_size"),
                         ({"use_backbone_lora": 128}, "use_backbone_lora"),
                         ({"downsample_ratio": 0}, "downsample_ratio")):
         with pytest.raises(ModelConfigError, match=rf"^x/edited: config.json field '{field}'"):
             vision_tower_params(raw | edit, "x/edited")
-    # InternVisionConfig's defaults are InternViT-6B's (3,200 wide, 48 layers of 12,800-wide MLPs, RMSNorms, q and k
-    # norms, no qkv bias): at 448 px, 5.905B against the "5.9B" of OpenGVLab's InternViT-6B-448px cards
+    # InternVLChatConfig's own fields are named with its model_type, not its language model's
+    with pytest.raises(ModelConfigError, match=r"field 'use_backbone_lora' .* \(model_type 'internvl_chat'\)$"):
+        vision_tower_params(raw | {"use_backbone_lora": 128}, "x/edited")
+    # InternViT-6B-448px (3,200 wide, 48 layers of 12,800-wide MLPs at 448 px; RMSNorms, q and k norms and no qkv bias:
+    # InternVisionConfig's defaults, whose image_size is 224) against the "5.9B" of OpenGVLab's InternViT-6B-448px
+    # cards, to that figure's precision
     six_b = {"model_type": "intern_vit_6b", "hidden_size": 3200, "intermediate_size": 12_800, "num_hidden_layers": 48,
              "patch_size": 14, "image_size": 448}
     mlp1_6b = 2 * 12_800 + 12_800 * 2048 + 2048 + 2048**2 + 2048
-    assert vision_tower_params(raw | {"vision_config": six_b}, "x/6b") - mlp1_6b == pytest.approx(5.9e9, rel=0.001)
+    assert vision_tower_params(raw | {"vision_config": six_b}, "x/6b") - mlp1_6b == pytest.approx(5.9e9, abs=0.05e9)
     # the language model's block is one of TEXT_BLOCKS wherever the reader looks for it: its model_type is the family's
     with pytest.raises(ModelConfigError, match=r"field 'llm_config.model_type' is not a name"):
         derive_model(raw | {"llm_config": raw["llm_config"] | {"model_type": ["internlm2"]}}, "x/edited")
 
+
+
+def test_internvl_reads_llm_config_only_as_the_plain_causal_lm_its_architectures_name():
+    """InternVLChatConfig builds its language model by llm_config.architectures[0] (configuration_internvl_chat.py),
+    the reader by llm_config.model_type: Mono-InternVL's InternLM2VEForCausalLM takes InternLM2Config's fields but
+    builds a second MLP (feed_forward_ve) in every layer, ~1.2B the plain internlm2 reading leaves out. Any class other
+    than the plain causal LM of the model_type (model_config.LLM_CLASSES), or a list that names none, is refused naming
+    llm_config.architectures; none stated, read by model_type."""
+    repo = "zylluan/ft-uav_internvl2-2B"
+    raw = _tower(repo)
+    llm = raw["llm_config"]
+    assert llm["architectures"] == ["InternLM2ForCausalLM"] and llm["model_type"] == "internlm2"
+    row = derive_model(raw, repo)
+    unstated = raw | {"llm_config": {k: v for k, v in llm.items() if k != "architectures"}}
+    assert derive_model(unstated, repo)["total_params_b"] == row["total_params_b"] == 1.89
+    for classes in (["InternLM2VEForCausalLM"], ["Qwen2ForCausalLM"], [], "InternLM2ForCausalLM", [None],
+                    ["InternLM2ForCausalLM", "InternLM2VEForCausalLM"]):
+        edited = raw | {"llm_config": llm | {"architectures": classes}}
+        for read in (derive_model, vision_tower_params):
+            with pytest.raises(ModelConfigError, match=r"^x/edited: config.json field 'llm_config.architectures'"):
+                read(edited, "x/edited")
+    # a class InternVL releases build, beside its own model_type, is read as that family
+    qwen2 = llm | {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}
+    assert derive_model(raw | {"llm_config": qwen2}, "x/edited")["total_params_b"] > 0
+
+
+def test_internvl_flash_modes_extra_modules_are_refused_naming_the_field():
+    """InternVL3.5-Flash's remote code builds mlp2, pooling_before_gating and gating beside mlp1 in flash mode, which its
+    config states with flash_mode, flash_relative_threshold and flash_absolute_threshold: any of them stated is refused
+    naming it (flash_mode first), never counted as mlp1 alone; a null one states nothing."""
+    repo = "zylluan/ft-uav_internvl2-2B"
+    raw = _tower(repo)
+    tower = vision_tower_params(raw, repo)
+    flash = {"flash_mode": True, "flash_relative_threshold": 0.5, "flash_absolute_threshold": 0.0}
+    for edit, field in ((flash, "flash_mode"), ({"flash_relative_threshold": 0.5}, "flash_relative_threshold"),
+                        ({"flash_mode": False, "flash_absolute_threshold": 0.0}, "flash_mode"),
+                        ({"flash_mode": "v1"}, "flash_mode")):
+        with pytest.raises(ModelConfigError, match=rf"^x/edited: config.json field '{field}' .*"
+                                                   rf"\(model_type 'internvl_chat'\)$"):
+            vision_tower_params(raw | edit, "x/edited")
+    assert vision_tower_params(raw | {"flash_mode": None}, repo) == tower
+
+
+# A language model's or a tower's whole block replaced (the hostile-value test replaces leaves only)
+CONTAINERS = ([], [{"hidden_size": 8}], "internlm2", "", 5, 0.5, math.nan, True)
+
+
+@pytest.mark.parametrize("block", ["llm_config", "text_config", "vision_config"])
+def test_a_hostile_language_model_or_tower_block_is_refused_naming_a_field(block):
+    """InternVL2-2B's llm_config, a text_config beside it, or its vision_config set to a list, text, a number or null:
+    each reader (derive_model, derive_readings, vision_tower_params) gives a row or a ModelConfigError naming a field,
+    never an AttributeError; a language-model block that is no object is refused naming it ("is a list, not an object"),
+    and a null one is not stated (a text_config: null leaves llm_config the language model's block)."""
+    repo = "zylluan/ft-uav_internvl2-2B"
+    raw = _tower(repo)
+    row, tower = derive_model(raw, repo), vision_tower_params(raw, repo)
+    for value in (*CONTAINERS, None):
+        edited = raw | {block: value}
+        for read in (derive_model, derive_readings, vision_tower_params):
+            try:
+                got = read(edited, "x/edited")
+            except ModelConfigError as exc:
+                assert re.match(r"^x/edited: config.json field '", str(exc)), (block, value, read, exc)
+                if block != "vision_config" and value is not None:
+                    assert str(exc) == (f"x/edited: config.json field '{block}' is a {type(value).__name__}, "
+                                        f"not an object"), (block, value, exc)
+                continue
+            assert block == "vision_config" and read is not vision_tower_params or value is None, (block, value, got)
+    # a null text_config states nothing: llm_config is read, the model and its tower as before
+    assert derive_model(raw | {"text_config": None}, repo) == row
+    assert vision_tower_params(raw | {"text_config": None}, repo) == tower
+    with pytest.raises(ModelConfigError, match=r"field 'llm_config' is a str, not an object"):
+        model_config.text_config(raw | {"llm_config": "internlm2"}, "x/edited")
+    assert model_config.text_config(raw, repo) == raw["llm_config"]
 
 def test_gemma3_reads_its_siglip_tower_and_projector_to_the_whole_models_count():
     """Gemma 3 27B's SigLIP So400m (SiglipVisionTransformer: a biased 14 x 14 patch convolution, 4,096 position
