@@ -126,21 +126,23 @@ class _Shape:
 # The block a multimodal config holds its language model's config in: transformers' text_config, or InternVL's
 # llm_config (InternVLChatConfig, OpenGVLab's remote code configuration_internvl_chat.py, which builds the language
 # model's class from it by llm_config.architectures[0]: LlamaConfig(**llm_config), InternLM2Config, Phi3Config,
-# Qwen2Config, Qwen3Config, Qwen3MoeConfig)
+# Qwen2Config, Qwen3Config, Qwen3MoeConfig, GptOssConfig)
 TEXT_BLOCKS = ("text_config", "llm_config")
 # The classes InternVLChatModel builds its language model as (modeling_internvl_chat.py of InternVL2 to 3.5), each a
 # plain causal LM of one model_type, the family the reader reads llm_config by. Any other (Mono-InternVL's
 # InternLM2VEForCausalLM: InternLM2Config's fields, a second MLP per layer for visual tokens) is refused, not read as
 # its model_type.
 LLM_CLASSES = {"LlamaForCausalLM": "llama", "InternLM2ForCausalLM": "internlm2", "Phi3ForCausalLM": "phi3",
-               "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe"}
+               "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe",
+               "GptOssForCausalLM": "gpt_oss"}  # InternVL3_5-GPT-OSS-20B-A4B-Preview
 
 
 def text_block(config: dict, repo: str | None) -> tuple[str | None, dict]:
     """(the key of the block holding the language model's config, its fields): the first of TEXT_BLOCKS stated non-null
-    (a text_config: null beside an llm_config leaves llm_config the block), else (None, the config) for a text model's
-    config. A block that is no object is refused naming it, never read as the top level."""
-    block = next((key for key in TEXT_BLOCKS if config.get(key) is not None), None)
+    and non-empty (a text_config: null beside an llm_config leaves llm_config the block; an empty one holds nothing, so
+    the top level is read, and checked, as the language model's), else (None, the config) for a text model's config.
+    A block that is no object is refused naming it, never read as the top level."""
+    block = next((key for key in TEXT_BLOCKS if config.get(key) not in (None, {})), None)
     if block is None:
         return None, config
     if not isinstance(config[block], dict):
@@ -171,8 +173,8 @@ class _Config:
         # a vision tower beside the language model: a language-model block, a vision_config, Phi-3-vision's
         # img_processor, or MiniCPM-V's vision_encoder (a timm model's name: the tower is named, its sizes are not
         # stated)
-        self.multimodal = any(key in config for key in (*TEXT_BLOCKS, "vision_config", "img_processor",
-                                                         "vision_encoder"))
+        self.multimodal = any(config.get(key) not in (None, {}) for key in (*TEXT_BLOCKS, "vision_config",
+                                                                             "img_processor", "vision_encoder"))
         self.model_type = self.text.get("model_type") or config.get("model_type")
         if not isinstance(self.model_type, str | None):  # a list or object names no class (and keys no table)
             where = f"{block}." if self.text.get("model_type") and self.text is not config else ""
@@ -183,8 +185,8 @@ class _Config:
         classes = self.text.get("architectures") if block == "llm_config" else None
         if classes is not None and (not isinstance(classes, list) or not classes or any(
                 not isinstance(name, str) or LLM_CLASSES.get(name) != self.model_type for name in classes)):
-            raise self.error("llm_config.architectures", f"names a class the reader does not read as a plain "
-                                                         f"{self.model_type} causal LM ({classes!r:.80})")
+            raise self.error("llm_config.architectures", f"names a class that is not the plain causal LM of its "
+                                                         f"model_type InternVL builds ({classes!r:.80})")
         self.part = "shape"  # what the fields read now count towards (derive_with_keys)
         self.read: dict[str, dict] = {"shape": {"model_type": self.model_type}}
         self.defaulted: dict[str, object] = {}  # fields the config leaves out, read at the family's class default
@@ -324,14 +326,16 @@ class _Config:
         refusal = self.error(key, what)
         raise AmbiguousConfig(str(refusal), key, options)
 
-    def error(self, key: str, what: str, no_count: dict | None = None) -> ModelConfigError:
+    def error(self, key: str, what: str, no_count: dict | None = None, top: bool = False) -> ModelConfigError:
         """The refusal of `key`, naming the fields whose names say it but hold no count of it (`no_count`:
-        by_name's, OpenELM's per-layer lists)."""
+        by_name's, OpenELM's per-layer lists); `top`: a field of the top-level config (a multimodal class's
+        connector), named with the top level's model_type, not the language model's."""
         spelled = f" (or {', '.join(repr(a) for a in _ALIASES[key])})" if _ALIASES.get(key) and "missing" in what else ""
         said = [f"; '{name}' says it by its name but is no count of it ({value!r:.40})"
                 for name, value in (no_count or {}).items()]
-        return ModelConfigError(f"{self.repo}: config.json field '{self._spelled(key)}'{spelled} {what} "
-                                f"(model_type {self.model_type!r})" + "".join(said))
+        model_type = self.top.get("model_type") if top else self.model_type
+        return ModelConfigError(f"{self.repo}: config.json field '{key if top else self._spelled(key)}'{spelled} "
+                                f"{what} (model_type {model_type!r})" + "".join(said))
 
 
 # --- building blocks -------------------------------------------------------------------------------------------
@@ -1728,7 +1732,7 @@ def _switch(c: _Config, key: str, default: bool) -> bool:
     self.qk_normalization`). Anything else is refused naming the field."""
     value = c.top.get(key, default)
     if value is not None and not isinstance(value, bool):
-        raise c.error(key, f"is not true or false ({value!r:.40})")
+        raise c.error(key, f"is not true or false ({value!r:.40})", top=c.prefix == "")
     return bool(value)
 
 
@@ -1883,11 +1887,11 @@ def _llava_projector(c: _Config, vision: int, text: int) -> int:
     """LlavaMultiModalProjector (modeling_llava.py): linear_1 (vision hidden x the number of `vision_feature_layer`s
     concatenated -> text hidden) and linear_2 (text -> text), biased unless `multimodal_projector_bias` is false
     (LlavaConfig: one feature layer, -2, and biases when left out)."""
-    layers, bias = c.get("vision_feature_layer", -2), _switch(c, "multimodal_projector_bias", True)
+    layers, bias = c.top.get("vision_feature_layer", -2), _switch(c, "multimodal_projector_bias", True)
     if isinstance(layers, list) and layers and all(isinstance(n, int) for n in layers):
         vision *= len(layers)
     elif not isinstance(layers, int) or isinstance(layers, bool):
-        raise c.error("vision_feature_layer", f"is not a layer or a list of layers ({layers!r})")
+        raise c.error("vision_feature_layer", f"is not a layer or a list of layers ({layers!r})", top=True)
     return vision * text + text * text + (2 * text if bias else 0)
 
 
@@ -1907,22 +1911,18 @@ def _internvl_projector(c: _Config, vision: int, text: int) -> int:
     mlp2, pooling_before_gating and gating modules its remote code builds beside mlp1 in flash mode (any flash_*
     field stated, whatever its value). These are the top-level InternVLChatConfig's fields, named with its
     model_type, not the language model's."""
-    def refused(key: str, what: str) -> ModelConfigError:
-        return ModelConfigError(f"{c.repo}: config.json field '{key}' {what} (model_type "
-                                f"{c.top.get('model_type')!r})")
-
     for key in ("use_backbone_lora", "use_llm_lora"):
         rank = c.top.get(key)
         if rank not in (None, 0, False):
-            raise refused(key, f"adds LoRA adapters the reader does not count ({rank!r})")
+            raise c.error(key, f"adds LoRA adapters the reader does not count ({rank!r})", top=True)
     flash = next((key for key in ("flash_mode", *sorted(c.top)) if key.startswith("flash_")
                   and c.top.get(key) is not None), None)
     if flash:
-        raise refused(flash, f"configures InternVL's flash mode, whose mlp2, pooling_before_gating and gating modules "
-                             f"beside mlp1 the reader does not count ({c.top[flash]!r:.40})")
+        raise c.error(flash, f"configures InternVL's flash mode, whose mlp2, pooling_before_gating and gating modules "
+                             f"beside mlp1 the reader does not count ({c.top[flash]!r:.40})", top=True)
     ratio = c.top.get("downsample_ratio", 0.5)
     if not isinstance(ratio, int | float) or isinstance(ratio, bool) or not 1 / 16 <= ratio <= 1:
-        raise refused("downsample_ratio", f"is not a pixel-shuffle ratio from 1/16 to 1 ({ratio!r})")
+        raise c.error("downsample_ratio", f"is not a pixel-shuffle ratio from 1/16 to 1 ({ratio!r})", top=True)
     wide = vision * int(1 / ratio) ** 2
     return 2 * wide + wide * text + text + text * text + text
 

@@ -1079,6 +1079,21 @@ def test_internvl_reads_llm_config_only_as_the_plain_causal_lm_its_architectures
     # a class InternVL releases build, beside its own model_type, is read as that family
     qwen2 = llm | {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}
     assert derive_model(raw | {"llm_config": qwen2}, "x/edited")["total_params_b"] > 0
+    # InternVL3_5-GPT-OSS-20B-A4B-Preview: gpt-oss-20b's config under llm_config reads as gpt-oss-20b
+    oss = {k: v for k, v in config("openai/gpt-oss-20b").items() if k != "quantization_config"}
+    assert derive_model(raw | {"llm_config": oss}, "x/oss")["total_params_b"] == derive_model(oss, "x/oss")[
+        "total_params_b"]
+
+
+def test_an_empty_language_model_block_leaves_the_top_level_read_and_checked():
+    """A text_config of {} holds nothing: the top level is the language model, its unread fields refused as ever (an
+    empty block once hid them from the checks that read the block's own fields), and no tower is said left out."""
+    repo = "Qwen/Qwen2.5-7B"
+    plain = derive(repo)
+    assert derive_model(config(repo) | {"text_config": {}}, repo) == plain
+    assert derive_model(config(repo) | {"text_config": None}, repo) == plain  # no tower said left out either
+    with pytest.raises(ModelConfigError, match=r"field 'moe_expert_count'"):
+        derive_model(config(repo) | {"text_config": {}, "moe_expert_count": 8}, repo)
 
 
 def test_internvl_flash_modes_extra_modules_are_refused_naming_the_field():
