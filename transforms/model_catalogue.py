@@ -39,7 +39,7 @@ def refusal(config: ModelConfig) -> str:
 
 # The config.json fields the reader reads into as objects: anything else there is named before it reads them (the
 # language model's block is named so by model_config.text_block).
-OBJECTS = ("rope_scaling", "quantization_config")
+OBJECTS = ("rope_scaling", "rope_parameters", "quantization_config")  # rope_parameters: transformers 5's name
 GONE = (404, 410)  # the config a derived row came from is gone: the row goes with it
 NOT_FOLLOWED = ("no longer followed (no API listing names it, nor GPULEDGER_HF_MODELS): the model derived from its "
                 "config.json is dropped")

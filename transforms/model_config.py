@@ -808,9 +808,7 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
         return ["full_attention"] * layers
     if types is None:
         if c.get("attn_layer_period") is not None:  # Jamba: one attention layer in a period, Mamba the others
-            period, offset = c.number("attn_layer_period"), c.number("attn_layer_offset")
-            if not period:
-                raise c.error("attn_layer_period", "is 0")
+            period, offset = _every(c, "attn_layer_period"), c.number("attn_layer_offset")
             return ["full_attention" if i % period == offset else "mamba" for i in range(layers)]
         if c.get("full_attn_idxs") is not None:  # LFM2: attention on the layers listed, short convolutions on the others
             listed = c.get("full_attn_idxs")
@@ -830,6 +828,8 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
             return ["full_attention" if (i + 1) % step == 0 else "linear_attention" for i in range(layers)]
         if c.get("attention_chunk_size"):  # Llama 4: chunked-local attention on the RoPE layers
             no_rope = c.get("no_rope_layers") or [int((i + 1) % 4 != 0) for i in range(layers)]  # transformers' rule
+            if not isinstance(no_rope, list) or len(no_rope) != layers or not all(f in (0, 1) for f in no_rope):
+                raise c.error("no_rope_layers", f"is not 0 or 1 per layer ({repr(no_rope)[:60]})")
             return ["chunked_attention" if uses_rope else "full_attention" for uses_rope in no_rope]
         if c.get("attention_layers") is not None or c.get("attention_types") is not None:
             return _global_local(c, layers)
@@ -837,9 +837,7 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
         if isinstance(pattern, str) and pattern and set(pattern) <= {"L", "G"}:  # EXAONE 4: "LLLG", L slides
             return ["sliding_attention" if pattern[i % len(pattern)] == "L" else "full_attention" for i in range(layers)]
         if pattern is not None:  # Gemma 2 and 3: every n-th layer global, the others slide
-            step = c.number("sliding_window_pattern")
-            if not step:
-                raise c.error("sliding_window_pattern", "is 0")
+            step = _every(c, "sliding_window_pattern")
             return ["full_attention" if (i + 1) % step == 0 else "sliding_attention" for i in range(layers)]
         if c.get("sliding_window") is not None and c.quirk("every_layer_slides"):
             return ["sliding_attention"] * layers
@@ -855,9 +853,11 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
                 return ["full_attention"] * layers
             raise c.error("sliding_window", "is set but no layer_types say which layers slide")
         return ["full_attention"] * layers
+    if not isinstance(types, list):
+        raise c.error("layer_types", f"is not a list of layer types ({repr(types)[:60]})")
     if len(types) != layers:
         raise c.error("layer_types", f"has {len(types)} entries for {layers} layers")
-    unknown = sorted(set(types) - set(KNOWN_LAYER_TYPES))
+    unknown = sorted({kind if isinstance(kind, str) else repr(kind)[:20] for kind in types} - set(KNOWN_LAYER_TYPES))
     if unknown:
         raise c.error("layer_types", f"names a layer type the reader does not know ({', '.join(unknown)})")
     types = ["full_attention" if kind == "attention" else kind for kind in types]
@@ -1054,10 +1054,27 @@ _ROUTING = {"moe_layers", "mlp_layer_types", "first_k_dense_replace", "moe_layer
             "moe_layer_interval", "expert_layer_period", "expert_layer_offset"}
 
 
+def _every(c: _Config, key: str) -> int:
+    """A period of layers (one layer in every n): a count of at least 1, its default when left out (0 would divide by
+    zero)."""
+    step = c.number(key, 1)
+    if not step:
+        raise c.error(key, "is 0: one layer in every 0 is no period")
+    return step
+
+
+def _layer_list(c: _Config, key: str, layers: int) -> set[int]:
+    """A list of layer indices (Llama 4's moe_layers, Qwen MoE's mlp_only_layers), else refused naming it."""
+    listed = c.get(key)
+    if not isinstance(listed, list) or not all(type(i) is int and 0 <= i < layers for i in listed):
+        raise c.error(key, f"is not a list of layer indices ({repr(listed)[:60]})")
+    return set(listed)
+
+
 def _moe_layers(c: _Config, layers: int) -> list[bool]:
     """Which layers route to experts, under each family's rule."""
     if c.get("moe_layers") is not None:  # Llama 4 may list them
-        listed = set(c.get("moe_layers"))
+        listed = _layer_list(c, "moe_layers", layers)
         return [i in listed for i in range(layers)]
     if c.get("mlp_layer_types") is not None:  # GLM 5.2: "dense" or "sparse" per layer
         kinds = c.get("mlp_layer_types")
@@ -1070,15 +1087,15 @@ def _moe_layers(c: _Config, layers: int) -> list[bool]:
             raise c.error("moe_layer_freq", f"is not 0 (dense) or 1 (experts) per layer ({repr(flags)[:60]})")
         return [flag == 1 for flag in flags]
     first_dense = c.number("first_k_dense_replace", 0)  # DeepSeek, GLM: the first k layers are dense
-    every = c.number("moe_layer_freq", 1)  # DeepSeek: one MoE layer in `every`
-    step = c.number("decoder_sparse_step", 1)  # Qwen MoE
-    interleave = c.number("interleave_moe_layer_step", 1)  # Llama 4: one MoE layer in `interleave`
-    only_dense = set(c.get("mlp_only_layers") or [])
+    every = _every(c, "moe_layer_freq")  # DeepSeek: one MoE layer in `every`
+    step = _every(c, "decoder_sparse_step")  # Qwen MoE
+    interleave = _every(c, "interleave_moe_layer_step")  # Llama 4: one MoE layer in `interleave`
+    only_dense = _layer_list(c, "mlp_only_layers", layers) if c.get("mlp_only_layers") else set()
     start = c.number("moe_layer_start_index", 0)  # ERNIE 4.5: experts from this layer ...
     end = c.get("moe_layer_end_index", -1)  # ... to this one (-1: the last), one layer in moe_layer_interval
     end = layers - 1 if end == -1 else c.number("moe_layer_end_index")
-    ernie_step = c.number("moe_layer_interval", 1)
-    period = c.number("expert_layer_period", 1)  # Jamba: experts on one layer in a period, from its offset
+    ernie_step = _every(c, "moe_layer_interval")
+    period = _every(c, "expert_layer_period")  # Jamba: experts on one layer in a period, from its offset
     offset = c.number("expert_layer_offset", 0)
     return [i >= first_dense and i % every == 0 and (i + 1) % step == 0 and i % interleave == interleave - 1
             and i not in only_dense and start <= i <= end and (i + 1) % ernie_step == 0 and i % period == offset

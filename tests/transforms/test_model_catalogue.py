@@ -100,6 +100,15 @@ def test_the_language_models_block_that_is_no_object_is_refused_naming_it_whiche
     assert read_config({"text_config": None} | internvl, "acme/internvl")["total_params_b"] == 1.89
 
 
+@pytest.mark.parametrize("field", ["rope_scaling", "rope_parameters", "quantization_config"])
+def test_a_field_read_as_an_object_that_is_none_is_refused_naming_it(field):
+    """rope_parameters (transformers 5's rope_scaling) that is text was an AttributeError read_config caught as
+    "cannot be read", naming no field."""
+    raw = json.loads((CONFIGS / "Qwen/Qwen3-8B/config.json").read_text()) | {field: "yarn"}
+    with pytest.raises(ModelConfigError, match=rf"^Qwen/Qwen3-8B: config.json field '{field}' is a str, not an object$"):
+        read_config(raw, "Qwen/Qwen3-8B")
+
+
 def test_a_304_keeps_what_the_config_gave_a_404_drops_the_derived_row_and_a_401_keeps_it():
     held = {VL8.lower(): state(VL8, model="qwen3-vl-8b-instruct"),
             "owner/was-derived": state("owner/was-derived", model="was-derived"),

@@ -379,6 +379,22 @@ def test_a_model_type_that_is_no_name_is_refused_naming_it(model_type):
         derive_model(gemma, "google/gemma-3-27b-it")
 
 
+@pytest.mark.parametrize(("repo", "edit", "message"), [
+    ("Qwen/Qwen3-8B", {"layer_types": 3}, "field 'layer_types' is not a list of layer types"),
+    ("Qwen/Qwen3-8B", {"layer_types": [{}] * 36}, "field 'layer_types' names a layer type the reader does not know"),
+    ("Qwen/Qwen3-30B-A3B", {"decoder_sparse_step": 0}, "field 'decoder_sparse_step' is 0: one layer in every 0"),
+    ("Qwen/Qwen3-30B-A3B", {"moe_layer_freq": 0}, "field 'moe_layer_freq' is 0: one layer in every 0"),
+    ("Qwen/Qwen3-30B-A3B", {"mlp_only_layers": 3}, "field 'mlp_only_layers' is not a list of layer indices"),
+    ("Qwen/Qwen3-30B-A3B", {"mlp_only_layers": ["a"]}, "field 'mlp_only_layers' is not a list of layer indices"),
+    ("Qwen/Qwen3-30B-A3B", {"mlp_only_layers": [48]}, "field 'mlp_only_layers' is not a list of layer indices"),
+])
+def test_a_per_layer_layout_of_the_wrong_shape_is_refused_naming_it(repo, edit, message):
+    """A layout the reader indexes or divides by, stated as no list of layers or as a period of 0: each was a TypeError
+    or ZeroDivisionError the catalogue's boundary caught as "cannot be read", naming no field."""
+    with pytest.raises(ModelConfigError, match=rf"^{re.escape(repo)}: config.json {message}"):
+        derive_model(config(repo) | edit, repo)
+
+
 def test_an_unknown_layer_type_is_named():
     raw = copy.deepcopy(config("openai/gpt-oss-120b"))
     raw["layer_types"][3] = "compressed_attention"
