@@ -811,17 +811,13 @@ def _layer_types(c: _Config, layers: int) -> list[str]:
             period, offset = _every(c, "attn_layer_period"), c.number("attn_layer_offset")
             return ["full_attention" if i % period == offset else "mamba" for i in range(layers)]
         if c.get("full_attn_idxs") is not None:  # LFM2: attention on the layers listed, short convolutions on the others
-            listed = c.get("full_attn_idxs")
-            if not isinstance(listed, list) or not all(isinstance(i, int) and 0 <= i < layers for i in listed):
-                raise c.error("full_attn_idxs", f"is not a list of layer indices ({repr(listed)[:80]})")
+            listed = _layer_list(c, "full_attn_idxs", layers)
             return ["full_attention" if i in listed else "conv" for i in range(layers)]
         if c.get("attn_layer_indices") is not None:  # Bamba: attention on the layers listed, Mamba-2 on the others
-            listed = c.get("attn_layer_indices")
             if not c.has("mamba_n_heads", "mamba_d_state"):
                 raise c.error("attn_layer_indices", "lists attention layers among Mamba layers, but no mamba_* field "
                                                     "sizes them")
-            if not isinstance(listed, list) or not all(isinstance(i, int) and 0 <= i < layers for i in listed):
-                raise c.error("attn_layer_indices", f"is not a list of layer indices ({repr(listed)[:80]})")
+            listed = _layer_list(c, "attn_layer_indices", layers)
             return ["full_attention" if i in listed else "mamba" for i in range(layers)]
         if c.get("full_attention_interval"):  # Qwen3-Next: every n-th layer attends fully, the rest are linear
             step = c.number("full_attention_interval")
@@ -1064,7 +1060,8 @@ def _every(c: _Config, key: str) -> int:
 
 
 def _layer_list(c: _Config, key: str, layers: int) -> set[int]:
-    """A list of layer indices (Llama 4's moe_layers, Qwen MoE's mlp_only_layers), else refused naming it."""
+    """A list of layer indices (Llama 4's moe_layers, Qwen MoE's mlp_only_layers, LFM2's full_attn_idxs, Bamba's
+    attn_layer_indices), else refused naming it."""
     listed = c.get(key)
     if not isinstance(listed, list) or not all(type(i) is int and 0 <= i < layers for i in listed):
         raise c.error(key, f"is not a list of layer indices ({repr(listed)[:60]})")
