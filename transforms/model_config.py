@@ -1753,6 +1753,13 @@ def _switch(c: _Config, key: str, default: bool) -> bool:
 # The vision towers read by field, each as the transformers class named beside it builds it (a field the config leaves
 # out read at that class's default only where said), keyed by the vision_config's model_type, else (a Qwen2.5-VL
 # config written before its vision config had one) the family's: the class its ForConditionalGeneration builds.
+def _vit_block(dim: int, width: int, norms: int, gated: bool = False) -> int:
+    """One encoder block of the ViTs read: biased q, k, v and output projections, a biased MLP (fc1 and fc2, or gated:
+    gate, up and down) `width` wide, and its two norms' `norms` parameters (LayerNorms 4 x dim, RMSNorms 2 x dim)."""
+    mlp = 3 * dim * width + 2 * width + dim if gated else 2 * dim * width + width + dim
+    return 4 * dim * dim + 4 * dim + mlp + norms
+
+
 def _clip_tower(v: _Config) -> float:
     """CLIPVisionTransformer (modeling_clip.py): CLIPVisionEmbeddings' unbiased patch convolution, class and position
     embeddings (the patches and the class token); CLIPEncoderLayer's biased q, k, v, o and ungated fc1, fc2, two
@@ -1760,7 +1767,7 @@ def _clip_tower(v: _Config) -> float:
     hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
     positions = (v.number("image_size") // v.number("patch_size")) ** 2 + 1
     params = v.number("num_channels", 3) * v.number("patch_size") ** 2 * hidden + hidden + positions * hidden + 4 * hidden
-    return params + layers * (4 * hidden * hidden + 4 * hidden + 2 * hidden * width + width + hidden + 4 * hidden)
+    return params + layers * _vit_block(hidden, width, 4 * hidden)
 
 
 def _siglip_tower(v: _Config) -> float:
@@ -1770,11 +1777,10 @@ def _siglip_tower(v: _Config) -> float:
     in_proj and out_proj with biases, a LayerNorm, a SiglipMLP) unless `vision_use_head` is false or null (the class
     builds it when the config has no such field: _switch). num_channels 3 when left out (SiglipVisionConfig)."""
     hidden, width, layers = v.number("hidden_size"), v.number("intermediate_size"), v.number("num_hidden_layers")
-    mlp = 2 * hidden * width + width + hidden
     params = v.number("num_channels", 3) * v.number("patch_size") ** 2 * hidden + hidden
     params += (v.number("image_size") // v.number("patch_size")) ** 2 * hidden + 2 * hidden  # positions, post_layernorm
-    params += layers * (4 * hidden * hidden + 4 * hidden + 4 * hidden + mlp)
-    head = hidden + 4 * hidden * hidden + 4 * hidden + 2 * hidden + mlp
+    params += layers * _vit_block(hidden, width, 4 * hidden)
+    head = hidden + _vit_block(hidden, width, 2 * hidden)  # the probe, attention, one LayerNorm, the MLP
     return params + (head if _switch(v, "vision_use_head", True) else 0)
 
 
@@ -1789,8 +1795,8 @@ def _qwen2_vl_tower(v: _Config) -> float:
     width = int(dim * ratio)
     if not width:  # int(1,280 x 1e-4): an MLP of no width describes no tower
         raise v.error("mlp_ratio", f"gives an MLP int({dim:,} x {ratio!r}) = 0 wide")
-    block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
-    return _qwen_patches(v, dim) + v.number("depth") * block + _merger(v, dim, v.number("hidden_size"), 2 * dim)
+    return (_qwen_patches(v, dim) + v.number("depth") * _vit_block(dim, width, 4 * dim)
+            + _merger(v, dim, v.number("hidden_size"), 2 * dim))
 
 
 def _qwen2_5_vl_tower(v: _Config) -> float:
@@ -1799,8 +1805,8 @@ def _qwen2_5_vl_tower(v: _Config) -> float:
     gate_proj, up_proj, down_proj of `intermediate_size` (Qwen2-VL's is ungated); Qwen2_5_VLPatchMerger: an RMSNorm
     (ln_q) and two biased linears, hidden_size x spatial_merge_size^2 wide, out to `out_hidden_size`."""
     dim, width = v.number("hidden_size"), v.number("intermediate_size")
-    block = 2 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 3 * dim * width + 2 * width + dim
-    return _qwen_patches(v, dim) + v.number("depth") * block + _merger(v, dim, v.number("out_hidden_size"), dim)
+    return (_qwen_patches(v, dim) + v.number("depth") * _vit_block(dim, width, 2 * dim, gated=True)
+            + _merger(v, dim, v.number("out_hidden_size"), dim))
 
 
 def _qwen3_vl_tower(v: _Config, deepstack: bool = True) -> float:
@@ -1811,8 +1817,8 @@ def _qwen3_vl_tower(v: _Config, deepstack: bool = True) -> float:
     `out_hidden_size`) and one more per `deepstack_visual_indexes` entry, its LayerNorm over the merged width
     (use_postshuffle_norm)."""
     dim, width = v.number("hidden_size"), v.number("intermediate_size")
-    block = 4 * dim + 3 * dim * dim + 3 * dim + dim * dim + dim + 2 * dim * width + width + dim
-    params = _qwen_patches(v, dim) + dim + v.number("num_position_embeddings") * dim + v.number("depth") * block
+    params = (_qwen_patches(v, dim) + dim + v.number("num_position_embeddings") * dim
+              + v.number("depth") * _vit_block(dim, width, 4 * dim))
     out, wide = v.number("out_hidden_size"), dim * v.number("spatial_merge_size") ** 2
     params += _merger(v, dim, out, 2 * dim)
     if not deepstack:
